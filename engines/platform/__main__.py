@@ -1,0 +1,265 @@
+"""Command line of the platform: ``python -m engines.platform --help``.
+
+Examples::
+
+    python -m engines.platform bootstrap            # migrate, first admin, demo studies
+    python -m engines.platform studies create pilot-1 demo_survey
+    python -m engines.platform studies links pilot-1
+    python -m engines.platform export pilot-1 --out exports/
+    python -m engines.platform jobs submit platform.countdown --params '{"seconds": 3}' --wait
+    python -m engines.platform bots demo_survey --participants 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from dataclasses import asdict, is_dataclass
+from typing import Any
+
+from engines.platform.settings import get_settings
+
+
+def _emit(args: argparse.Namespace, payload: Any, text: str | None = None) -> None:
+    if args.json:
+        print(json.dumps(payload, default=lambda o: asdict(o) if is_dataclass(o) else str(o), indent=None))
+    else:
+        print(text if text is not None else payload)
+
+
+def cmd_migrate(args: argparse.Namespace) -> None:
+    from engines.platform import migrate
+
+    migrate.upgrade()
+    _emit(args, {"migrated": True}, "database is at the latest migration")
+
+
+def cmd_bootstrap(args: argparse.Namespace) -> None:
+    from engines.platform import auth, migrate
+    from engines.platform.demo import load_demo_data
+
+    settings = get_settings()
+    migrate.upgrade()
+    generated = auth.ensure_admin(settings.admin_username, settings.admin_password or None)
+    created = load_demo_data() if args.demo else []
+    payload = {"database": settings.resolved_database_url.split("://")[0], "demo_studies_created": created,
+               "admin_created": generated is not None or None, "admin_username": settings.admin_username}
+    if generated:
+        payload["one_time_password"] = generated
+    if args.json:
+        _emit(args, payload)
+        return
+    print(f"database ready ({payload['database']}); demo studies created: {', '.join(created) or 'none new'}")
+    if generated:
+        bar = "=" * 72
+        print(f"\n{bar}\n  First admin account created.\n  username: {settings.admin_username}\n"
+              f"  one-time password: {generated}\n  You will be asked to choose a new password at first login.\n{bar}\n")
+
+
+def cmd_create_user(args: argparse.Namespace) -> None:
+    from engines.platform import auth
+
+    password = args.password or getpass.getpass(f"Password for {args.username}: ")
+    identity = auth.create_user(args.username, password, args.role, display_name=args.display_name or "")
+    _emit(args, asdict(identity), f"created {identity.role} account {identity.username!r}")
+
+
+def cmd_set_password(args: argparse.Namespace) -> None:
+    from engines.platform import auth
+
+    password = args.password or getpass.getpass(f"New password for {args.username}: ")
+    auth.set_password(args.username, password)
+    _emit(args, {"username": args.username}, f"password of {args.username!r} changed")
+
+
+def cmd_protocols(args: argparse.Namespace) -> None:
+    from engines.platform.registry import all_protocols
+
+    rows = [{"name": p.name, "title": p.title, "steps": len(p.steps), "conditions": p.conditions}
+            for p in all_protocols().values()]
+    _emit(args, rows, "\n".join(f"{r['name']:24} {r['steps']:4} steps  conditions={r['conditions']}  {r['title']}" for r in rows))
+
+
+def cmd_studies(args: argparse.Namespace) -> None:
+    from engines.platform import study_admin
+
+    if args.action == "list":
+        rows = study_admin.list_studies()
+        _emit(args, rows, "\n".join(
+            f"{s.slug:24} {s.protocol:20} {'open' if s.is_open else 'closed':7} {s.completed}/{s.participants} completed"
+            for s in rows) or "no studies")
+    elif args.action == "create":
+        config = json.loads(args.config) if args.config else None
+        study = study_admin.create_study(args.slug, args.protocol, title=args.title or "", config=config,
+                                         is_open=not args.closed)
+        _emit(args, {"slug": study.slug, "protocol": study.protocol}, f"created study {study.slug}")
+    elif args.action in ("open", "close"):
+        study_admin.set_open(args.slug, args.action == "open")
+        _emit(args, {"slug": args.slug, "is_open": args.action == "open"}, f"{args.slug} is now {args.action}")
+    elif args.action == "links":
+        links = study_admin.participant_links(args.slug, args.base_url)
+        _emit(args, links, "\n".join(f"{k:9} {v}" for k, v in links.items()))
+    elif args.action == "progress":
+        rows = study_admin.progress(args.slug)
+        _emit(args, rows, "\n".join(
+            f"{r.condition:16} active {r.active:4}  completed {r.completed:4}  screened out {r.screened_out:4}" for r in rows))
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    from engines.platform.export import export_study
+
+    export = export_study(args.slug)
+    paths = export.write(args.out)
+    _emit(args, {"files": [str(p) for p in paths]}, "\n".join(str(p) for p in paths))
+
+
+def cmd_jobs(args: argparse.Namespace) -> None:
+    from engines.platform import jobqueue
+
+    if args.action == "list":
+        jobs = jobqueue.list_jobs(limit=args.limit)
+        rows = [{"id": j.id, "kind": j.kind, "status": j.status, "progress": j.progress, "message": j.message} for j in jobs]
+        _emit(args, rows, "\n".join(f"{r['id']:5} {r['kind']:28} {r['status']:10} {r['progress']:5.0%} {r['message']}" for r in rows) or "no jobs")
+    elif args.action == "kinds":
+        kinds = jobqueue.discover_job_kinds()
+        _emit(args, sorted(kinds), "\n".join(f"{k:28} {v.title}" for k, v in sorted(kinds.items())))
+    elif args.action == "submit":
+        params = json.loads(args.params) if args.params else {}
+        job_id = jobqueue.submit_job(args.kind, params)
+        if args.wait:
+            # Run it here, in the foreground; the database records it exactly as a worker would.
+            jobqueue.run_job(job_id)
+            job = jobqueue.get_job(job_id)
+            _emit(args, {"id": job.id, "status": job.status, "result": job.result, "error": job.error},
+                  f"job {job.id}: {job.status}\n{json.dumps(job.result, indent=2) if job.result else job.error or ''}")
+            if job.status != "succeeded":
+                sys.exit(1)
+        else:
+            _emit(args, {"id": job_id}, f"queued job {job_id}")
+    elif args.action == "cancel":
+        status = jobqueue.cancel_job(args.job_id)
+        _emit(args, {"id": args.job_id, "status": status}, f"job {args.job_id}: {status}")
+    elif args.action == "show":
+        job = jobqueue.get_job(args.job_id)
+        _emit(args, job.model_dump(mode="json"), json.dumps(job.model_dump(mode="json"), indent=2))
+
+
+def cmd_run_job(args: argparse.Namespace) -> None:
+    from engines.platform.jobqueue import run_job
+
+    status = run_job(args.job_id)
+    sys.exit(0 if status in ("succeeded", "cancelled") else 1)
+
+
+def cmd_worker(args: argparse.Namespace) -> None:
+    import time
+
+    from engines.platform.jobqueue import LocalExecutor
+
+    executor = LocalExecutor(args.workers)
+    executor.start()
+    print(f"worker running {executor.max_workers} jobs at a time; Ctrl-C to stop", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        executor.shutdown()
+
+
+def cmd_bots(args: argparse.Namespace) -> None:
+    from engines.platform.bots import run_protocol_bots
+
+    reports = run_protocol_bots(args.protocol, participants=args.participants, slug=args.study)
+    _emit(args, reports, "\n".join(f"{r.external_id:16} {r.condition:12} {r.status:12} {r.steps} steps, "
+                                   f"{r.must_fail_checked} rejected inputs checked" for r in reports))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m engines.platform", description="HAI Studio platform commands.")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=cmd_migrate)
+    p = sub.add_parser("bootstrap", help="migrate, create the first admin, load demo studies")
+    p.add_argument("--no-demo", dest="demo", action="store_false")
+    p.set_defaults(fn=cmd_bootstrap)
+
+    p = sub.add_parser("create-user", help="create a researcher, annotator or admin account")
+    p.add_argument("username")
+    p.add_argument("--role", required=True, choices=["admin", "researcher", "annotator"])
+    p.add_argument("--password", help="omit to be prompted")
+    p.add_argument("--display-name")
+    p.set_defaults(fn=cmd_create_user)
+    p = sub.add_parser("set-password", help="change an account's password")
+    p.add_argument("username")
+    p.add_argument("--password", help="omit to be prompted")
+    p.set_defaults(fn=cmd_set_password)
+
+    sub.add_parser("protocols", help="list study protocols found in studies/").set_defaults(fn=cmd_protocols)
+    p = sub.add_parser("studies", help="create, open, close and inspect studies")
+    p.add_argument("action", choices=["list", "create", "open", "close", "links", "progress"])
+    p.add_argument("slug", nargs="?")
+    p.add_argument("protocol", nargs="?")
+    p.add_argument("--title")
+    p.add_argument("--config", help="JSON: completion_code, screened_out_code, constants")
+    p.add_argument("--closed", action="store_true", help="create without opening")
+    p.add_argument("--base-url", help="public address for links (default HAI_PUBLIC_BASE_URL)")
+    p.set_defaults(fn=cmd_studies)
+
+    p = sub.add_parser("export", help="export a study's data (CSV, JSONL, dictionary, config)")
+    p.add_argument("slug")
+    p.add_argument("--out", required=True)
+    p.set_defaults(fn=cmd_export)
+
+    p = sub.add_parser("jobs", help="list, submit, cancel and show jobs")
+    p.add_argument("action", choices=["list", "kinds", "submit", "cancel", "show"])
+    p.add_argument("kind", nargs="?", help="job kind (submit)")
+    p.add_argument("--job-id", type=int)
+    p.add_argument("--params", help="JSON object of parameters")
+    p.add_argument("--wait", action="store_true", help="run in the foreground and print the result")
+    p.add_argument("--limit", type=int, default=20)
+    p.set_defaults(fn=cmd_jobs)
+    p = sub.add_parser("run-job", help="run one job in this process (used by workers)")
+    p.add_argument("job_id", type=int)
+    p.set_defaults(fn=cmd_run_job)
+    p = sub.add_parser("worker", help="run queued jobs until stopped (a separate worker process)")
+    p.add_argument("--workers", type=int)
+    p.set_defaults(fn=cmd_worker)
+
+    p = sub.add_parser("bots", help="run a protocol's bot headless against a scratch study")
+    p.add_argument("protocol")
+    p.add_argument("--participants", type=int, default=3)
+    p.add_argument("--study", help="existing study slug to use (default: a new bot-* study)")
+    p.set_defaults(fn=cmd_bots)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    needs_slug = {"studies": args.command == "studies" and args.action != "list"}
+    if needs_slug["studies"] and not args.slug:
+        parser.error(f"studies {args.action} needs a study slug")
+    if args.command == "studies" and args.action == "create" and not args.protocol:
+        parser.error("studies create needs SLUG PROTOCOL")
+    if args.command == "jobs" and args.action == "submit" and not args.kind:
+        parser.error("jobs submit needs a job kind (see `jobs kinds`)")
+    if args.command == "jobs" and args.action in ("cancel", "show") and args.job_id is None:
+        parser.error(f"jobs {args.action} needs --job-id")
+    from engines.platform.auth import AuthError
+    from engines.platform.jobqueue import JobError
+    from engines.platform.panels import LinkError
+    from engines.platform.registry import UnknownProtocol
+    from engines.platform.runtime import StudyError
+
+    try:
+        args.fn(args)
+    except (AuthError, JobError, LinkError, StudyError, UnknownProtocol, json.JSONDecodeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

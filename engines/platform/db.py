@@ -1,0 +1,97 @@
+"""One SQLAlchemy engine per process and short, explicit transactions over it.
+
+SQLite (the default) runs in WAL mode with ``busy_timeout`` and foreign keys on; write
+transactions start with ``BEGIN IMMEDIATE`` so that two read-then-write transactions queue for
+the single writer lock instead of failing half-way (SQLite's documented advice). PostgreSQL is
+used through ``psycopg`` 3 with pre-ping; writers there serialise on row locks
+(``SELECT ... FOR UPDATE``) taken by the callers that need them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+from sqlmodel import Session, create_engine
+
+from engines.platform.settings import get_settings
+
+_ENGINES: dict[str, Engine] = {}
+_LOCK = threading.Lock()
+
+SQLITE_PRAGMAS = ("journal_mode=WAL", "busy_timeout=10000", "foreign_keys=ON", "synchronous=NORMAL")
+
+
+def is_sqlite(engine_or_url: Engine | str) -> bool:
+    url = engine_or_url if isinstance(engine_or_url, str) else str(engine_or_url.url)
+    return url.startswith("sqlite")
+
+
+def _install_sqlite_hooks(engine: Engine) -> None:
+    # The SQLAlchemy recipe for explicit SQLite transactions: turn off pysqlite's own BEGIN
+    # handling and emit ours, so that writers can ask for BEGIN IMMEDIATE.
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record):  # noqa: ANN001 - DB-API connection
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        for pragma in SQLITE_PRAGMAS:
+            cursor.execute(f"PRAGMA {pragma}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn):  # noqa: ANN001 - SQLAlchemy Connection
+        mode = "IMMEDIATE" if conn.get_execution_options().get("hai_write") else "DEFERRED"
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def create_db_engine(url: str) -> Engine:
+    """Build an engine for ``url`` with the project's connection settings (no caching)."""
+    if is_sqlite(url):
+        database = make_url(url).database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": 30},
+            pool_size=10, max_overflow=60, pool_timeout=60,
+        )
+        _install_sqlite_hooks(engine)
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=60, pool_timeout=60)
+
+
+def get_engine(url: str | None = None) -> Engine:
+    """The process-wide engine for ``url`` (default: the configured database)."""
+    url = url or get_settings().resolved_database_url
+    with _LOCK:
+        engine = _ENGINES.get(url)
+        if engine is None:
+            engine = _ENGINES[url] = create_db_engine(url)
+        return engine
+
+
+def dispose_engines() -> None:
+    """Close every pooled connection (tests and benchmarks switch databases)."""
+    with _LOCK:
+        for engine in _ENGINES.values():
+            engine.dispose()
+        _ENGINES.clear()
+
+
+@contextmanager
+def read_session(engine: Engine | None = None) -> Iterator[Session]:
+    """A session for reads; objects stay usable after it closes."""
+    with Session(engine or get_engine(), expire_on_commit=False) as session:
+        yield session
+
+
+@contextmanager
+def write_transaction(engine: Engine | None = None) -> Iterator[Session]:
+    """One write transaction: commits on success, rolls back entirely on any exception."""
+    bind = (engine or get_engine()).execution_options(hai_write=True)
+    with Session(bind, expire_on_commit=False) as session:
+        with session.begin():
+            yield session

@@ -1,0 +1,26 @@
+"""Demo data loaded by ``make run``: one open study instance per shipped protocol."""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import Engine
+
+from engines.platform import study_admin
+from engines.platform.registry import all_protocols
+from engines.platform.runtime import UnknownStudy
+
+
+def demo_slug(protocol_name: str) -> str:
+    return protocol_name.replace("_", "-")
+
+
+def load_demo_data(*, engine: Engine | None = None) -> list[str]:
+    """Create a study for every protocol that has none yet; returns the slugs created."""
+    created = []
+    for name, protocol in sorted(all_protocols().items()):
+        slug = demo_slug(name)
+        try:
+            study_admin.get_study(slug, engine=engine)
+        except UnknownStudy:
+            study_admin.create_study(slug, name, title=protocol.title, engine=engine)
+            created.append(slug)
+    return created

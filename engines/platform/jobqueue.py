@@ -1,0 +1,427 @@
+"""Background jobs: long work with progress, log, result and failure reason kept in the database.
+
+A job is a registered function ``fn(ctx: JobContext, **params) -> dict``. Submitting one inserts
+a ``queued`` row; an executor claims it atomically and runs it outside the caller's thread. The
+local executor runs each job in its own Python process (``python -m engines.platform run-job
+ID``), so a crash or a cancel never takes the app down, and the job writes its own heartbeat;
+a job whose heartbeat stops (its process died, the server restarted) is marked failed with the
+reason, never left running. The ``Executor`` protocol is what a cluster executor (Ray) implements.
+
+Job functions live in ``engines/<area>/jobs.py`` modules, which are discovered automatically.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pkgutil
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ValidationError
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from engines.platform.db import get_engine, read_session, write_transaction
+from engines.platform.models import Job, JobStatus, utcnow
+from engines.platform.provenance import code_version
+from engines.platform.settings import REPO_ROOT, get_settings
+
+HEARTBEAT_EVERY_S = 2.0
+CANCEL_GRACE_S = 5.0
+LOG_LIMIT_CHARS = 200_000
+
+
+class JobCancelled(Exception):
+    """Raised inside a job when a cancel was requested; the job ends as ``cancelled``."""
+
+
+class JobError(ValueError):
+    """A job cannot be submitted or changed; the message says why."""
+
+
+@dataclass(frozen=True)
+class JobKind:
+    name: str
+    fn: Callable[..., dict]
+    title: str
+    description: str
+    params: type[BaseModel] | None
+
+
+_KINDS: dict[str, JobKind] = {}
+_DISCOVERED = False
+_DISCOVER_LOCK = threading.Lock()
+
+
+def register_job(name: str, *, title: str = "", params: type[BaseModel] | None = None):
+    """Decorator: make ``fn(ctx, **params) -> dict`` runnable as job kind ``name``."""
+
+    def wrap(fn: Callable[..., dict]) -> Callable[..., dict]:
+        _KINDS[name] = JobKind(name, fn, title or name, (fn.__doc__ or "").strip(), params)
+        return fn
+
+    return wrap
+
+
+def discover_job_kinds() -> dict[str, JobKind]:
+    """Import every ``engines.<area>.jobs`` module once, so their jobs register."""
+    global _DISCOVERED
+    with _DISCOVER_LOCK:
+        if not _DISCOVERED:
+            import engines
+
+            for info in pkgutil.iter_modules(engines.__path__, prefix="engines."):
+                if info.ispkg:
+                    try:
+                        importlib.import_module(f"{info.name}.jobs")
+                    except ModuleNotFoundError as exc:
+                        if exc.name != f"{info.name}.jobs":
+                            raise
+            _DISCOVERED = True
+    return dict(_KINDS)
+
+
+def get_kind(name: str) -> JobKind:
+    kinds = discover_job_kinds()
+    if name not in kinds:
+        raise JobError(f"Unknown job kind {name!r} (known: {', '.join(sorted(kinds)) or 'none'}).")
+    return kinds[name]
+
+
+# ------------------------------------------------------------------ running side
+
+
+class JobContext:
+    """Handed to a running job: report progress, write log lines, find the result folder."""
+
+    def __init__(self, job_id: int, engine: Engine | None = None):
+        self.job_id = job_id
+        self._engine = engine
+        self._pending_log: list[str] = []
+        self._last_flush = 0.0
+        self._lock = threading.Lock()
+
+    @property
+    def result_dir(self) -> Path:
+        path = get_settings().data_dir / "jobs" / str(self.job_id)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def log(self, line: str) -> None:
+        with self._lock:
+            self._pending_log.append(f"[{utcnow():%H:%M:%S}] {line}")
+        self._flush(force=False)
+
+    def progress(self, fraction: float, message: str | None = None) -> None:
+        """Report progress in [0, 1]; raises ``JobCancelled`` if a cancel was requested."""
+        fraction = min(max(float(fraction), 0.0), 1.0)
+        self._flush(force=message is not None, progress=fraction, message=message)
+
+    def check_cancelled(self) -> None:
+        self._flush(force=True)
+
+    def _flush(self, *, force: bool, progress: float | None = None, message: str | None = None) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_flush < 0.5:
+            return
+        with self._lock:
+            lines, self._pending_log = self._pending_log, []
+            self._last_flush = now
+        with write_transaction(self._engine) as session:
+            job = session.get(Job, self.job_id)
+            if lines:
+                job.log = (job.log + "\n".join(lines) + "\n")[-LOG_LIMIT_CHARS:]
+            if progress is not None:
+                job.progress = progress
+            if message is not None:
+                job.message = message
+            job.heartbeat_at = utcnow()
+            cancel = job.cancel_requested
+            session.add(job)
+        if cancel:
+            raise JobCancelled()
+
+
+def _heartbeat_loop(job_id: int, stop: threading.Event, engine: Engine | None) -> None:
+    while not stop.wait(HEARTBEAT_EVERY_S):
+        with write_transaction(engine) as session:
+            session.exec(update(Job).where(Job.id == job_id, Job.status == JobStatus.RUNNING)
+                         .values(heartbeat_at=utcnow()))
+
+
+def claim(job_id: int, worker: str, *, engine: Engine | None = None) -> bool:
+    """Atomically move a queued job to running for ``worker``; False if someone else has it."""
+    now = utcnow()
+    with write_transaction(engine) as session:
+        result = session.exec(
+            update(Job).where(Job.id == job_id, Job.status == JobStatus.QUEUED)
+            .values(status=JobStatus.RUNNING, worker=worker, started_at=now, heartbeat_at=now)
+        )
+        return result.rowcount == 1
+
+
+def _finish(job_id: int, status: str, *, engine: Engine | None = None, **values: Any) -> None:
+    with write_transaction(engine) as session:
+        job = session.get(Job, job_id)
+        if job.status in JobStatus.FINISHED:
+            return
+        job.status = status
+        job.finished_at = utcnow()
+        for key, value in values.items():
+            setattr(job, key, value)
+        session.add(job)
+
+
+def run_job(job_id: int, *, worker: str | None = None, engine: Engine | None = None) -> str:
+    """Run one job in this process (claiming it if queued) and return its final status."""
+    worker = worker or f"{os.uname().nodename}:{os.getpid()}"
+    with read_session(engine) as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            raise JobError(f"No job with id {job_id}.")
+    if job.status == JobStatus.QUEUED and not claim(job_id, worker, engine=engine):
+        return get_job(job_id, engine=engine).status
+    job = get_job(job_id, engine=engine)
+    if job.status != JobStatus.RUNNING:
+        return job.status
+    stop = threading.Event()
+    beat = threading.Thread(target=_heartbeat_loop, args=(job_id, stop, engine), daemon=True)
+    beat.start()
+    ctx = JobContext(job_id, engine)
+    try:
+        kind = get_kind(job.kind)
+        params = kind.params.model_validate(job.params).model_dump() if kind.params else dict(job.params)
+        result = kind.fn(ctx, **params) or {}
+        ctx._flush(force=True)  # noqa: SLF001 - write the last log lines
+        json.dumps(result)  # results must be storable; fail the job clearly if not
+        _finish(job_id, JobStatus.SUCCEEDED, engine=engine, progress=1.0, result=result,
+                result_path=str(result.get("result_path")) if result.get("result_path") else None)
+    except JobCancelled:
+        _finish(job_id, JobStatus.CANCELLED, engine=engine, message="cancelled")
+    except BaseException as exc:  # noqa: BLE001 - any failure must end the job as failed
+        _finish(job_id, JobStatus.FAILED, engine=engine,
+                error=f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc()[-8000:]}")
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+    finally:
+        stop.set()
+    return get_job(job_id, engine=engine).status
+
+
+# ------------------------------------------------------------------ submitting side
+
+
+def submit_job(kind: str, params: dict[str, Any] | None = None, *, submitted_by: int | None = None,
+               engine: Engine | None = None) -> int:
+    """Queue a job; returns its id. Params are validated against the kind's schema first."""
+    job_kind = get_kind(kind)
+    params = dict(params or {})
+    if job_kind.params is not None:
+        try:
+            params = job_kind.params.model_validate(params).model_dump(mode="json")
+        except ValidationError as exc:
+            detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise JobError(f"Invalid parameters for job {kind!r}: {detail}") from None
+    try:
+        json.dumps(params)
+    except TypeError as exc:
+        raise JobError(f"Job parameters must be JSON values: {exc}") from None
+    with write_transaction(engine) as session:
+        job = Job(kind=kind, params=params, submitted_by=submitted_by, code_version=code_version())
+        session.add(job)
+        session.flush()
+        job_id = job.id
+    executor = _EXECUTOR
+    if executor is not None:
+        executor.wake()
+    return job_id
+
+
+def get_job(job_id: int, *, engine: Engine | None = None) -> Job:
+    with read_session(engine) as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            raise JobError(f"No job with id {job_id}.")
+        return job
+
+
+def list_jobs(*, limit: int = 50, kind: str | None = None, engine: Engine | None = None) -> list[Job]:
+    with read_session(engine) as session:
+        query = select(Job).order_by(Job.id.desc()).limit(limit)
+        if kind:
+            query = query.where(Job.kind == kind)
+        return list(session.exec(query).all())
+
+
+def cancel_job(job_id: int, *, engine: Engine | None = None) -> str:
+    """Cancel a job: a queued one at once, a running one at its next progress report."""
+    with write_transaction(engine) as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            raise JobError(f"No job with id {job_id}.")
+        if job.status == JobStatus.QUEUED:
+            job.status = JobStatus.CANCELLED
+            job.finished_at = utcnow()
+            job.message = "cancelled before it started"
+        elif job.status == JobStatus.RUNNING:
+            job.cancel_requested = True
+        session.add(job)
+        return job.status
+
+
+def reap_stale_jobs(*, stale_after_s: float | None = None, engine: Engine | None = None) -> list[int]:
+    """Mark running jobs whose heartbeat stopped as failed; returns their ids."""
+    stale_after_s = stale_after_s or get_settings().job_stale_after_s
+    cutoff = utcnow() - timedelta(seconds=stale_after_s)
+    reaped = []
+    with write_transaction(engine) as session:
+        jobs = session.exec(select(Job).where(Job.status == JobStatus.RUNNING)).all()
+        for job in jobs:
+            beat: datetime | None = job.heartbeat_at or job.started_at
+            if beat is None or beat < cutoff:
+                job.status = JobStatus.FAILED
+                job.finished_at = utcnow()
+                job.error = (f"The worker stopped responding (last heartbeat {beat:%Y-%m-%d %H:%M:%S} UTC); "
+                             "the process died or the server restarted.") if beat else "The worker never started."
+                session.add(job)
+                reaped.append(job.id)
+    return reaped
+
+
+class Executor(Protocol):
+    """Runs queued jobs somewhere. The local one uses processes; a Ray one would use tasks."""
+
+    def start(self) -> None: ...
+    def wake(self) -> None: ...
+    def shutdown(self) -> None: ...
+
+
+class LocalExecutor:
+    """Claims queued jobs and runs each in a child Python process, up to ``max_workers`` at once."""
+
+    def __init__(self, max_workers: int | None = None, *, database_url: str | None = None, poll_s: float = 1.0):
+        self.max_workers = max_workers or get_settings().job_workers
+        self.database_url = database_url or get_settings().resolved_database_url
+        self.poll_s = poll_s
+        self.worker = f"{os.uname().nodename}:{os.getpid()}:local"
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._running: dict[int, subprocess.Popen] = {}
+        self._thread: threading.Thread | None = None
+
+    @property
+    def engine(self) -> Engine:
+        return get_engine(self.database_url)
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="hai-job-dispatcher", daemon=True)
+            self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def shutdown(self, *, wait: bool = True) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None and wait:
+            self._thread.join(timeout=10)
+        for proc in list(self._running.values()):
+            proc.terminate()
+
+    def _loop(self) -> None:
+        last_reap = 0.0
+        while not self._stop.is_set():
+            try:
+                if time.monotonic() - last_reap > 5:
+                    reap_stale_jobs(engine=self.engine)
+                    last_reap = time.monotonic()
+                self._watch_running()
+                self._start_queued()
+            except Exception:  # noqa: BLE001 - keep dispatching; the error reaches the log
+                traceback.print_exc()
+            self._wake.wait(self.poll_s)
+            self._wake.clear()
+
+    def _start_queued(self) -> None:
+        free = self.max_workers - len(self._running)
+        if free <= 0:
+            return
+        with read_session(self.engine) as session:
+            queued = session.exec(
+                select(Job.id).where(Job.status == JobStatus.QUEUED).order_by(Job.id).limit(free)
+            ).all()
+        for job_id in queued:
+            if not claim(job_id, self.worker, engine=self.engine):
+                continue
+            env = {**os.environ, "HAI_DATABASE_URL": self.database_url, "PYTHONUNBUFFERED": "1"}
+            # Output goes to a file, not a pipe: a chatty job (progress bars) must never block on it.
+            output = JobContext(job_id).result_dir / "process.log"
+            with output.open("w") as sink:
+                self._running[job_id] = subprocess.Popen(
+                    [sys.executable, "-m", "engines.platform", "run-job", str(job_id)],
+                    cwd=REPO_ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                )
+
+    def _watch_running(self) -> None:
+        for job_id, proc in list(self._running.items()):
+            code = proc.poll()
+            job = get_job(job_id, engine=self.engine)
+            if code is None:
+                if job.cancel_requested and job.heartbeat_at and \
+                        (utcnow() - job.heartbeat_at).total_seconds() > CANCEL_GRACE_S:
+                    # The job did not reach a progress report in time: stop it by force.
+                    proc.kill()
+                    proc.wait()
+                    _finish(job_id, JobStatus.CANCELLED, engine=self.engine, message="cancelled (stopped by force)")
+                    del self._running[job_id]
+                continue
+            output = JobContext(job_id).result_dir / "process.log"
+            stderr = output.read_text(errors="replace")[-4000:] if output.exists() else ""
+            del self._running[job_id]
+            if job.status == JobStatus.RUNNING:
+                _finish(job_id, JobStatus.FAILED, engine=self.engine,
+                        error=f"The job process exited with code {code} before finishing.\n{stderr}")
+
+
+_EXECUTOR: LocalExecutor | None = None
+_EXECUTOR_LOCK = threading.Lock()
+
+
+def start_local_executor(max_workers: int | None = None) -> LocalExecutor:
+    """The process-wide local executor, started once (the app calls this at start-up)."""
+    global _EXECUTOR
+    with _EXECUTOR_LOCK:
+        if _EXECUTOR is None:
+            _EXECUTOR = LocalExecutor(max_workers)
+            _EXECUTOR.start()
+        return _EXECUTOR
+
+
+def stop_local_executor() -> None:
+    global _EXECUTOR
+    with _EXECUTOR_LOCK:
+        if _EXECUTOR is not None:
+            _EXECUTOR.shutdown()
+            _EXECUTOR = None
+
+
+def wait_for_job(job_id: int, *, timeout_s: float = 60.0, engine: Engine | None = None) -> Job:
+    """Poll until the job finishes (CLI ``--wait`` and tests)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        job = get_job(job_id, engine=engine)
+        if job.status in JobStatus.FINISHED or time.monotonic() > deadline:
+            return job
+        time.sleep(0.2)

@@ -1,0 +1,459 @@
+"""The study runtime: enter by link, show the current step, store answers, finish.
+
+Guarantees (each backed by a test):
+- every step's answer is committed before the next step can be shown, so a refresh, a reopened
+  tab or a server restart resumes at the same step with every answer kept;
+- a repeated submission of a step that was already stored (double click, resent request)
+  returns the stored outcome and writes nothing;
+- condition assignment picks the least-filled condition, counting finished participants and
+  unfinished ones seen within ``participant_timeout_minutes`` (psiTurk), inside one write
+  transaction that also holds the study row, so concurrent arrivals keep the balance and
+  ``UNIQUE(study, external id)`` makes a participant exist once;
+- invalid input raises before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import func, or_
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from engines.platform.db import read_session, write_transaction
+from engines.platform.models import Participant, ParticipantStatus, StepAttempt, StepResponse, Study, utcnow
+from engines.platform.panels import (
+    CompletionTarget,
+    LinkError,
+    PanelIdentity,
+    completion_target,
+    parse_link,
+    validate_slug,
+)
+from engines.platform.registry import get_protocol
+from engines.platform.settings import get_settings
+from engines.platform.study import StepContext, StepInstance, StudyProtocol
+
+
+class StudyError(Exception):
+    """A problem a participant or researcher should read; ``str()`` is the message."""
+
+
+class UnknownStudy(StudyError):
+    pass
+
+
+class StudyClosed(StudyError):
+    pass
+
+
+class StepOutOfOrder(StudyError):
+    pass
+
+
+class InvalidResponse(StudyError):
+    """Submitted data failed validation. ``errors`` maps field name -> message."""
+
+    def __init__(self, step: str, errors: dict[str, str]):
+        self.step = step
+        self.errors = errors
+        detail = "; ".join(f"{name}: {msg}" for name, msg in errors.items())
+        super().__init__(f"Step {step}: {detail}")
+
+
+@dataclass(frozen=True)
+class EnterResult:
+    participant_id: int | None
+    study_slug: str
+    condition: str | None
+    resumed: bool
+    preview: bool = False
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """Outcome of one submission.
+
+    ``accepted``: stored (or already stored: then ``duplicate``). ``check_failed``: a
+    comprehension or attention check was answered wrongly; ``wrong_fields`` lists which,
+    ``attempts_left`` how many tries remain. ``screened_out``: the study ended for them.
+    """
+
+    accepted: bool
+    duplicate: bool = False
+    check_failed: bool = False
+    wrong_fields: tuple[str, ...] = ()
+    attempts_left: int = 0
+    feedback: str = ""
+    next_index: int | None = None
+    finished: bool = False
+    screened_out: bool = False
+
+
+@dataclass
+class StepView:
+    """Everything the participant page needs to draw the current state."""
+
+    study_slug: str
+    study_title: str
+    participant_id: int
+    external_id: str
+    condition: str
+    status: str
+    step: StepInstance | None
+    total_steps: int
+    position: int
+    template_vars: dict[str, Any] = field(default_factory=dict)
+    failed_attempts: int = 0
+    completion: CompletionTarget | None = None
+    previous_answer: dict[str, Any] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status != ParticipantStatus.ACTIVE
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _study_protocol(study: Study) -> StudyProtocol:
+    return get_protocol(study.protocol)
+
+
+def _constants(protocol: StudyProtocol, study: Study) -> Any:
+    return protocol.constants((study.config or {}).get("constants"))
+
+
+def _responses_by_step(session: Session, participant_id: int) -> dict[str, list[dict[str, Any]]]:
+    rows = session.exec(
+        select(StepResponse).where(StepResponse.participant_id == participant_id).order_by(StepResponse.step_index)
+    ).all()
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        out.setdefault(row.step_name, []).append(row.data)
+    return out
+
+
+def _context(protocol: StudyProtocol, study: Study, participant: Participant, instance: StepInstance,
+             responses: dict[str, list[dict[str, Any]]]) -> StepContext:
+    return StepContext(
+        participant_id=participant.id,
+        external_id=participant.external_id,
+        condition=participant.condition,
+        condition_params=protocol.condition_params(participant.condition),
+        round_number=instance.round_number,
+        C=_constants(protocol, study),
+        vars=dict(participant.vars or {}),
+        responses=responses,
+        study_config=dict(study.config or {}),
+    )
+
+
+def _next_displayed(protocol: StudyProtocol, study: Study, participant: Participant, start: int,
+                    responses: dict[str, list[dict[str, Any]]]) -> int:
+    """Index of the first step at or after ``start`` whose ``is_displayed`` is true."""
+    for instance in protocol.steps[start:]:
+        if instance.step.is_displayed(_context(protocol, study, participant, instance, responses)):
+            return instance.index
+    return len(protocol.steps)
+
+
+def _finish(protocol: StudyProtocol, study: Study, participant: Participant, status: str) -> None:
+    C = _constants(protocol, study)
+    config = study.config or {}
+    if status == ParticipantStatus.COMPLETED:
+        code = config.get("completion_code") or C.COMPLETION_CODE
+    else:
+        code = config.get("screened_out_code") or C.SCREENED_OUT_CODE
+    participant.status = status
+    participant.completion_code = code
+    participant.finished_at = utcnow()
+
+
+def _advance(protocol: StudyProtocol, study: Study, participant: Participant, start: int,
+             responses: dict[str, list[dict[str, Any]]]) -> None:
+    nxt = _next_displayed(protocol, study, participant, start, responses)
+    participant.step_index = nxt
+    participant.step_shown_at = None
+    at_end = nxt >= len(protocol.steps) or protocol.steps[nxt].step.kind == "completion"
+    if at_end:
+        _finish(protocol, study, participant, ParticipantStatus.COMPLETED)
+
+
+def _lock_study(session: Session, slug: str) -> Study:
+    study = session.exec(select(Study).where(Study.slug == slug).with_for_update()).first()
+    if study is None:
+        raise UnknownStudy(f"There is no study called '{slug}'. Check the link you were given.")
+    return study
+
+
+def _lock_participant(session: Session, participant_id: int) -> tuple[Participant, Study]:
+    participant = session.exec(
+        select(Participant).where(Participant.id == participant_id).with_for_update()
+    ).first()
+    if participant is None:
+        raise StudyError(f"No participant with id {participant_id}.")
+    study = session.get(Study, participant.study_id)
+    return participant, study
+
+
+def condition_counts(session: Session, study: Study, protocol: StudyProtocol) -> dict[str, int]:
+    """Participants per condition that count toward balance: finished, or active and recent."""
+    cutoff = utcnow() - timedelta(minutes=get_settings().participant_timeout_minutes)
+    rows = session.exec(
+        select(Participant.condition, func.count())
+        .where(Participant.study_id == study.id)
+        .where(or_(Participant.status != ParticipantStatus.ACTIVE, Participant.last_seen_at >= cutoff))
+        .group_by(Participant.condition)
+    ).all()
+    counts = {name: 0 for name in protocol.conditions}
+    for condition, n in rows:
+        if condition in counts:
+            counts[condition] = n
+    return counts
+
+
+# ------------------------------------------------------------------ public API
+
+
+def enter(slug: str, link_params: Mapping[str, object], *, engine: Engine | None = None) -> EnterResult:
+    """A participant opens a study link: resume them, or create them with a balanced condition.
+
+    Raises:
+        LinkError: the link's parameters do not identify a participant.
+        UnknownStudy / StudyClosed: no such study, or it takes no new participants.
+    """
+    validate_slug(slug)
+    identity: PanelIdentity = parse_link(link_params)
+    if identity.preview:
+        with read_session(engine) as session:
+            study = session.exec(select(Study).where(Study.slug == slug)).first()
+            if study is None:
+                raise UnknownStudy(f"There is no study called '{slug}'. Check the link you were given.")
+        return EnterResult(None, slug, None, resumed=False, preview=True)
+    for _attempt in range(3):
+        try:
+            return _enter_once(slug, identity, engine)
+        except IntegrityError:
+            # Another process created this participant between our read and insert (possible on
+            # PostgreSQL only if the study-row lock was bypassed); the retry resumes them.
+            continue
+    raise StudyError("Could not register you for this study; please reload the page.")
+
+
+def _enter_once(slug: str, identity: PanelIdentity, engine: Engine | None) -> EnterResult:
+    with write_transaction(engine) as session:
+        study = _lock_study(session, slug)
+        existing = session.exec(
+            select(Participant).where(Participant.study_id == study.id, Participant.external_id == identity.external_id)
+        ).first()
+        if existing is not None:
+            existing.last_seen_at = utcnow()
+            if identity.params:
+                existing.panel_params = {**(existing.panel_params or {}), **identity.params}
+            session.add(existing)
+            return EnterResult(existing.id, slug, existing.condition, resumed=True)
+        if not study.is_open:
+            raise StudyClosed("This study is not accepting new participants at the moment.")
+        protocol = _study_protocol(study)
+        counts = condition_counts(session, study, protocol)
+        condition = protocol.assign_condition(counts, identity)
+        if condition not in counts:
+            raise StudyError(f"study {protocol.name!r}: assign_condition returned unknown condition {condition!r}")
+        participant = Participant(
+            study_id=study.id, external_id=identity.external_id, panel=identity.panel,
+            panel_params=dict(identity.params), condition=condition,
+        )
+        session.add(participant)
+        session.flush()
+        _advance(protocol, study, participant, 0, {})
+        session.add(participant)
+        session.flush()
+        return EnterResult(participant.id, slug, condition, resumed=False)
+
+
+def find_participant(slug: str, external_id: str, *, engine: Engine | None = None) -> int | None:
+    with read_session(engine) as session:
+        row = session.exec(
+            select(Participant.id).join(Study, Study.id == Participant.study_id)
+            .where(Study.slug == slug, Participant.external_id == external_id)
+        ).first()
+        return row
+
+
+def current_view(participant_id: int, *, engine: Engine | None = None) -> StepView:
+    """The participant's current step with its template variables, or their end state."""
+    with read_session(engine) as session:
+        participant = session.get(Participant, participant_id)
+        if participant is None:
+            raise StudyError(f"No participant with id {participant_id}.")
+        study = session.get(Study, participant.study_id)
+        protocol = _study_protocol(study)
+        responses = _responses_by_step(session, participant_id)
+        failed = 0
+        instance: StepInstance | None = None
+        template_vars: dict[str, Any] = {}
+        completion = None
+        if participant.step_index < len(protocol.steps):
+            instance = protocol.steps[participant.step_index]
+        if participant.status == ParticipantStatus.ACTIVE and instance is not None:
+            ctx = _context(protocol, study, participant, instance, responses)
+            template_vars = instance.step.vars_for_template(ctx)
+            failed = session.exec(
+                select(func.count()).select_from(StepAttempt)
+                .where(StepAttempt.participant_id == participant_id, StepAttempt.step_index == instance.index)
+            ).one()
+        if participant.status != ParticipantStatus.ACTIVE:
+            completion = completion_target(participant.panel, participant.panel_params or {}, participant.completion_code or "")
+            if participant.status == ParticipantStatus.SCREENED_OUT:
+                instance = None
+            elif instance is not None:
+                template_vars = instance.step.vars_for_template(_context(protocol, study, participant, instance, responses))
+        shown = [s for s in protocol.steps if s.step.kind != "completion"]
+        return StepView(
+            study_slug=study.slug, study_title=study.title or protocol.title, participant_id=participant.id,
+            external_id=participant.external_id, condition=participant.condition, status=participant.status,
+            step=instance, total_steps=len(shown), position=min(participant.step_index, len(shown)),
+            template_vars=template_vars, failed_attempts=failed, completion=completion,
+        )
+
+
+def record_shown(participant_id: int, step_index: int, *, engine: Engine | None = None) -> None:
+    """Note when the current step was first shown (for per-step timings); later calls keep it."""
+    with write_transaction(engine) as session:
+        participant = session.get(Participant, participant_id)
+        if participant is None or participant.step_index != step_index or participant.step_shown_at is not None:
+            return
+        now = utcnow()
+        participant.step_shown_at = now
+        participant.last_seen_at = now
+        session.add(participant)
+
+
+def validate_response(instance: StepInstance, data: Mapping[str, Any]) -> Any:
+    """Parse ``data`` with the step's response schema; raise ``InvalidResponse`` with field errors."""
+    schema = instance.step.Response
+    if schema is None:
+        return None
+    try:
+        return schema.model_validate(dict(data))
+    except ValidationError as exc:
+        errors: dict[str, str] = {}
+        for err in exc.errors():
+            name = ".".join(str(p) for p in err["loc"]) or "__root__"
+            errors.setdefault(name, err["msg"])
+        raise InvalidResponse(instance.name, errors) from None
+
+
+def submit(participant_id: int, step_index: int, data: Mapping[str, Any] | None = None, *,
+           engine: Engine | None = None) -> SubmitResult:
+    """Store the answer to step ``step_index`` and move the participant on.
+
+    Submitting a step that is already stored returns ``duplicate=True`` and writes nothing.
+
+    Raises:
+        InvalidResponse: the data fails the step's schema or its ``validate`` hook (nothing is written).
+        StepOutOfOrder: the step is ahead of the participant's current step.
+    """
+    data = dict(data or {})
+    with write_transaction(engine) as session:
+        participant, study = _lock_participant(session, participant_id)
+        protocol = _study_protocol(study)
+        if step_index < 0 or step_index >= len(protocol.steps):
+            raise StepOutOfOrder(f"Study {study.slug} has no step {step_index}.")
+        if step_index < participant.step_index or participant.status != ParticipantStatus.ACTIVE:
+            stored = session.exec(
+                select(StepResponse.id).where(StepResponse.participant_id == participant_id, StepResponse.step_index == step_index)
+            ).first()
+            if stored is not None or participant.status != ParticipantStatus.ACTIVE:
+                return SubmitResult(
+                    accepted=True, duplicate=True, next_index=participant.step_index,
+                    finished=participant.status == ParticipantStatus.COMPLETED,
+                    screened_out=participant.status == ParticipantStatus.SCREENED_OUT,
+                )
+            raise StepOutOfOrder(f"Step {step_index} of study {study.slug} was skipped and cannot be answered now.")
+        if step_index > participant.step_index:
+            raise StepOutOfOrder(
+                f"Step {step_index} of study {study.slug} is not open yet; the current step is {participant.step_index}."
+            )
+        instance = protocol.steps[step_index]
+        if instance.step.kind == "completion":
+            raise StepOutOfOrder("The completion page takes no answers.")
+        response = validate_response(instance, data)
+        responses = _responses_by_step(session, participant_id)
+        ctx = _context(protocol, study, participant, instance, responses)
+        if response is not None:
+            errors = instance.step.validate(ctx, response)
+            if errors:
+                raise InvalidResponse(instance.name, dict(errors))
+        clean = response.model_dump(mode="json") if response is not None else {}
+
+        check = instance.step.check
+        attempts = 1
+        passed = True
+        if check is not None:
+            wrong = check.wrong_fields(clean)
+            previous = session.exec(
+                select(func.count()).select_from(StepAttempt)
+                .where(StepAttempt.participant_id == participant_id, StepAttempt.step_index == step_index)
+            ).one()
+            attempts = previous + 1
+            if wrong:
+                session.add(StepAttempt(participant_id=participant_id, step_index=step_index,
+                                        attempt=attempts, data=clean, wrong_fields=wrong))
+                participant.last_seen_at = utcnow()
+                if attempts < check.max_attempts:
+                    session.add(participant)
+                    return SubmitResult(accepted=False, check_failed=True, wrong_fields=tuple(wrong),
+                                        attempts_left=check.max_attempts - attempts, feedback=check.feedback,
+                                        next_index=step_index)
+                if check.on_fail == "screen_out":
+                    participant.step_shown_at = None
+                    _finish(protocol, study, participant, ParticipantStatus.SCREENED_OUT)
+                    session.add(participant)
+                    return SubmitResult(accepted=False, check_failed=True, wrong_fields=tuple(wrong),
+                                        screened_out=True, next_index=step_index)
+                passed = False
+                if check.kind == "attention":
+                    participant.attention_failures += 1
+
+        now = utcnow()
+        shown_at = participant.step_shown_at
+        stored = dict(clean)
+        if check is not None:
+            stored["_check_passed"] = passed
+        session.add(StepResponse(
+            participant_id=participant_id, step_index=step_index, step_name=instance.name,
+            round_number=instance.round_number, data=stored, attempts=attempts, shown_at=shown_at,
+            submitted_at=now, duration_s=(now - shown_at).total_seconds() if shown_at else None,
+        ))
+        if response is not None:
+            instance.step.after_submit(ctx, response)
+        participant.vars = dict(ctx.vars)
+        participant.last_seen_at = now
+        responses.setdefault(instance.name, []).append(stored)
+        limit = _constants(protocol, study).MAX_ATTENTION_FAILURES
+        if limit is not None and participant.attention_failures > limit:
+            participant.step_shown_at = None
+            _finish(protocol, study, participant, ParticipantStatus.SCREENED_OUT)
+        else:
+            _advance(protocol, study, participant, step_index + 1, responses)
+        session.add(participant)
+        return SubmitResult(
+            accepted=True, next_index=participant.step_index,
+            finished=participant.status == ParticipantStatus.COMPLETED,
+            screened_out=participant.status == ParticipantStatus.SCREENED_OUT,
+            check_failed=not passed,
+        )
+
+
+__all__ = [
+    "EnterResult", "InvalidResponse", "LinkError", "StepOutOfOrder", "StepView", "StudyClosed", "StudyError",
+    "SubmitResult", "UnknownStudy", "condition_counts", "current_view", "enter", "find_participant",
+    "record_shown", "submit", "validate_response",
+]

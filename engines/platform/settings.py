@@ -1,0 +1,80 @@
+"""Process-wide configuration, read from ``HAI_*`` environment variables and an optional ``.env``.
+
+Uses ``pydantic-settings`` so every option is typed, documented and validated once at start-up.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class Settings(BaseSettings):
+    """All settings of one HAI Studio process.
+
+    Args:
+        database_url: SQLAlchemy URL. Default: a SQLite file under ``data_dir`` (WAL mode).
+            PostgreSQL: ``postgresql+psycopg://user@host:5432/db``.
+        data_dir: where the default database, job results and exports are written.
+        admin_username / admin_password: bootstrap account created when no admin exists.
+        public_base_url: the address participants reach the app at; used to build study links.
+        job_workers: how many jobs the local executor runs at once.
+        job_stale_after_s: a running job whose heartbeat is older than this is marked failed.
+        participant_timeout_minutes: an unfinished participant still counts toward condition
+            balance for this long after they were last seen (psiTurk's model).
+        studies_package: the import path where study protocols are discovered.
+        device: torch device for model work ("auto" picks CUDA when present).
+        run_jobs_in_app: start a local job executor inside each app process (turn off when
+            separate ``python -m engines.platform worker`` processes run the jobs).
+        oidc_provider: name of an ``[auth]`` provider in Streamlit's secrets, to show "log in
+            with ..." through ``st.login``; empty turns OIDC off.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="HAI_", env_file=".env", extra="ignore")
+
+    database_url: str = ""
+    data_dir: Path = REPO_ROOT / "data"
+    admin_username: str = "admin"
+    admin_password: str = ""
+    public_base_url: str = "http://localhost:8501"
+    job_workers: int = Field(default=2, ge=1, le=64)
+    job_stale_after_s: float = Field(default=60.0, gt=0)
+    participant_timeout_minutes: float = Field(default=60.0, gt=0)
+    studies_package: str = "studies"
+    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
+    oidc_provider: str = ""
+    ray_address: str = ""
+    run_jobs_in_app: bool = True
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_scheme(cls, value: str) -> str:
+        if value and not value.startswith(("sqlite", "postgresql")):
+            raise ValueError(
+                f"HAI_DATABASE_URL must start with 'sqlite' or 'postgresql', got {value.split(':')[0]!r}"
+            )
+        return value
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The database URL in use: the configured one, or the default SQLite file."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'hai_studio.db').as_posix()}"
+
+
+@functools.lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The settings of this process, read once."""
+    return Settings()
+
+
+def reset_settings() -> None:
+    """Forget cached settings (tests change the environment between cases)."""
+    get_settings.cache_clear()

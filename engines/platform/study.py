@@ -1,0 +1,301 @@
+"""Declarative study protocols, after oTree's app model.
+
+A study module in ``studies/`` declares, in this order: a docstring; ``class C(Constants)`` with
+UPPER_CASE constants; response schemas as pydantic models whose fields carry ``title``,
+bounds and choices; plain functions; step classes; ``step_sequence = [...]``; optionally
+``assign_condition(counts, identity)``; and a ``PlayerBot`` (see ``engines.platform.bots``).
+One generic participant page interprets any protocol built from such a module.
+
+References: oTree's ``page_sequence`` / ``is_displayed`` / ``vars_for_template`` / bots
+(oTree-org/otree-docs), psiTurk's least-filled condition assignment.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel
+
+StepKind = Literal["form", "info", "consent", "completion"]
+
+
+class Constants:
+    """Base of a study's ``C`` class. Subclasses set UPPER_CASE attributes.
+
+    Recognised names: ``NAME`` (protocol id), ``TITLE``, ``CONDITIONS`` (a sequence of names or
+    a mapping name -> parameters), ``COMPLETION_CODE``, ``SCREENED_OUT_CODE``,
+    ``MAX_ATTENTION_FAILURES`` (screen out after more failed attention checks than this),
+    ``ESTIMATED_MINUTES``. Anything else is the study's own.
+    """
+
+    NAME: ClassVar[str] = ""
+    TITLE: ClassVar[str] = ""
+    CONDITIONS: ClassVar[Any] = ("default",)
+    COMPLETION_CODE: ClassVar[str] = "COMPLETED"
+    SCREENED_OUT_CODE: ClassVar[str] = "SCREENED_OUT"
+    MAX_ATTENTION_FAILURES: ClassVar[int | None] = None
+    ESTIMATED_MINUTES: ClassVar[int] = 5
+
+
+@dataclass(frozen=True)
+class Check:
+    """Correct answers for a comprehension or attention check, and what happens on failure.
+
+    Args:
+        answers: field name -> the correct value.
+        kind: "comprehension" (participants retry after reading feedback) or "attention".
+        max_attempts: submissions allowed before ``on_fail`` applies.
+        on_fail: "screen_out" ends the study with the screened-out code; "continue" accepts the
+            last answer, flags it, and (for attention checks) counts a failure toward
+            ``C.MAX_ATTENTION_FAILURES``.
+        feedback: shown after a wrong attempt when attempts remain.
+    """
+
+    answers: Mapping[str, Any]
+    kind: Literal["comprehension", "attention"] = "comprehension"
+    max_attempts: int = 2
+    on_fail: Literal["screen_out", "continue"] = "screen_out"
+    feedback: str = "Some answers are not right. Please read the instructions again and retry."
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"Check.max_attempts must be at least 1, got {self.max_attempts}")
+        if not self.answers:
+            raise ValueError("Check.answers must name at least one field")
+
+    def wrong_fields(self, data: Mapping[str, Any]) -> list[str]:
+        return sorted(name for name, correct in self.answers.items() if data.get(name) != correct)
+
+
+@dataclass
+class StepContext:
+    """What a step's hooks see: the participant, the round, constants and earlier answers."""
+
+    participant_id: int
+    external_id: str
+    condition: str
+    condition_params: dict[str, Any]
+    round_number: int
+    C: Any
+    vars: dict[str, Any]
+    responses: dict[str, list[dict[str, Any]]]
+    study_config: dict[str, Any] = field(default_factory=dict)
+
+    def last_response(self, step_name: str) -> dict[str, Any] | None:
+        answers = self.responses.get(step_name) or []
+        return answers[-1] if answers else None
+
+
+class Step:
+    """One page a participant sees. Subclass and set the class attributes; override hooks.
+
+    Class attributes:
+        kind: "form" (fields from ``Response``), "info" (text and a button), "consent"
+            (text and an agree box), "completion" (terminal page with the completion code).
+        title / body: markdown; ``body`` is formatted with ``vars_for_template``'s values.
+        Response: pydantic model of the step's answer; its fields' ``title``, ``description``,
+            bounds and ``Literal`` choices drive both validation and the widgets.
+        repeat: how many times the step occurs in a row (rounds 1..repeat).
+        check: a comprehension or attention ``Check``.
+        template: name of a custom renderer registered by the app (default: generic form).
+    """
+
+    kind: ClassVar[StepKind] = "form"
+    title: ClassVar[str] = ""
+    body: ClassVar[str] = ""
+    Response: ClassVar[type[BaseModel] | None] = None
+    repeat: ClassVar[int] = 1
+    check: ClassVar[Check | None] = None
+    template: ClassVar[str | None] = None
+    submit_label: ClassVar[str] = "Next"
+
+    @classmethod
+    def step_name(cls) -> str:
+        return cls.__name__
+
+    @staticmethod
+    def is_displayed(ctx: StepContext) -> bool:  # noqa: ARG004 - hook signature
+        return True
+
+    @staticmethod
+    def vars_for_template(ctx: StepContext) -> dict[str, Any]:  # noqa: ARG004 - hook signature
+        return {}
+
+    @staticmethod
+    def validate(ctx: StepContext, response: BaseModel) -> dict[str, str]:  # noqa: ARG004
+        """Cross-field or context-dependent errors: field name -> message. Empty when valid."""
+        return {}
+
+    @staticmethod
+    def after_submit(ctx: StepContext, response: BaseModel) -> None:  # noqa: ARG004
+        """Runs in the same transaction that stores the response; may update ``ctx.vars``."""
+
+
+class ConsentResponse(BaseModel):
+    agree: bool
+
+
+class ConsentStep(Step):
+    """Consent page: the participant must tick the agreement box to go on."""
+
+    kind: ClassVar[StepKind] = "consent"
+    Response: ClassVar[type[BaseModel] | None] = ConsentResponse
+    submit_label: ClassVar[str] = "I agree, continue"
+
+    @staticmethod
+    def validate(ctx: StepContext, response: BaseModel) -> dict[str, str]:  # noqa: ARG004
+        if not getattr(response, "agree", False):
+            return {"agree": "You need to agree to take part before continuing."}
+        return {}
+
+
+class InfoStep(Step):
+    """Text only: instructions, a worked example, a break."""
+
+    kind: ClassVar[StepKind] = "info"
+
+
+class CompletionStep(Step):
+    """Terminal page: shows the completion code and the panel's return link."""
+
+    kind: ClassVar[StepKind] = "completion"
+    title: ClassVar[str] = "Thank you!"
+    body: ClassVar[str] = "Your answers are saved."
+
+
+@dataclass(frozen=True)
+class StepInstance:
+    """A step at one position of a protocol's expanded sequence."""
+
+    index: int
+    step: type[Step]
+    round_number: int
+
+    @property
+    def name(self) -> str:
+        return self.step.step_name()
+
+
+AssignCondition = Callable[[Mapping[str, int], Any], str]
+
+
+def least_filled(counts: Mapping[str, int], identity: Any = None) -> str:  # noqa: ARG001
+    """psiTurk's rule: the condition with the fewest counted participants; ties by order."""
+    return min(counts, key=lambda name: (counts[name], list(counts).index(name)))
+
+
+@dataclass
+class StudyProtocol:
+    """A study's declaration, ready for the runtime."""
+
+    name: str
+    title: str
+    description: str
+    C: type[Constants]
+    sequence: list[type[Step]]
+    assign_condition: AssignCondition = least_filled
+    bot: type | None = None
+    module: types.ModuleType | None = None
+    steps: list[StepInstance] = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("a study protocol needs C.NAME")
+        if not self.sequence:
+            raise ValueError(f"study {self.name!r}: step_sequence is empty")
+        self.steps = []
+        for step in self.sequence:
+            if not (inspect.isclass(step) and issubclass(step, Step)):
+                raise TypeError(f"study {self.name!r}: {step!r} in step_sequence is not a Step class")
+            if step.repeat < 1:
+                raise ValueError(f"study {self.name!r}: {step.__name__}.repeat must be >= 1")
+            if step.kind in ("form", "consent") and step.Response is None:
+                raise ValueError(f"study {self.name!r}: {step.__name__} is a form without Response")
+            for round_number in range(1, step.repeat + 1):
+                self.steps.append(StepInstance(len(self.steps), step, round_number))
+        kinds = [inst.step.kind for inst in self.steps]
+        if "completion" in kinds[:-1]:
+            raise ValueError(f"study {self.name!r}: the completion step must come last")
+        names = [s.step_name() for s in self.sequence]
+        if len(set(names)) != len(names):
+            raise ValueError(f"study {self.name!r}: step class names must be unique, got {names}")
+        if not self.conditions:
+            raise ValueError(f"study {self.name!r}: C.CONDITIONS is empty")
+
+    @property
+    def conditions(self) -> list[str]:
+        conditions = self.C.CONDITIONS
+        return list(conditions.keys() if isinstance(conditions, Mapping) else conditions)
+
+    def condition_params(self, condition: str) -> dict[str, Any]:
+        conditions = self.C.CONDITIONS
+        if isinstance(conditions, Mapping):
+            return dict(conditions.get(condition) or {})
+        return {}
+
+    def constants(self, overrides: Mapping[str, Any] | None = None) -> types.SimpleNamespace:
+        """The study's constants with a study instance's overrides applied."""
+        values = {k: getattr(self.C, k) for k in dir(self.C) if k.isupper()}
+        for key, value in (overrides or {}).items():
+            if key not in values:
+                raise KeyError(f"study {self.name!r} has no constant {key!r}")
+            values[key] = value
+        return types.SimpleNamespace(**values)
+
+    def describe_fields(self) -> list[dict[str, Any]]:
+        """The data dictionary: one row per response field of every step."""
+        rows = []
+        for step in self.sequence:
+            if step.Response is None:
+                continue
+            schema = step.Response.model_json_schema()
+            for name, info in step.Response.model_fields.items():
+                prop = schema.get("properties", {}).get(name, {})
+                constraints = {k: prop[k] for k in ("minimum", "maximum", "minLength", "maxLength", "enum") if k in prop}
+                rows.append({
+                    "step": step.step_name(),
+                    "field": name,
+                    "type": prop.get("type", prop.get("anyOf", "")) if not prop.get("enum") else "choice",
+                    "label": info.title or name,
+                    "description": info.description or "",
+                    "required": info.is_required(),
+                    "constraints": constraints,
+                    "repeat": step.repeat,
+                    "checked": bool(step.check and name in step.check.answers),
+                })
+        return rows
+
+
+def protocol_from_module(module: types.ModuleType) -> StudyProtocol:
+    """Build a protocol from a study module that follows the layout in this module's docstring."""
+    C = getattr(module, "C", None)
+    if C is None or not (inspect.isclass(C) and issubclass(C, Constants)):
+        raise ValueError(f"{module.__name__}: a study module needs `class C(Constants)`")
+    sequence = getattr(module, "step_sequence", None)
+    if not sequence:
+        raise ValueError(f"{module.__name__}: a study module needs `step_sequence = [...]`")
+    return StudyProtocol(
+        name=C.NAME or module.__name__.rsplit(".", 1)[-1],
+        title=C.TITLE or C.NAME,
+        description=inspect.cleandoc(module.__doc__ or ""),
+        C=C,
+        sequence=list(sequence),
+        assign_condition=getattr(module, "assign_condition", least_filled),
+        bot=getattr(module, "PlayerBot", None),
+        module=module,
+    )
+
+
+def replace_constants(C: type[Constants], **overrides: Any) -> type[Constants]:
+    """A subclass of ``C`` with some constants changed (benchmarks and tests build variants)."""
+    return type(C.__name__, (C,), dict(overrides))
+
+
+__all__ = [
+    "Check", "CompletionStep", "ConsentStep", "Constants", "InfoStep", "Step", "StepContext",
+    "StepInstance", "StudyProtocol", "least_filled", "protocol_from_module", "replace_constants",
+]

@@ -1,0 +1,119 @@
+"""Researcher-side study operations: create, open and close study instances, watch progress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from engines.platform.db import read_session, write_transaction
+from engines.platform.models import Participant, ParticipantStatus, Study
+from engines.platform.panels import study_link, validate_slug
+from engines.platform.registry import get_protocol
+from engines.platform.runtime import StudyError, UnknownStudy
+from engines.platform.settings import get_settings
+
+CONFIG_KEYS = ("completion_code", "screened_out_code", "constants")
+
+
+@dataclass(frozen=True)
+class StudySummary:
+    slug: str
+    protocol: str
+    title: str
+    is_open: bool
+    participants: int
+    completed: int
+
+
+@dataclass(frozen=True)
+class ConditionProgress:
+    condition: str
+    active: int
+    completed: int
+    screened_out: int
+
+    @property
+    def total(self) -> int:
+        return self.active + self.completed + self.screened_out
+
+
+def create_study(slug: str, protocol: str, *, title: str = "", config: dict[str, Any] | None = None,
+                 is_open: bool = True, created_by: int | None = None, engine: Engine | None = None) -> Study:
+    """Create a study instance of a registered protocol.
+
+    Raises:
+        LinkError: the slug is malformed. UnknownProtocol: no such protocol.
+        StudyError: the slug is taken or the config names unknown keys or constants.
+    """
+    validate_slug(slug)
+    proto = get_protocol(protocol)
+    config = dict(config or {})
+    unknown = sorted(set(config) - set(CONFIG_KEYS))
+    if unknown:
+        raise StudyError(f"Unknown study config keys: {', '.join(unknown)} (allowed: {', '.join(CONFIG_KEYS)}).")
+    try:
+        proto.constants(config.get("constants"))
+    except KeyError as exc:
+        raise StudyError(str(exc.args[0])) from None
+    with write_transaction(engine) as session:
+        if session.exec(select(Study).where(Study.slug == slug)).first() is not None:
+            raise StudyError(f"A study called '{slug}' already exists.")
+        study = Study(slug=slug, protocol=proto.name, title=title or proto.title, config=config,
+                      is_open=is_open, created_by=created_by)
+        session.add(study)
+        session.flush()
+        return study
+
+
+def set_open(slug: str, is_open: bool, *, engine: Engine | None = None) -> None:
+    with write_transaction(engine) as session:
+        study = session.exec(select(Study).where(Study.slug == slug)).first()
+        if study is None:
+            raise UnknownStudy(f"There is no study called '{slug}'.")
+        study.is_open = is_open
+        session.add(study)
+
+
+def get_study(slug: str, *, engine: Engine | None = None) -> Study:
+    with read_session(engine) as session:
+        study = session.exec(select(Study).where(Study.slug == slug)).first()
+        if study is None:
+            raise UnknownStudy(f"There is no study called '{slug}'.")
+        return study
+
+
+def list_studies(*, engine: Engine | None = None) -> list[StudySummary]:
+    with read_session(engine) as session:
+        studies = session.exec(select(Study).order_by(Study.created_at)).all()
+        counts = dict(session.exec(select(Participant.study_id, func.count()).group_by(Participant.study_id)).all())
+        done = dict(session.exec(
+            select(Participant.study_id, func.count())
+            .where(Participant.status == ParticipantStatus.COMPLETED).group_by(Participant.study_id)
+        ).all())
+        return [StudySummary(s.slug, s.protocol, s.title, s.is_open, counts.get(s.id, 0), done.get(s.id, 0))
+                for s in studies]
+
+
+def progress(slug: str, *, engine: Engine | None = None) -> list[ConditionProgress]:
+    """Participants per condition and status (every declared condition appears, even empty)."""
+    study = get_study(slug, engine=engine)
+    proto = get_protocol(study.protocol)
+    with read_session(engine) as session:
+        rows = session.exec(
+            select(Participant.condition, Participant.status, func.count())
+            .where(Participant.study_id == study.id).group_by(Participant.condition, Participant.status)
+        ).all()
+    table = {c: dict.fromkeys(ParticipantStatus.ALL, 0) for c in proto.conditions}
+    for condition, status, n in rows:
+        table.setdefault(condition, dict.fromkeys(ParticipantStatus.ALL, 0))[status] = n
+    return [ConditionProgress(c, v["active"], v["completed"], v["screened_out"]) for c, v in table.items()]
+
+
+def participant_links(slug: str, base_url: str | None = None) -> dict[str, str]:
+    """The study's link for each panel, with the panel's placeholders."""
+    base = base_url or get_settings().public_base_url
+    return {panel: study_link(base, slug, panel) for panel in ("prolific", "mturk", "generic")}

@@ -1,0 +1,144 @@
+"""Shared helpers of the Streamlit pages: start-up, identity, role checks, form widgets.
+
+Pages stay thin: they read widgets, call one engine function, and render. Everything here is
+about Streamlit itself; algorithms live in ``engines/``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from engines.platform import auth, migrate
+from engines.platform.auth import Identity
+from engines.platform.forms import FieldSpec
+from engines.platform.jobqueue import start_local_executor
+from engines.platform.settings import get_settings
+
+SESSION_COOKIE = "hai_session"
+IDENTITY_KEY = "hai_identity"
+TOKEN_KEY = "hai_token"
+
+
+@st.cache_resource(show_spinner="Preparing the database...")
+def _boot(database_url: str) -> bool:
+    # Once per process and database: bring the schema to the latest migration and start the
+    # local job executor (so queued jobs run even if no one keeps a page open).
+    migrate.upgrade(database_url)
+    if get_settings().run_jobs_in_app:
+        start_local_executor()
+    return True
+
+
+def boot() -> None:
+    _boot(get_settings().resolved_database_url)
+
+
+# ------------------------------------------------------------------ identity
+
+
+def in_participant_mode() -> bool:
+    return "study" in st.query_params
+
+
+def _set_cookie(value: str, max_age_s: int) -> None:
+    # Streamlit can read cookies (st.context.cookies) but not set them; a tiny script does.
+    st.html(
+        f"<script>document.cookie = {json.dumps(f'{SESSION_COOKIE}={value}; path=/; max-age={max_age_s}; SameSite=Strict')};</script>",
+        unsafe_allow_javascript=True,
+    )
+
+
+def current_identity() -> Identity | None:
+    """The logged-in account of this browser session, restored from the login cookie after a refresh."""
+    if in_participant_mode():
+        return None
+    stored = st.session_state.get(IDENTITY_KEY)
+    if stored is not None:
+        return Identity(**stored)
+    token = st.context.cookies.get(SESSION_COOKIE) if st.context.cookies else None
+    identity = auth.identity_from_token(token)
+    if identity is not None:
+        st.session_state[IDENTITY_KEY] = identity.__dict__
+        st.session_state[TOKEN_KEY] = token
+    return identity
+
+
+def log_in(identity: Identity) -> None:
+    token = auth.start_login_session(identity)
+    st.session_state[IDENTITY_KEY] = identity.__dict__
+    st.session_state[TOKEN_KEY] = token
+    _set_cookie(token, auth.LOGIN_DAYS * 86400)
+
+
+def log_out() -> None:
+    auth.end_login_session(st.session_state.get(TOKEN_KEY))
+    st.session_state.pop(IDENTITY_KEY, None)
+    st.session_state.pop(TOKEN_KEY, None)
+    _set_cookie("", 0)
+
+
+def require_role(*roles: str) -> Identity:
+    """Stop the page unless an account with one of ``roles`` (or an admin) is logged in.
+
+    Pages call this themselves, so a page is protected even if reached outside the menu.
+    """
+    identity = current_identity()
+    if identity is None or not identity.can(*roles):
+        st.error("You do not have access to this page." if identity else "Please log in to see this page.")
+        st.stop()
+    return identity
+
+
+# ------------------------------------------------------------------ forms
+
+
+def widget_key(step_index: int, name: str) -> str:
+    return f"step{step_index}-{name}"
+
+
+def render_field(spec: FieldSpec, key: str) -> Any:
+    """Draw the widget for one response field and return its value (None when left empty)."""
+    label = spec.label + ("" if spec.required or spec.widget in ("checkbox", "text", "textarea") else " (optional)")
+    if spec.widget == "checkbox":
+        return st.checkbox(label, key=key, help=spec.help or None, value=bool(spec.default))
+    if spec.widget in ("radio", "likert"):
+        horizontal = spec.widget == "likert"
+        return st.radio(label, spec.options, index=None, key=key, help=spec.help or None, horizontal=horizontal,
+                        captions=None)
+    if spec.widget == "number":
+        return st.number_input(label, value=None, step=1, format="%d", key=key, help=spec.help or None,
+                               placeholder="type a number")
+    if spec.widget == "float":
+        return st.number_input(label, value=None, key=key, help=spec.help or None, placeholder="type a number")
+    if spec.widget == "textarea":
+        return st.text_area(label, key=key, max_chars=spec.max_length, help=spec.help or None)
+    return st.text_input(label, key=key, max_chars=spec.max_length, help=spec.help or None)
+
+
+def form_values(specs: list[FieldSpec], values: dict[str, Any]) -> dict[str, Any]:
+    """Widget values -> submission data: empty optional fields are left out (schema defaults apply)."""
+    data = {}
+    for spec in specs:
+        value = values.get(spec.name)
+        if value is None or (value == "" and not spec.required):
+            continue
+        if spec.widget == "number" and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        data[spec.name] = value
+    return data
+
+
+# Custom step renderers, by ``Step.template`` name: fn(view, submit) -> None.
+STEP_RENDERERS: dict[str, Callable[..., None]] = {}
+
+
+def register_step_renderer(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    def wrap(fn: Callable[..., None]) -> Callable[..., None]:
+        STEP_RENDERERS[name] = fn
+        return fn
+
+    return wrap

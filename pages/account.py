@@ -1,0 +1,35 @@
+"""Your account: change your password, log out."""
+
+import streamlit as st
+
+from engines.platform import auth
+from pages import _ui as ui
+
+PAGE = {"title": "My account", "group": "Account", "roles": ["researcher", "annotator", "admin"],
+        "icon": ":material/person:", "order": 90}
+
+identity = ui.require_role("researcher", "annotator", "admin")
+st.title("My account")
+st.write(f"**{identity.username}** — role: {identity.role}")
+
+if auth.must_change_password(identity.user_id):
+    st.warning("You are using a one-time password. Choose a new password now.")
+
+with st.form("change-password", clear_on_submit=True):
+    new = st.text_input("New password", type="password", key="account-new")
+    again = st.text_input("Repeat the new password", type="password", key="account-again")
+    if st.form_submit_button("Change password"):
+        if new != again:
+            st.error("The two passwords differ.")
+        else:
+            try:
+                auth.set_password(identity.username, new)
+            except auth.AuthError as exc:
+                st.error(str(exc))
+            else:
+                ui.log_in(identity)  # changing the password ends other logins; keep this one
+                st.success("Password changed.")
+
+if st.button("Log out"):
+    ui.log_out()
+    st.rerun()

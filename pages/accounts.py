@@ -1,0 +1,64 @@
+"""Admin: manage researcher, annotator and admin accounts."""
+
+import pandas as pd
+import streamlit as st
+
+from engines.platform import auth
+from engines.platform.models import Role
+from pages import _ui as ui
+
+PAGE = {"title": "Accounts", "group": "Admin", "roles": ["admin"], "icon": ":material/group:", "order": 20}
+
+identity = ui.require_role(Role.ADMIN)
+st.title("Accounts")
+
+users = auth.list_users()
+st.dataframe(pd.DataFrame([{"username": u.username, "role": u.role, "active": u.is_active,
+                            "created": u.created_at, "last login": u.last_login_at} for u in users]),
+             hide_index=True, width="stretch")
+
+with st.form("create-account", clear_on_submit=True):
+    st.subheader("New account")
+    username = st.text_input("Username", key="new-username")
+    role = st.selectbox("Role", Role.ALL, index=1, key="new-role")
+    password = st.text_input("Initial password (they should change it)", type="password", key="new-password")
+    if st.form_submit_button("Create account"):
+        try:
+            auth.create_user(username.strip(), password, role, must_change_password=True)
+        except auth.AuthError as exc:
+            st.error(str(exc))
+        else:
+            st.success(f"Created {role} account '{username.strip()}'.")
+            st.rerun()
+
+st.subheader("Change an account")
+target = st.selectbox("Account", [u.username for u in users], key="edit-account")
+user = next(u for u in users if u.username == target)
+col1, col2, col3 = st.columns(3)
+with col1:
+    new_role = st.selectbox("Role", Role.ALL, index=Role.ALL.index(user.role), key="edit-role")
+    if st.button("Save role", key="save-role"):
+        try:
+            auth.update_user(target, role=new_role)
+        except auth.AuthError as exc:
+            st.error(str(exc))
+        else:
+            st.rerun()
+with col2:
+    label = "Deactivate" if user.is_active else "Reactivate"
+    if st.button(label, key="toggle-active"):
+        try:
+            auth.update_user(target, is_active=not user.is_active)
+        except auth.AuthError as exc:
+            st.error(str(exc))
+        else:
+            st.rerun()
+with col3:
+    reset = st.text_input("New password", type="password", key="reset-password")
+    if st.button("Reset password", key="reset-button"):
+        try:
+            auth.set_password(target, reset)
+        except auth.AuthError as exc:
+            st.error(str(exc))
+        else:
+            st.success("Password reset; their open logins were ended.")

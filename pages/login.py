@@ -1,0 +1,33 @@
+"""Log in with a HAI Studio account (researchers, annotators, admins)."""
+
+import streamlit as st
+
+from engines.platform import auth
+from engines.platform.settings import get_settings
+from pages import _ui as ui
+
+PAGE = {"title": "Log in", "group": "Account", "roles": ["public"], "icon": ":material/login:", "order": 0}
+
+st.title("HAI Studio")
+st.caption("Human–AI studies and research demos. Participants: please use the link from your recruitment panel.")
+
+with st.form("login"):
+    username = st.text_input("Username", key="login-username")
+    password = st.text_input("Password", type="password", key="login-password")
+    submitted = st.form_submit_button("Log in", type="primary")
+
+if submitted:
+    try:
+        identity = auth.authenticate(username.strip(), password)
+    except auth.AuthError as exc:
+        st.error(str(exc))
+    else:
+        ui.log_in(identity)
+        st.rerun()
+
+provider = get_settings().oidc_provider
+if provider:
+    if st.button(f"Log in with {provider}"):
+        st.login(provider)
+    if getattr(st.user, "is_logged_in", False):
+        st.info(f"Signed in with {provider} as {st.user.get('email')}, but OIDC accounts must be linked by an admin.")

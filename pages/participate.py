@@ -1,0 +1,101 @@
+"""The participant page: runs any study from ``studies/`` for a participant who arrived by link.
+
+Every answer is stored before the next step is drawn, so a refresh or a reopened link resumes
+at the same step. The page keeps nothing in session state that the database does not have.
+"""
+
+import streamlit as st
+
+from engines.platform import runtime
+from engines.platform.forms import field_specs
+from engines.platform.panels import LinkError
+from pages import _ui as ui
+
+PAGE = {"title": "Study", "group": "Participate", "roles": [], "icon": ":material/assignment:"}
+
+
+class _Defaults(dict):
+    def __missing__(self, key):  # a body placeholder the step did not fill stays visible as-is
+        return "{" + key + "}"
+
+
+def fmt(text: str, values: dict) -> str:
+    return text.format_map(_Defaults(values)) if text else ""
+
+
+def show_completion(view: runtime.StepView) -> None:
+    target = view.completion
+    if view.status == "screened_out":
+        st.header("Thank you for your time")
+        st.write("Unfortunately you cannot continue with this study. Your answers so far are saved.")
+    else:
+        step = view.step.step if view.step else None
+        st.header(fmt(step.title, view.template_vars) if step else "Thank you!")
+        st.write(fmt(step.body, view.template_vars) if step else "Your answers are saved.")
+    st.markdown("Your completion code:")
+    st.code(target.code, language=None)
+    if target.kind == "redirect":
+        st.link_button("Return to Prolific to finish", target.url, type="primary")
+    elif target.kind == "post":
+        fields = "".join(f'<input type="hidden" name="{k}" value="{v}">' for k, v in target.fields.items())
+        st.html(f'<form method="POST" action="{target.url}">{fields}'
+                '<button type="submit">Submit the HIT</button></form>')
+    else:
+        st.caption("Copy this code back into the site that sent you here.")
+
+
+def show_step(view: runtime.StepView) -> None:
+    instance = view.step
+    step = instance.step
+    runtime.record_shown(view.participant_id, instance.index)
+    st.progress(view.position / max(view.total_steps, 1), text=f"Step {view.position + 1} of {view.total_steps}")
+    if step.title:
+        st.subheader(fmt(step.title, view.template_vars))
+    if step.body:
+        st.markdown(fmt(step.body, view.template_vars))
+    if step.template:
+        renderer = ui.STEP_RENDERERS.get(step.template)
+        if renderer is None:
+            st.error(f"This study needs the '{step.template}' display, which this server does not have.")
+            st.stop()
+        renderer(view)
+        return
+    if view.failed_attempts and step.check:
+        st.warning(f"{step.check.feedback} (attempt {view.failed_attempts + 1} of {step.check.max_attempts})")
+    specs = field_specs(step.Response)
+    with st.form(key=f"form-{instance.index}"):
+        values = {spec.name: ui.render_field(spec, ui.widget_key(instance.index, spec.name)) for spec in specs}
+        submitted = st.form_submit_button(step.submit_label, type="primary")
+    if submitted:
+        try:
+            runtime.submit(view.participant_id, instance.index, ui.form_values(specs, values))
+        except runtime.InvalidResponse as exc:
+            labels = {spec.name: spec.label for spec in specs}
+            for name, message in exc.errors.items():
+                st.error(f"{labels.get(name, name)}: {message}")
+            return
+        except runtime.StepOutOfOrder:
+            pass  # another tab moved on; the rerun shows the current step
+        st.rerun()
+
+
+ui.boot()
+params = {key: st.query_params.get_all(key) for key in st.query_params}
+slug = st.query_params.get("study", "")
+try:
+    entered = runtime.enter(slug, params)
+except (LinkError, runtime.StudyError) as exc:
+    st.error(str(exc))
+    st.stop()
+
+if entered.preview:
+    st.header("Preview")
+    st.write("Accept the HIT to start the study.")
+    st.stop()
+
+view = runtime.current_view(entered.participant_id)
+st.title(view.study_title)
+if view.finished:
+    show_completion(view)
+else:
+    show_step(view)

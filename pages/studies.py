@@ -1,0 +1,85 @@
+"""Admin: create, open and close studies; copy participant links; watch progress; export data."""
+
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from engines.platform import study_admin
+from engines.platform.export import export_study
+from engines.platform.panels import LinkError
+from engines.platform.registry import all_protocols
+from engines.platform.runtime import StudyError
+from pages import _ui as ui
+
+PAGE = {"title": "Studies", "group": "Admin", "roles": ["admin", "researcher"], "icon": ":material/science:",
+        "order": 10}
+
+identity = ui.require_role("researcher")
+st.title("Studies")
+
+protocols = all_protocols()
+studies = study_admin.list_studies()
+
+with st.expander("Create a study", expanded=not studies):
+    with st.form("create-study"):
+        protocol = st.selectbox("Protocol (from studies/)", sorted(protocols),
+                                format_func=lambda n: f"{n} — {protocols[n].title}")
+        slug = st.text_input("Study name in the link (lowercase, digits, dashes)", key="create-slug")
+        title = st.text_input("Title shown to participants (optional)", key="create-title")
+        code = st.text_input("Completion code (from Prolific; optional)", key="create-code")
+        screened = st.text_input("Screened-out code (optional)", key="create-screened")
+        is_open = st.checkbox("Open for participants now", value=True)
+        if st.form_submit_button("Create study", type="primary"):
+            config = {k: v for k, v in {"completion_code": code.strip(), "screened_out_code": screened.strip()}.items() if v}
+            try:
+                study_admin.create_study(slug.strip(), protocol, title=title.strip(), config=config,
+                                         is_open=is_open, created_by=identity.user_id)
+            except (LinkError, StudyError) as exc:
+                st.error(str(exc))
+            else:
+                st.success(f"Created study '{slug.strip()}'.")
+                st.rerun()
+
+if not studies:
+    st.info("No studies yet.")
+    st.stop()
+
+st.dataframe(pd.DataFrame([s.__dict__ for s in studies]), hide_index=True, width="stretch")
+chosen = st.selectbox("Study", [s.slug for s in studies], key="studies-chosen")
+study = next(s for s in studies if s.slug == chosen)
+
+left, right = st.columns(2)
+with left:
+    st.subheader(study.title)
+    st.write(f"Protocol `{study.protocol}` — **{'open' if study.is_open else 'closed'}**")
+    if st.button("Close study" if study.is_open else "Open study", key="toggle-open"):
+        study_admin.set_open(study.slug, not study.is_open)
+        st.rerun()
+    st.caption("Closing stops new participants; those already in can finish.")
+with right:
+    st.subheader("Participant links")
+    for panel, link in study_admin.participant_links(study.slug).items():
+        st.caption(panel)
+        st.code(link, language=None)
+
+
+@st.fragment(run_every="5s")
+def show_progress(slug: str) -> None:
+    rows = study_admin.progress(slug)
+    frame = pd.DataFrame([{"condition": r.condition, "active": r.active, "completed": r.completed,
+                           "screened out": r.screened_out} for r in rows])
+    st.subheader("Progress by condition")
+    st.dataframe(frame, hide_index=True)
+    long = frame.melt(id_vars="condition", var_name="status", value_name="participants")
+    st.plotly_chart(px.bar(long, x="condition", y="participants", color="status", barmode="stack", height=300))
+
+
+show_progress(study.slug)
+
+st.subheader("Export")
+if st.button("Prepare export (CSV, JSONL, data dictionary, config)", key="prepare-export"):
+    st.session_state["hai_export"] = (study.slug, export_study(study.slug).zip_bytes())
+prepared = st.session_state.get("hai_export")
+if prepared and prepared[0] == study.slug:
+    st.download_button("Download export (.zip)", prepared[1], file_name=f"{study.slug}-export.zip",
+                       mime="application/zip")

@@ -1,0 +1,1 @@
+"""Study protocols. Each subpackage declares one study (see ``engines.platform.study``) and ships a bot."""
