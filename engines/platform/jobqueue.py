@@ -318,6 +318,7 @@ class LocalExecutor:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._running: dict[int, subprocess.Popen] = {}
+        self._cancel_seen: dict[int, float] = {}
         self._thread: threading.Thread | None = None
 
     @property
@@ -379,14 +380,17 @@ class LocalExecutor:
             code = proc.poll()
             job = get_job(job_id, engine=self.engine)
             if code is None:
-                if job.cancel_requested and job.heartbeat_at and \
-                        (utcnow() - job.heartbeat_at).total_seconds() > CANCEL_GRACE_S:
-                    # The job did not reach a progress report in time: stop it by force.
-                    proc.kill()
-                    proc.wait()
-                    _finish(job_id, JobStatus.CANCELLED, engine=self.engine, message="cancelled (stopped by force)")
-                    del self._running[job_id]
+                if job.cancel_requested:
+                    seen = self._cancel_seen.setdefault(job_id, time.monotonic())
+                    if time.monotonic() - seen > CANCEL_GRACE_S:
+                        # The job did not reach a progress report in time: stop it by force.
+                        proc.kill()
+                        proc.wait()
+                        _finish(job_id, JobStatus.CANCELLED, engine=self.engine, message="cancelled (stopped by force)")
+                        del self._running[job_id]
+                        self._cancel_seen.pop(job_id, None)
                 continue
+            self._cancel_seen.pop(job_id, None)
             output = JobContext(job_id).result_dir / "process.log"
             stderr = output.read_text(errors="replace")[-4000:] if output.exists() else ""
             del self._running[job_id]

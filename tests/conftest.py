@@ -1,0 +1,76 @@
+"""Shared fixtures: throw-away databases (SQLite always, PostgreSQL when HAI_TEST_DATABASE_URL is set)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from engines.platform import db, migrate, settings
+from engines.platform.scratch import scratch_database
+
+PG_URL = os.environ.get("HAI_TEST_DATABASE_URL", "")
+os.environ.setdefault("HAI_RUN_JOBS_IN_APP", "false")
+
+
+def pytest_report_header(config):  # noqa: ARG001 - pytest hook
+    return f"PostgreSQL tests: {'on (' + PG_URL.split('@')[-1] + ')' if PG_URL else 'off (HAI_TEST_DATABASE_URL not set)'}"
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite_template(tmp_path_factory) -> Path:
+    """One migrated SQLite file per test session; each test gets a copy (migrating is the slow part)."""
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    migrate.upgrade(f"sqlite:///{path}")
+    db.get_engine(f"sqlite:///{path}").dispose()
+    return path
+
+
+@pytest.fixture
+def use_database(monkeypatch, tmp_path):
+    """Point the process's settings at ``url`` (and a temp data dir) for one test."""
+
+    def _use(url: str) -> str:
+        monkeypatch.setenv("HAI_DATABASE_URL", url)
+        monkeypatch.setenv("HAI_DATA_DIR", str(tmp_path / "data"))
+        monkeypatch.setenv("HAI_RUN_JOBS_IN_APP", "false")
+        settings.reset_settings()
+        return url
+
+    yield _use
+    settings.reset_settings()
+
+
+@pytest.fixture
+def sqlite_db(use_database, migrated_sqlite_template, tmp_path) -> str:
+    path = tmp_path / "hai.db"
+    shutil.copy(migrated_sqlite_template, path)
+    url = use_database(f"sqlite:///{path}")
+    yield url
+    db.get_engine(url).dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def any_db(request, use_database, migrated_sqlite_template, tmp_path) -> str:
+    """Runs the test once on SQLite and once on PostgreSQL (skipped without a server)."""
+    if request.param == "sqlite":
+        path = tmp_path / "hai.db"
+        shutil.copy(migrated_sqlite_template, path)
+        url = use_database(f"sqlite:///{path}")
+        yield url
+        db.get_engine(url).dispose()
+        return
+    if not PG_URL:
+        pytest.skip("HAI_TEST_DATABASE_URL is not set")
+    with scratch_database(PG_URL) as url:
+        yield use_database(url)
+
+
+@pytest.fixture
+def demo_study(sqlite_db) -> str:
+    from engines.platform import study_admin
+
+    study_admin.create_study("demo", "demo_survey")
+    return "demo"

@@ -1,0 +1,81 @@
+"""Accounts: hashing, login, roles, login tokens, the first admin."""
+
+import pytest
+from sqlmodel import select
+
+from engines.platform import auth
+from engines.platform.db import read_session
+from engines.platform.models import User
+
+
+def test_password_is_hashed_with_argon2_and_verifies(sqlite_db):
+    auth.create_user("rhea", "correct horse", "researcher")
+    with read_session() as session:
+        stored = session.exec(select(User)).one().password_hash
+    assert stored.startswith("$argon2id$") and "correct horse" not in stored
+    assert auth.authenticate("rhea", "correct horse").role == "researcher"
+    with pytest.raises(auth.AuthError, match="Wrong username or password"):
+        auth.authenticate("rhea", "wrong password")
+    with pytest.raises(auth.AuthError, match="Wrong username or password"):
+        auth.authenticate("nobody", "correct horse")
+
+
+@pytest.mark.parametrize(("username", "password", "role", "match"), [
+    ("x", "longenough", "researcher", "Username"),
+    ("ok_name", "short", "researcher", "at least 8"),
+    ("ok_name", "longenough", "superuser", "Unknown role"),
+])
+def test_bad_accounts_are_refused(sqlite_db, username, password, role, match):
+    with pytest.raises(auth.AuthError, match=match):
+        auth.create_user(username, password, role)
+    assert auth.list_users() == []
+
+
+def test_duplicate_username_refused(sqlite_db):
+    auth.create_user("ann", "password1", "annotator")
+    with pytest.raises(auth.AuthError, match="already exists"):
+        auth.create_user("ann", "password2", "researcher")
+
+
+def test_first_admin_one_time_password_must_be_changed(sqlite_db):
+    generated = auth.ensure_admin("admin", None)
+    assert generated and len(generated) >= 12
+    assert auth.ensure_admin("admin", None) is None  # only once
+    identity = auth.authenticate("admin", generated)
+    assert identity.role == "admin" and auth.must_change_password(identity.user_id)
+    auth.set_password("admin", "a new password")
+    assert not auth.must_change_password(identity.user_id)
+
+
+def test_admin_password_from_settings_is_used(sqlite_db):
+    assert auth.ensure_admin("boss", "from-env-secret") is None
+    assert auth.authenticate("boss", "from-env-secret").role == "admin"
+
+
+def test_login_token_survives_refresh_and_ends_on_logout_or_deactivation(sqlite_db):
+    identity = auth.create_user("rhea", "correct horse", "researcher")
+    token = auth.start_login_session(identity)
+    assert auth.identity_from_token(token) == identity
+    assert auth.identity_from_token("forged") is None
+    auth.end_login_session(token)
+    assert auth.identity_from_token(token) is None
+    token = auth.start_login_session(identity)
+    auth.create_user("boss", "boss-password", "admin")
+    auth.update_user("rhea", is_active=False)
+    assert auth.identity_from_token(token) is None
+    with pytest.raises(auth.AuthError):
+        auth.authenticate("rhea", "correct horse")
+
+
+def test_last_admin_cannot_be_demoted(sqlite_db):
+    auth.create_user("boss", "boss-password", "admin")
+    with pytest.raises(auth.AuthError, match="last active admin"):
+        auth.update_user("boss", role="researcher")
+    with pytest.raises(auth.AuthError, match="last active admin"):
+        auth.update_user("boss", is_active=False)
+
+
+def test_roles_can():
+    admin = auth.Identity(1, "a", "admin")
+    annotator = auth.Identity(2, "b", "annotator")
+    assert admin.can("researcher") and annotator.can("annotator") and not annotator.can("researcher")

@@ -1,0 +1,113 @@
+"""Jobs: progress and results persisted, cancel, crash -> failed, stale -> failed, executor in a child process."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from engines.platform import jobqueue
+from engines.platform.db import write_transaction
+from engines.platform.jobqueue import JobContext, register_job
+from engines.platform.models import Job, utcnow
+
+
+@register_job("tests.echo")
+def echo_job(ctx: JobContext, value: int = 1, steps: int = 3) -> dict:
+    """Reports progress ``steps`` times and returns twice the value."""
+    for i in range(steps):
+        ctx.log(f"step {i}")
+        ctx.progress((i + 1) / steps, f"step {i + 1} of {steps}")
+    return {"double": value * 2}
+
+
+@register_job("tests.boom")
+def boom_job(ctx: JobContext) -> dict:
+    ctx.progress(0.5, "about to fail")
+    raise ValueError("the model diverged")
+
+
+def test_job_runs_and_persists_progress_log_and_result(any_db):
+    job_id = jobqueue.submit_job("tests.echo", {"value": 21})
+    assert jobqueue.get_job(job_id).status == "queued"
+    assert jobqueue.run_job(job_id) == "succeeded"
+    job = jobqueue.get_job(job_id)
+    assert job.result == {"double": 42} and job.progress == 1.0 and job.message == "step 3 of 3"
+    assert "step 2" in job.log and job.code_version and job.finished_at >= job.started_at
+
+
+def test_failing_job_is_marked_failed_with_its_error(sqlite_db):
+    job_id = jobqueue.submit_job("tests.boom")
+    assert jobqueue.run_job(job_id) == "failed"
+    job = jobqueue.get_job(job_id)
+    assert "ValueError: the model diverged" in job.error and job.progress == 0.5
+
+
+def test_cancel_queued_and_running(sqlite_db):
+    queued = jobqueue.submit_job("tests.echo")
+    assert jobqueue.cancel_job(queued) == "cancelled"
+    assert jobqueue.run_job(queued) == "cancelled"  # a worker that picks it up later does nothing
+    running = jobqueue.submit_job("tests.echo", {"steps": 5})
+    assert jobqueue.claim(running, "w")
+    jobqueue.cancel_job(running)
+    assert jobqueue.run_job(running, worker="w") == "cancelled"
+
+
+def test_unknown_kind_and_bad_params_are_refused(sqlite_db):
+    with pytest.raises(jobqueue.JobError, match="Unknown job kind 'nope'"):
+        jobqueue.submit_job("nope")
+    with pytest.raises(jobqueue.JobError, match="seconds"):
+        jobqueue.submit_job("platform.countdown", {"seconds": -1})
+    assert jobqueue.list_jobs() == []
+
+
+def test_stale_running_job_is_reaped_as_failed(sqlite_db):
+    from datetime import timedelta
+
+    job_id = jobqueue.submit_job("tests.echo")
+    jobqueue.claim(job_id, "dead-worker")
+    with write_transaction() as session:
+        job = session.get(Job, job_id)
+        job.heartbeat_at = utcnow() - timedelta(minutes=10)
+        session.add(job)
+    assert jobqueue.reap_stale_jobs(stale_after_s=60) == [job_id]
+    job = jobqueue.get_job(job_id)
+    assert job.status == "failed" and "stopped responding" in job.error
+
+
+@pytest.mark.slow
+def test_local_executor_runs_jobs_in_child_processes(sqlite_db):
+    executor = jobqueue.LocalExecutor(max_workers=2, poll_s=0.2)
+    executor.start()
+    try:
+        ok = jobqueue.submit_job("platform.countdown", {"seconds": 0.5})
+        bad = jobqueue.submit_job("platform.countdown", {"seconds": 0.2, "fail": True})
+        slow = jobqueue.submit_job("platform.countdown", {"seconds": 60})
+        executor.wake()
+        assert jobqueue.wait_for_job(ok, timeout_s=60).status == "succeeded"
+        failed = jobqueue.wait_for_job(bad, timeout_s=60)
+        assert failed.status == "failed" and "failed on request" in failed.error
+        deadline = time.monotonic() + 30
+        while jobqueue.get_job(slow).status != "running" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        jobqueue.cancel_job(slow)
+        assert jobqueue.wait_for_job(slow, timeout_s=30).status == "cancelled"
+        assert jobqueue.get_job(ok).worker == executor.worker
+    finally:
+        executor.shutdown()
+
+
+@pytest.mark.slow
+def test_job_whose_process_dies_is_marked_failed(sqlite_db):
+    executor = jobqueue.LocalExecutor(max_workers=1, poll_s=0.2)
+    executor.start()
+    try:
+        job_id = jobqueue.submit_job("platform.countdown", {"seconds": 120})
+        deadline = time.monotonic() + 30
+        while job_id not in executor._running and time.monotonic() < deadline:  # noqa: SLF001
+            time.sleep(0.1)
+        executor._running[job_id].kill()  # noqa: SLF001 - simulate a crash (segfault, OOM kill)
+        job = jobqueue.wait_for_job(job_id, timeout_s=30)
+        assert job.status == "failed" and "exited with code -9" in job.error
+    finally:
+        executor.shutdown()
