@@ -11,7 +11,7 @@ from engines.platform.registry import all_protocols
 from engines.platform.runtime import StudyError
 from pages import _ui as ui
 
-PAGE = {"title": "Studies", "group": "Admin", "roles": ["admin", "researcher"], "icon": ":material/science:",
+PAGE = {"title": "Studies", "group": "Admin", "roles": ["admin", "researcher"], "icon": ":material/science:", "url_path": "studies",
         "order": 10}
 
 identity = ui.require_role("researcher")

@@ -1,0 +1,86 @@
+"""Drive a study bot through the real participant page with Streamlit's AppTest (no browser)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from engines.platform import runtime
+from engines.platform.bots import Bot, BotFailure, Submission, SubmissionMustFail, stored_responses
+from engines.platform.forms import FieldSpec, field_specs
+from pages._ui import widget_key
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+
+
+def new_participant_app(slug: str, external_id: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["study"] = slug
+    at.query_params["PROLIFIC_PID"] = external_id
+    at.query_params["STUDY_ID"] = "apptest"
+    at.query_params["SESSION_ID"] = "s1"
+    return at.run()
+
+
+def ui_can_enter(spec: FieldSpec, value) -> bool:
+    """A radio offers only its options: values outside them cannot be typed in the page at all."""
+    return not spec.options or value in spec.options
+
+
+def fill(at: AppTest, step_index: int, spec: FieldSpec, value) -> None:
+    key = widget_key(step_index, spec.name)
+    if spec.widget == "checkbox":
+        at.checkbox(key=key).set_value(bool(value))
+    elif spec.widget in ("radio", "likert"):
+        at.radio(key=key).set_value(value)
+    elif spec.widget in ("number", "float"):
+        at.number_input(key=key).set_value(value)
+    elif spec.widget == "textarea":
+        at.text_area(key=key).input(value)
+    else:
+        at.text_input(key=key).input(value)
+
+
+def play(at: AppTest, slug: str, external_id: str, bot: Bot) -> tuple[int, int]:
+    """Play every bot item in the page; returns (accepted submissions, rejections checked)."""
+    participant_id = runtime.find_participant(slug, external_id)
+    if participant_id is None:
+        raise BotFailure(f"the page did not register participant {external_id}: {[e.value for e in at.error]}")
+    bot.participant_id = participant_id
+    accepted = rejected = 0
+    for item in bot.play():
+        view = runtime.current_view(participant_id)
+        bot.view = view
+        if view.step is None or view.finished or view.step.step is not item.step:
+            raise BotFailure(f"page is at {view.step.name if view.step else view.status}, bot expects {item.step.__name__}")
+        specs = field_specs(item.step.Response)
+        if isinstance(item, SubmissionMustFail) and not all(
+                ui_can_enter(s, item.data[s.name]) for s in specs if s.name in item.data):
+            continue  # the widget itself rules this value out
+        for spec in specs:
+            if spec.name in item.data:
+                fill(at, view.step.index, spec, item.data[spec.name])
+        submit = [b for b in at.form_submit_button if b.form_id == f"form-{view.step.index}"]
+        if not submit:
+            raise BotFailure(f"no submit button for step {view.step.name}")
+        submit[0].click()
+        at.run()
+        if at.exception:
+            raise BotFailure(f"page raised: {at.exception[0].value}")
+        after = runtime.current_view(participant_id)
+        if isinstance(item, SubmissionMustFail):
+            rejected += 1
+            shown = [e.value for e in at.error] + [w.value for w in at.warning]
+            still_here = after.step is not None and after.step.index == view.step.index and not after.finished
+            if item.check and after.status == "screened_out":
+                still_here = True
+            if not still_here or not shown:
+                raise BotFailure(f"{item.step.__name__}: {item.data} was not rejected visibly (messages: {shown})")
+        else:
+            assert isinstance(item, Submission)
+            if after.step is not None and after.step.index == view.step.index and not after.finished:
+                raise BotFailure(f"{item.step.__name__}: {item.data} was not accepted: {[e.value for e in at.error]}")
+            stored = {r.step_index for r in stored_responses(participant_id)}
+            accepted += view.step.index in stored  # a final failed check screens out without storing
+    return accepted, rejected

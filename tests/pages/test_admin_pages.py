@@ -1,0 +1,100 @@
+"""Admin and research pages do what they say: studies, accounts, jobs, login."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from engines.platform import auth, jobqueue, runtime, study_admin
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _page(name: str, role: str = "admin") -> AppTest:
+    at = AppTest.from_file(str(ROOT / "pages" / f"{name}.py"), default_timeout=60)
+    identity = auth.create_user(f"{role}_user", "password-123", role)
+    at.session_state["hai_identity"] = identity.__dict__
+    return at.run()
+
+
+def test_login_page_refuses_wrong_password_and_accepts_right_one(sqlite_db):
+    auth.create_user("rhea", "correct horse", "researcher")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at.text_input(key="login-username").input("rhea")
+    at.text_input(key="login-password").input("wrong")
+    at.form_submit_button[0].click()
+    at.run()
+    assert [e.value for e in at.error] == ["Wrong username or password."]
+    at.text_input(key="login-password").input("correct horse")
+    at.form_submit_button[0].click()
+    at.run()
+    assert at.session_state["hai_identity"]["username"] == "rhea"
+    assert auth.identity_from_token(at.session_state["hai_token"]).username == "rhea"
+
+
+def test_create_close_and_export_a_study(sqlite_db):
+    at = _page("manage_studies")
+    at.text_input(key="create-slug").input("pilot-1")
+    at.text_input(key="create-code").input("CODE77")
+    at.form_submit_button[0].click()
+    at.run()
+    assert not at.exception
+    assert study_admin.get_study("pilot-1").config == {"completion_code": "CODE77"}
+    links = [c.value for c in at.code]
+    assert any("?study=pilot-1&PROLIFIC_PID={{%PROLIFIC_PID%}}" in link for link in links)
+    runtime.enter("pilot-1", {"pid": "a1"})
+    at.button(key="toggle-open").click()
+    at.run()
+    assert study_admin.get_study("pilot-1").is_open is False
+    at.button(key="prepare-export").click()
+    at.run()
+    assert not at.exception
+    slug, archive = at.session_state["hai_export"]
+    assert slug == "pilot-1" and archive[:2] == b"PK"
+
+
+def test_bad_study_name_is_refused_in_the_page(sqlite_db):
+    at = _page("manage_studies")
+    at.text_input(key="create-slug").input("Not Valid!")
+    at.form_submit_button[0].click()
+    at.run()
+    assert any("not a valid study name" in e.value for e in at.error)
+    assert study_admin.list_studies() == []
+
+
+def test_admin_creates_account_that_must_change_password(sqlite_db):
+    at = _page("accounts")
+    at.text_input(key="new-username").input("annie")
+    at.selectbox(key="new-role").set_value("annotator")
+    at.text_input(key="new-password").input("temporary-pass")
+    at.form_submit_button[0].click()
+    at.run()
+    identity = auth.authenticate("annie", "temporary-pass")
+    assert identity.role == "annotator" and auth.must_change_password(identity.user_id)
+
+
+def test_jobs_page_submits_and_shows_a_job(sqlite_db):
+    at = _page("jobs", role="researcher")
+    at.selectbox(key="job-kind").set_value("platform.countdown")
+    at.run()
+    at.text_area(key="job-params-platform.countdown").input(json.dumps({"seconds": 0}))
+    at.button(key="job-start").click()
+    at.run()
+    (job,) = jobqueue.list_jobs()
+    assert job.kind == "platform.countdown" and job.status == "queued"
+    jobqueue.run_job(job.id)
+    at.run()
+    assert any("succeeded" in m.value for m in at.markdown)
+
+
+def test_jobs_page_reports_bad_json(sqlite_db):
+    at = _page("jobs", role="researcher")
+    at.selectbox(key="job-kind").set_value("platform.countdown")
+    at.run()
+    at.text_area(key="job-params-platform.countdown").input('{"seconds": ')
+    at.button(key="job-start").click()
+    at.run()
+    assert any("not valid JSON: line 1" in e.value for e in at.error)
+    assert jobqueue.list_jobs() == []

@@ -1,0 +1,107 @@
+"""Every page renders without an exception for every role, and refuses roles it does not allow.
+
+Pages are discovered from ``pages/`` (their ``PAGE`` declarations), so a new page is covered
+without touching this file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engines.platform import auth, study_admin
+from engines.platform.navigation import discover_pages
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = discover_pages()
+ROLES = [None, "annotator", "researcher", "admin"]
+DENIED = ("You do not have access to this page.", "Please log in to see this page.")
+
+
+def _login(at: AppTest, role: str | None) -> None:
+    if role is not None:
+        identity = auth.create_user(f"user_{role}", "password-123", role)
+        at.session_state["hai_identity"] = identity.__dict__
+
+
+@pytest.fixture
+def seeded(sqlite_db):
+    study_admin.create_study("demo", "demo_survey")
+    return sqlite_db
+
+
+def _errors(at: AppTest) -> list[str]:
+    return [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda r: r or "anonymous")
+@pytest.mark.parametrize("spec", PAGES, ids=lambda s: s.path.stem)
+def test_page_checks_role_itself(seeded, spec, role):
+    """Run the page file directly (as if reached outside the menu): it renders or refuses, never crashes."""
+    at = AppTest.from_file(str(spec.path), default_timeout=60)
+    _login(at, role)
+    if spec.group == "Participate":
+        at.query_params["study"] = "demo"
+        at.query_params["PROLIFIC_PID"] = f"smoke-{role}"
+    at.run()
+    assert not at.exception, at.exception
+    if spec.group == "Participate" or "public" in spec.roles:
+        return
+    denied = any(msg in DENIED for msg in _errors(at))
+    assert denied == (not spec.allows(role)), (spec.title, role, _errors(at))
+
+
+@pytest.mark.parametrize("role", ROLES, ids=lambda r: r or "anonymous")
+def test_navigation_shows_only_allowed_pages(seeded, role):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    _login(at, role)
+    at.run()
+    assert not at.exception, at.exception
+    for spec in PAGES:
+        if spec.group == "Participate":
+            continue
+        if spec.allows(role) and "public" not in spec.roles:
+            at.switch_page(str(spec.path)).run()
+            assert not at.exception, (spec.title, at.exception)
+            assert not any(msg in DENIED for msg in _errors(at)), (spec.title, role)
+    if role is None:
+        assert [b.label for b in at.get("form_submit_button")] == ["Log in"]
+
+
+def test_participant_link_sees_only_the_study(seeded):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["study"] = "demo"
+    at.query_params["PROLIFIC_PID"] = "p-smoke"
+    at.session_state["hai_identity"] = auth.create_user("admin_x", "password-123", "admin").__dict__
+    at.run()
+    assert not at.exception
+    assert [t.value for t in at.title] == ["Rating AI writing suggestions (demo)"]
+    # Even with an admin login in this session, study-link mode registers no other page.
+    with pytest.raises(ValueError, match=r"Known pages: \['.*participate.py'\]"):
+        at.switch_page(str(ROOT / "pages" / "accounts.py"))
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"study": "ghost", "PROLIFIC_PID": "x"}, "There is no study called 'ghost'"),
+    ({"study": "demo"}, "no participant id"),
+    ({"study": "demo", "PROLIFIC_PID": "bad id!"}, "not a valid id"),
+])
+def test_bad_study_links_show_clear_errors(seeded, params, message):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert any(message in e for e in _errors(at)), _errors(at)
+
+
+def test_one_time_password_forces_the_account_page(seeded):
+    generated = auth.ensure_admin("admin", None)
+    identity = auth.authenticate("admin", generated)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.session_state["hai_identity"] = identity.__dict__
+    at.run()
+    assert [t.value for t in at.title] == ["My account"]
+    assert any("one-time password" in w.value for w in at.warning)

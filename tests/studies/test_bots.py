@@ -1,0 +1,45 @@
+"""Every study's bot completes it: headless against the runtime, and through the page in AppTest."""
+
+from __future__ import annotations
+
+import pytest
+
+from engines.platform import study_admin
+from engines.platform.bots import run_bot, stored_responses
+from engines.platform.registry import all_protocols
+from tests.apptest_driver import new_participant_app, play
+
+PROTOCOLS = sorted(name for name, p in all_protocols().items() if not name.startswith("store_bench"))
+CASES = [(name, case) for name in PROTOCOLS for case in (all_protocols()[name].bot.cases or [None])]
+
+
+def test_every_study_ships_a_bot():
+    assert PROTOCOLS, "no study protocols were discovered in studies/"
+    missing = [name for name in PROTOCOLS if all_protocols()[name].bot is None]
+    assert missing == []
+
+
+@pytest.mark.parametrize(("protocol", "case"), CASES)
+def test_bot_completes_study_headless(sqlite_db, protocol, case):
+    study_admin.create_study("bots", protocol)
+    bot = all_protocols()[protocol].bot(case)
+    report = run_bot("bots", bot, f"headless-{case}")
+    assert report.status == bot.final_status()
+    assert report.steps > 0
+
+
+@pytest.mark.parametrize(("protocol", "case"), CASES)
+def test_bot_completes_study_through_the_page(sqlite_db, protocol, case):
+    study_admin.create_study("bots", protocol)
+    bot = all_protocols()[protocol].bot(case)
+    at = new_participant_app("bots", f"apptest-{case}")
+    accepted, rejected = play(at, "bots", f"apptest-{case}", bot)
+    from engines.platform import runtime
+
+    view = runtime.current_view(bot.participant_id)
+    assert view.status == bot.final_status()
+    assert len(stored_responses(bot.participant_id)) == accepted
+    bot.check_stored([r.data for r in stored_responses(bot.participant_id)])
+    # The end page shows the code only now that everything is stored.
+    codes = [c.value for c in at.code]
+    assert view.completion.code in codes
