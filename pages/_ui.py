@@ -64,6 +64,18 @@ def current_identity() -> Identity | None:
     if identity is not None:
         st.session_state[IDENTITY_KEY] = identity.__dict__
         st.session_state[TOKEN_KEY] = token
+        return identity
+    return _oidc_identity()
+
+
+def _oidc_identity() -> Identity | None:
+    # With OIDC configured (HAI_OIDC_PROVIDER + [auth] in secrets.toml), st.login vouches for an
+    # e-mail address; it maps to the account of that name, which an admin creates beforehand.
+    if not get_settings().oidc_provider or not getattr(st.user, "is_logged_in", False):
+        return None
+    identity = auth.identity_for_username(st.user.get("email") or "")
+    if identity is not None:
+        st.session_state[IDENTITY_KEY] = identity.__dict__
     return identity
 
 
@@ -79,6 +91,8 @@ def log_out() -> None:
     st.session_state.pop(IDENTITY_KEY, None)
     st.session_state.pop(TOKEN_KEY, None)
     _set_cookie("", 0)
+    if get_settings().oidc_provider and getattr(st.user, "is_logged_in", False):
+        st.logout()
 
 
 def require_role(*roles: str) -> Identity:
@@ -105,10 +119,14 @@ def render_field(spec: FieldSpec, key: str) -> Any:
     label = spec.label + ("" if spec.required or spec.widget in ("checkbox", "text", "textarea") else " (optional)")
     if spec.widget == "checkbox":
         return st.checkbox(label, key=key, help=spec.help or None, value=bool(spec.default))
-    if spec.widget in ("radio", "likert"):
-        horizontal = spec.widget == "likert"
-        return st.radio(label, spec.options, index=None, key=key, help=spec.help or None, horizontal=horizontal,
-                        captions=None)
+    if spec.widget == "likert":
+        # The scale's anchors must be visible, not hidden in a tooltip.
+        value = st.radio(label, spec.options, index=None, key=key, horizontal=True)
+        if spec.help:
+            st.caption(spec.help)
+        return value
+    if spec.widget == "radio":
+        return st.radio(label, spec.options, index=None, key=key, help=spec.help or None)
     if spec.widget == "number":
         return st.number_input(label, value=None, step=1, format="%d", key=key, help=spec.help or None,
                                placeholder="type a number")

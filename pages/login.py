@@ -30,4 +30,5 @@ if provider:
     if st.button(f"Log in with {provider}"):
         st.login(provider)
     if getattr(st.user, "is_logged_in", False):
-        st.info(f"Signed in with {provider} as {st.user.get('email')}, but OIDC accounts must be linked by an admin.")
+        st.warning(f"Signed in with {provider} as {st.user.get('email')}, but HAI Studio has no account of that "
+                   "name. Ask an admin to create one (its username is your e-mail address).")

@@ -4,6 +4,8 @@ Every answer is stored before the next step is drawn, so a refresh or a reopened
 at the same step. The page keeps nothing in session state that the database does not have.
 """
 
+from html import escape
+
 import streamlit as st
 
 from engines.platform import runtime
@@ -37,8 +39,8 @@ def show_completion(view: runtime.StepView) -> None:
     if target.kind == "redirect":
         st.link_button("Return to Prolific to finish", target.url, type="primary")
     elif target.kind == "post":
-        fields = "".join(f'<input type="hidden" name="{k}" value="{v}">' for k, v in target.fields.items())
-        st.html(f'<form method="POST" action="{target.url}">{fields}'
+        fields = "".join(f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">' for k, v in target.fields.items())
+        st.html(f'<form method="POST" action="{escape(target.url)}">{fields}'
                 '<button type="submit">Submit the HIT</button></form>')
     else:
         st.caption("Copy this code back into the site that sent you here.")

@@ -21,7 +21,7 @@ from engines.platform.db import read_session, write_transaction
 from engines.platform.models import LoginSession, Role, User, utcnow
 
 _HASHER = PasswordHasher()
-_USERNAME = re.compile(r"^[A-Za-z0-9_.\-]{2,64}$")
+_USERNAME = re.compile(r"^[A-Za-z0-9_.@+\-]{2,64}$")  # e-mail addresses allowed, for OIDC
 MIN_PASSWORD_LENGTH = 8
 LOGIN_DAYS = 14
 
@@ -53,7 +53,7 @@ def hash_password(password: str) -> str:
 
 def _check_new_account(username: str, password: str, role: str) -> None:
     if not _USERNAME.match(username or ""):
-        raise AuthError("Username must be 2-64 letters, digits or _.- characters.")
+        raise AuthError("Username must be 2-64 letters, digits or _.@+- characters.")
     if role not in Role.ALL:
         raise AuthError(f"Unknown role {role!r}; choose one of {', '.join(Role.ALL)}.")
     if len(password or "") < MIN_PASSWORD_LENGTH:
@@ -184,6 +184,15 @@ def end_login_session(token: str | None, *, engine: Engine | None = None) -> Non
         return
     with write_transaction(engine) as session:
         session.exec(delete(LoginSession).where(LoginSession.token_hash == _token_hash(token)))
+
+
+def identity_for_username(username: str, *, engine: Engine | None = None) -> Identity | None:
+    """The active account named ``username`` (case-insensitive), for identities vouched for by OIDC."""
+    with read_session(engine) as session:
+        for user in session.exec(select(User).where(User.is_active == True)).all():  # noqa: E712
+            if user.username.lower() == (username or "").lower():
+                return _identity(user)
+    return None
 
 
 def must_change_password(user_id: int, *, engine: Engine | None = None) -> bool:

@@ -17,6 +17,7 @@ from urllib.parse import urlencode, urlparse
 
 PROLIFIC_COMPLETE_URL = "https://app.prolific.com/submissions/complete"
 MTURK_PREVIEW_ASSIGNMENT = "ASSIGNMENT_ID_NOT_AVAILABLE"
+MTURK_SUBMIT_HOSTS = frozenset({"www.mturk.com", "mturk.com", "workersandbox.mturk.com"})
 # Panel ids are opaque tokens; this keeps them printable and short without assuming a format.
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9_.@:\-]{1,128}$")
 _SLUG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9\-]{0,62}$")
@@ -98,8 +99,12 @@ def parse_link(params: Mapping[str, object]) -> PanelIdentity:
         extra = {k: v for k in ("hitId", "turkSubmitTo") if (v := _single(params, k))}
         extra["assignmentId"] = _checked_id("assignmentId", assignment)
         submit_to = extra.get("turkSubmitTo")
-        if submit_to and urlparse(submit_to).scheme != "https":
-            raise LinkError("The MTurk link's turkSubmitTo must be an https address.")
+        if submit_to:
+            parsed = urlparse(submit_to)
+            if parsed.scheme != "https" or parsed.hostname not in MTURK_SUBMIT_HOSTS:
+                # Otherwise a crafted link could send the completion code to any site.
+                raise LinkError("The MTurk link's turkSubmitTo must be https://www.mturk.com or "
+                                "https://workersandbox.mturk.com.")
         return PanelIdentity("mturk", _checked_id("workerId", worker), extra)
     generic = _single(params, "pid")
     if generic is not None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 StepKind = Literal["form", "info", "consent", "completion"]
 
@@ -136,7 +136,7 @@ class Step:
 
 
 class ConsentResponse(BaseModel):
-    agree: bool
+    agree: bool = Field(title="I have read the above and agree to take part")
 
 
 class ConsentStep(Step):

@@ -67,8 +67,9 @@ class SurveyResponse(BaseModel):
 
 def item_for_round(ctx: StepContext) -> dict:
     original, suggestion, explanation = ctx.C.ITEMS[ctx.round_number - 1]
+    shown = ctx.condition_params.get("show_explanation")
     return {"original": original, "suggestion": suggestion,
-            "explanation": explanation if ctx.condition_params.get("show_explanation") else ""}
+            "explanation": f"\n\n**Why:** {explanation}" if shown else ""}
 
 
 # STEPS
@@ -105,7 +106,7 @@ class Comprehension(Step):
 
 class Rating(Step):
     title = "Suggestion {round} of {total}"
-    body = "**Original:** {original}\n\n**AI suggestion:** {suggestion}"
+    body = "**Original:** {original}\n\n**AI suggestion:** {suggestion}{explanation}"
     Response = RatingResponse
     repeat = len(C.ITEMS)
 

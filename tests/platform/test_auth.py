@@ -79,3 +79,12 @@ def test_roles_can():
     admin = auth.Identity(1, "a", "admin")
     annotator = auth.Identity(2, "b", "annotator")
     assert admin.can("researcher") and annotator.can("annotator") and not annotator.can("researcher")
+
+
+def test_oidc_email_maps_to_the_account_of_that_name(sqlite_db):
+    auth.create_user("Rhea@Lab.org", "password-123", "researcher")
+    assert auth.identity_for_username("rhea@lab.org").role == "researcher"
+    assert auth.identity_for_username("someone@else.org") is None
+    auth.create_user("boss", "boss-password", "admin")
+    auth.update_user("Rhea@Lab.org", is_active=False)
+    assert auth.identity_for_username("rhea@lab.org") is None

@@ -15,8 +15,9 @@ def test_mturk_link_and_preview():
     identity = parse_link({"workerId": "W", "assignmentId": "A", "hitId": "H", "turkSubmitTo": "https://www.mturk.com"})
     assert identity.panel == "mturk" and identity.external_id == "W" and identity.params["hitId"] == "H"
     assert parse_link({"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE"}).preview
-    with pytest.raises(LinkError, match="https"):
-        parse_link({"workerId": "W", "assignmentId": "A", "turkSubmitTo": "javascript:alert(1)"})
+    for target in ("javascript:alert(1)", "https://evil.example", "http://www.mturk.com"):
+        with pytest.raises(LinkError, match="workersandbox.mturk.com"):
+            parse_link({"workerId": "W", "assignmentId": "A", "turkSubmitTo": target})
 
 
 def test_generic_pid():
@@ -25,8 +26,8 @@ def test_generic_pid():
 
 def test_completion_targets():
     assert completion_target("prolific", {}, "AB C").url == "https://app.prolific.com/submissions/complete?cc=AB+C"
-    post = completion_target("mturk", {"turkSubmitTo": "https://x.example/", "assignmentId": "A"}, "K")
-    assert post.kind == "post" and post.url == "https://x.example/mturk/externalSubmit"
+    post = completion_target("mturk", {"turkSubmitTo": "https://www.mturk.com/", "assignmentId": "A"}, "K")
+    assert post.kind == "post" and post.url == "https://www.mturk.com/mturk/externalSubmit"
     assert completion_target("generic", {}, "K").kind == "code"
 
 

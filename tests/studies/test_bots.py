@@ -43,3 +43,21 @@ def test_bot_completes_study_through_the_page(sqlite_db, protocol, case):
     # The end page shows the code only now that everything is stored.
     codes = [c.value for c in at.code]
     assert view.completion.code in codes
+
+
+def test_explained_condition_shows_the_explanation_only_there(sqlite_db):
+    from engines.platform import runtime
+    from studies.demo_survey import C
+
+    study_admin.create_study("cond", "demo_survey")
+    seen = {}
+    for external_id in ("first", "second"):
+        at = new_participant_app("cond", external_id)
+        view = runtime.current_view(runtime.find_participant("cond", external_id))
+        for answer in ({"agree": True}, {}, {"task": "Rate how helpful each suggestion is"}):
+            runtime.submit(view.participant_id, view.step.index, answer)
+            view = runtime.current_view(view.participant_id)
+        at.run()  # the page now shows the first rating
+        seen[view.condition] = " ".join(m.value for m in at.markdown)
+    explanation = C.ITEMS[0][2]
+    assert explanation in seen["explained"] and explanation not in seen["plain"]
