@@ -10,8 +10,9 @@ used through ``psycopg`` 3 with pre-ping; writers there serialise on row locks
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from sqlalchemy import event
@@ -22,6 +23,8 @@ from engines.platform.settings import get_settings
 
 _ENGINES: dict[str, Engine] = {}
 _LOCK = threading.Lock()
+
+_GATES: dict[str, _WriteGate] = {}
 
 SQLITE_PRAGMAS = ("journal_mode=WAL", "busy_timeout=10000", "foreign_keys=ON", "synchronous=NORMAL")
 
@@ -88,10 +91,66 @@ def read_session(engine: Engine | None = None) -> Iterator[Session]:
         yield session
 
 
+class _WriteGate:
+    """At most ``permits`` write transactions of this process at once, admitted in arrival order.
+
+    Without it, SQLite writers that find the database locked sleep in SQLite's busy handler
+    (polls of 1-100 ms), so the lock often sits free while they sleep and a thread that has just
+    committed takes it again: waits of seconds for the unlucky ones. Here the oldest waiter gets
+    the slot the moment it frees (writers of other processes still queue through busy_timeout).
+    Re-entrant within a thread, so a nested write transaction behaves as before.
+    """
+
+    def __init__(self, permits: int) -> None:
+        self._free = permits
+        self._mutex = threading.Lock()
+        self._waiters: deque[threading.Lock] = deque()
+        self._local = threading.local()
+
+    def __enter__(self) -> None:
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
+        if depth:
+            return
+        with self._mutex:
+            if self._free > 0 and not self._waiters:
+                self._free -= 1
+                return
+            baton = threading.Lock()
+            baton.acquire()
+            self._waiters.append(baton)
+        baton.acquire()  # released by __exit__ of the holder: the slot passes straight to us
+
+    def __exit__(self, *exc: object) -> None:
+        self._local.depth -= 1
+        if self._local.depth:
+            return
+        with self._mutex:
+            if self._waiters:
+                self._waiters.popleft().release()
+            else:
+                self._free += 1
+
+
+def _write_gate(engine: Engine) -> _WriteGate | None:
+    # SQLite has one writer anyway; on PostgreSQL a few writers keep the database busy while the
+    # rest wait without competing for the GIL (HAI_DB_WRITE_CONCURRENCY; 0 turns the gate off).
+    permits = 1 if is_sqlite(engine) else get_settings().db_write_concurrency
+    if permits <= 0:
+        return None
+    key = str(engine.url)
+    with _LOCK:
+        gate = _GATES.get(key)
+        if gate is None:
+            gate = _GATES[key] = _WriteGate(permits)
+        return gate
+
+
 @contextmanager
 def write_transaction(engine: Engine | None = None) -> Iterator[Session]:
     """One write transaction: commits on success, rolls back entirely on any exception."""
-    bind = (engine or get_engine()).execution_options(hai_write=True)
-    with Session(bind, expire_on_commit=False) as session:
+    engine = engine or get_engine()
+    with _write_gate(engine) or nullcontext(), Session(engine.execution_options(hai_write=True),
+                                                       expire_on_commit=False) as session:
         with session.begin():
             yield session

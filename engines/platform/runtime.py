@@ -14,7 +14,7 @@ Guarantees (each backed by a test):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -139,6 +139,53 @@ def _responses_by_step(session: Session, participant_id: int) -> dict[str, list[
     return out
 
 
+class _Responses(MutableMapping[str, list[dict[str, Any]]]):
+    """A participant's answers to steps before ``before``, by step name, read on first use.
+
+    Most hooks never look at earlier answers, so ``submit`` no longer reads every earlier row
+    of the participant on every step (a query, and O(steps) rows per step).
+    """
+
+    def __init__(self, session: Session, participant_id: int, before: int) -> None:
+        self._session, self._participant_id, self._before = session, participant_id, before
+        self._data: dict[str, list[dict[str, Any]]] | None = None
+        self._added: list[tuple[str, dict[str, Any]]] = []
+
+    def _loaded(self) -> dict[str, list[dict[str, Any]]]:
+        if self._data is None:
+            rows = self._session.exec(
+                select(StepResponse.step_name, StepResponse.data)
+                .where(StepResponse.participant_id == self._participant_id, StepResponse.step_index < self._before)
+                .order_by(StepResponse.step_index)
+            ).all()
+            self._data = {}
+            for name, data in [*rows, *self._added]:
+                self._data.setdefault(name, []).append(data)
+        return self._data
+
+    def add(self, step_name: str, data: dict[str, Any]) -> None:
+        """Record an answer stored in this transaction (without reading the earlier ones)."""
+        if self._data is None:
+            self._added.append((step_name, data))
+        else:
+            self._data.setdefault(step_name, []).append(data)
+
+    def __getitem__(self, key: str) -> list[dict[str, Any]]:
+        return self._loaded()[key]
+
+    def __setitem__(self, key: str, value: list[dict[str, Any]]) -> None:
+        self._loaded()[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._loaded()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+
 def _context(protocol: StudyProtocol, study: Study, participant: Participant, instance: StepInstance,
              responses: dict[str, list[dict[str, Any]]]) -> StepContext:
     return StepContext(
@@ -193,13 +240,14 @@ def _lock_study(session: Session, slug: str) -> Study:
 
 
 def _lock_participant(session: Session, participant_id: int) -> tuple[Participant, Study]:
-    participant = session.exec(
-        select(Participant).where(Participant.id == participant_id).with_for_update()
+    # One statement for both rows (the study was a second round trip); only the participant is locked.
+    row = session.exec(
+        select(Participant, Study).join(Study, Study.id == Participant.study_id)
+        .where(Participant.id == participant_id).with_for_update(of=Participant)
     ).first()
-    if participant is None:
+    if row is None:
         raise StudyError(f"No participant with id {participant_id}.")
-    study = session.get(Study, participant.study_id)
-    return participant, study
+    return row[0], row[1]
 
 
 def condition_counts(session: Session, study: Study, protocol: StudyProtocol) -> dict[str, int]:
@@ -385,7 +433,7 @@ def submit(participant_id: int, step_index: int, data: Mapping[str, Any] | None 
         if instance.step.kind == "completion":
             raise StepOutOfOrder("The completion page takes no answers.")
         response = validate_response(instance, data)
-        responses = _responses_by_step(session, participant_id)
+        responses = _Responses(session, participant_id, before=step_index)
         ctx = _context(protocol, study, participant, instance, responses)
         if response is not None:
             errors = instance.step.validate(ctx, response)
@@ -436,7 +484,7 @@ def submit(participant_id: int, step_index: int, data: Mapping[str, Any] | None 
             instance.step.after_submit(ctx, response)
         participant.vars = dict(ctx.vars)
         participant.last_seen_at = now
-        responses.setdefault(instance.name, []).append(stored)
+        responses.add(instance.name, stored)
         limit = _constants(protocol, study).MAX_ATTENTION_FAILURES
         if limit is not None and participant.attention_failures > limit:
             participant.step_shown_at = None

@@ -32,6 +32,8 @@ class Settings(BaseSettings):
         device: torch device for model work ("auto" picks CUDA when present).
         run_jobs_in_app: start a local job executor inside each app process (turn off when
             separate ``python -m engines.platform worker`` processes run the jobs).
+        db_write_concurrency: PostgreSQL write transactions one process runs at once, first
+            come first served (0: no limit). SQLite always admits one writer per process.
         oidc_provider: name of an ``[auth]`` provider in Streamlit's secrets, to show "log in
             with ..." through ``st.login``; empty turns OIDC off.
     """
@@ -51,6 +53,7 @@ class Settings(BaseSettings):
     oidc_provider: str = ""
     ray_address: str = ""
     run_jobs_in_app: bool = True
+    db_write_concurrency: int = Field(default=4, ge=0, le=256)
 
     @field_validator("database_url")
     @classmethod

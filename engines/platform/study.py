@@ -13,6 +13,7 @@ References: oTree's ``page_sequence`` / ``is_displayed`` / ``vars_for_template``
 from __future__ import annotations
 
 import inspect
+import json
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -201,6 +202,7 @@ class StudyProtocol:
     bot: type | None = None
     module: types.ModuleType | None = None
     steps: list[StepInstance] = field(init=False)
+    _constants_cache: dict[str, types.SimpleNamespace] = field(init=False, default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -238,13 +240,18 @@ class StudyProtocol:
         return {}
 
     def constants(self, overrides: Mapping[str, Any] | None = None) -> types.SimpleNamespace:
-        """The study's constants with a study instance's overrides applied."""
+        """The study's constants with a study instance's overrides applied (treat as read-only)."""
+        key = json.dumps(overrides or {}, sort_keys=True, default=repr)
+        cached = self._constants_cache.get(key)
+        if cached is not None:
+            return cached  # hooks call this on every step: dir() over the class is not free
         values = {k: getattr(self.C, k) for k in dir(self.C) if k.isupper()}
-        for key, value in (overrides or {}).items():
-            if key not in values:
-                raise KeyError(f"study {self.name!r} has no constant {key!r}")
-            values[key] = value
-        return types.SimpleNamespace(**values)
+        for name, value in (overrides or {}).items():
+            if name not in values:
+                raise KeyError(f"study {self.name!r} has no constant {name!r}")
+            values[name] = value
+        self._constants_cache[key] = namespace = types.SimpleNamespace(**values)
+        return namespace
 
     def describe_fields(self) -> list[dict[str, Any]]:
         """The data dictionary: one row per response field of every step."""

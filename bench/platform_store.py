@@ -1,0 +1,212 @@
+"""Benchmark: step-commit latency of the study runtime on SQLite and PostgreSQL.
+
+Requirement: N simulated participants (threads) each complete a 20-step study against the
+runtime, on SQLite and on PostgreSQL; report step-commit latency p50/p95 and throughput for
+N = 1, 10, 50. Goal: p95 below 50 ms at N = 50 on both databases.
+
+The headline is the zero-think-time run at N = 50: every participant submits its next step the
+moment the previous one is stored, so this is a stress test (real participants pause for
+seconds). ``--think-ms T`` adds a labelled second pass in which each participant pauses
+0.5-1.5 x T before each step; the zero-think pass always runs and is what the goal is judged on.
+
+Every (database, N) gets a fresh scratch database (a temp SQLite file, or a new PostgreSQL
+schema dropped afterwards). Prints one JSON line to stdout, writes the same object (indented)
+to ``bench/results/platform_store.json`` (or ``--out``), and shows progress on stderr.
+
+    python bench/platform_store.py                   # full: N = 1, 10, 50 on SQLite and PostgreSQL
+    python bench/platform_store.py --quick           # N = 1, 5, 5 steps; PostgreSQL only if a URL is given
+    python bench/platform_store.py --think-ms 2000   # also a pass with 2 s think time
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+NAME = "platform_store"
+LIMIT_P95_MS = 50.0
+GOAL_PARTICIPANTS = 50
+FULL_SIZES = (1, 10, 50)
+QUICK_SIZES = (1, 5)
+QUICK_STEPS = 5
+PG_ENV_VARS = ("HAI_BENCH_PG_URL", "HAI_TEST_DATABASE_URL")
+DEFAULT_OUT = REPO_ROOT / "bench" / "results" / f"{NAME}.json"
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 1,10,50, got {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"participant counts must be >= 1, got {text!r}")
+    return sizes
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Step-commit latency (p50/p95/max) and throughput of the study runtime with N concurrent "
+                    f"participants on SQLite and PostgreSQL. Goal: p95 < {LIMIT_P95_MS:g} ms at "
+                    f"N = {GOAL_PARTICIPANTS} with zero think time.",
+    )
+    parser.add_argument("--quick", action="store_true",
+                        help=f"small run for tests: N = {','.join(map(str, QUICK_SIZES))}, {QUICK_STEPS} steps "
+                             "(PostgreSQL only when a URL is given)")
+    parser.add_argument("--pg-url", default=None,
+                        help="PostgreSQL URL (postgresql+psycopg://...). Default: $HAI_BENCH_PG_URL, else "
+                             "$HAI_TEST_DATABASE_URL. Empty or unreachable: PostgreSQL is recorded as skipped.")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"result file (default: {DEFAULT_OUT})")
+    parser.add_argument("--think-ms", type=float, default=0.0,
+                        help="also run a pass where participants pause 0.5-1.5 x this many ms before each step "
+                             "(default 0: the zero-think-time pass only, which is the headline)")
+    parser.add_argument("--sizes", type=_sizes, default=None,
+                        help="participant counts, comma-separated (default 1,10,50; --quick: 1,5)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help=f"steps per participant (default 20; --quick: {QUICK_STEPS})")
+    args = parser.parse_args(argv)
+    if args.think_ms < 0:
+        parser.error("--think-ms must be >= 0")
+    if args.steps is not None and args.steps < 1:
+        parser.error("--steps must be >= 1")
+    if args.pg_url is None:
+        args.pg_url = next((os.environ[v] for v in PG_ENV_VARS if os.environ.get(v)), "")
+    if args.pg_url and not args.pg_url.startswith("postgresql"):
+        parser.error(f"--pg-url must be a postgresql:// URL, got {args.pg_url.split(':')[0]!r}")
+    return args
+
+
+def _redact(url: str) -> str:
+    """The URL without its password, for the result file."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def postgres_status(url: str) -> tuple[str | None, str]:
+    """(None, server version) when ``url`` answers, else (reason to skip, "")."""
+    if not url:
+        return f"no PostgreSQL URL (pass --pg-url or set {' or '.join(PG_ENV_VARS)})", ""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url, connect_args={"connect_timeout": 5})
+    try:
+        with engine.connect() as conn:
+            return None, str(conn.execute(text("SHOW server_version")).scalar())
+    except Exception as exc:  # noqa: BLE001 - any failure to connect means: skip, with the reason
+        first_line = next(iter(str(exc).strip().splitlines()), "")
+        return f"unreachable: {type(exc).__name__}: {first_line}", ""
+    finally:
+        engine.dispose()
+
+
+def judged(row: dict) -> dict:
+    """A result row with its p95 against the limit, as a ratio and a pass flag."""
+    ratio = row["p95_ms"] / LIMIT_P95_MS
+    return {**row, "limit_p95_ms": LIMIT_P95_MS, "p95_ratio_to_limit": round(ratio, 3), "pass": ratio < 1.0}
+
+
+def goal_row(rows: list[dict], database: str) -> dict | None:
+    """The row the goal is judged on: N = 50, zero think time; None when not measured."""
+    return next((r for r in rows if r["database"] == database and r["think_ms"] == 0
+                 and r["participants"] == GOAL_PARTICIPANTS), None)
+
+
+def goal_verdict(databases: dict[str, dict], rows: list[dict]) -> dict:
+    """Whether p95 < limit at N = 50, zero think time, on every database; ``met`` None if one is unmeasured."""
+    per_db = {name: (row["pass"] if (row := goal_row(rows, name)) else None) for name in databases}
+    verdicts = list(per_db.values())
+    met = False if False in verdicts else (None if None in verdicts else True)
+    return {"limit_p95_ms": LIMIT_P95_MS, "participants": GOAL_PARTICIPANTS, "think_ms": 0,
+            "per_database": per_db, "met": met}
+
+
+def run(args: argparse.Namespace) -> dict:
+    from tqdm import tqdm
+
+    from engines.platform.provenance import code_version
+    from engines.platform.store_bench import BENCH_STEPS, run_store_benchmark
+
+    sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
+    steps = args.steps or (QUICK_STEPS if args.quick else BENCH_STEPS)
+    think_passes = [0.0] + ([args.think_ms] if args.think_ms > 0 else [])
+
+    databases: dict[str, dict] = {"sqlite": {"status": "ok"}}
+    bases: dict[str, str | None] = {"sqlite": None}
+    skip_reason, version = postgres_status(args.pg_url)
+    if skip_reason is None:
+        databases["postgresql"] = {"status": "ok", "url": _redact(args.pg_url), "server_version": version}
+        bases["postgresql"] = args.pg_url
+    else:
+        databases["postgresql"] = {"status": "skipped", "reason": skip_reason}
+
+    rows: list[dict] = []
+    load_before = round(os.getloadavg()[0], 2)
+    total = len(bases) * len(think_passes) * sum(sizes) * steps
+    started = time.perf_counter()
+    with tqdm(total=total, desc=NAME, unit="step", file=sys.stderr, disable=None) as bar:
+        for think_ms in think_passes:
+            for name, base in bases.items():
+                def report(result, name=name):
+                    row = judged({**result.as_dict(), "database": name})
+                    rows.append(row)
+                    tqdm.write(f"{name:>10} N={row['participants']:<3} think={row['think_ms']:g}ms  p50 {row['p50_ms']:7.2f} ms"
+                               f"  p95 {row['p95_ms']:7.2f} ms ({row['p95_ratio_to_limit']:.2f} x limit)"
+                               f"  {row['throughput_steps_per_s']:7.1f} steps/s", file=sys.stderr)
+
+                bar.set_description(f"{name} think={think_ms:g}ms")
+                run_store_benchmark({name: base}, sizes=sizes, steps=steps, on_result=report,
+                                    think_ms=think_ms, on_step=bar.update)
+
+    headline_keys = ("p50_ms", "p95_ms", "max_ms", "throughput_steps_per_s", "p95_ratio_to_limit", "pass")
+    headline = {name: ({k: row[k] for k in headline_keys} if (row := goal_row(rows, name)) else None)
+                for name in databases}
+    return {
+        "benchmark": NAME,
+        "requirement": f"p95 step-commit latency < {LIMIT_P95_MS:g} ms at N = {GOAL_PARTICIPANTS} concurrent "
+                       "participants, zero think time, on SQLite and PostgreSQL",
+        "headline": {"label": f"zero think time (stress test), N = {GOAL_PARTICIPANTS}", "results": headline},
+        "goal": goal_verdict(databases, rows),
+        "config": {"quick": args.quick, "participants": list(sizes), "steps_per_participant": steps,
+                   "think_ms_passes": think_passes},
+        "databases": databases,
+        "results": rows,
+        "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform(), "processor": platform.machine(),
+                    # Other work on the machine skews latency: the 1-minute load before and after.
+                    "load_avg_1min": [load_before, round(os.getloadavg()[0], 2)]},
+        "code_version": code_version(),
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+        "duration_s": round(time.perf_counter() - started, 2),
+    }
+
+
+def write_result(result: dict, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    tmp.replace(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    # Only the JSON line goes to stdout: anything a library prints during the run goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        result = run(args)
+    write_result(result, args.out)
+    print(json.dumps(result, separators=(",", ":")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""bench/platform_store.py --quick: one JSON line on stdout, a result file, every participant done."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = REPO_ROOT / "bench" / "platform_store.py"
+ROW_KEYS = {"database", "participants", "steps_per_participant", "commits", "p50_ms", "p95_ms", "max_ms",
+            "throughput_steps_per_s", "wall_s", "balance", "think_ms", "limit_p95_ms", "p95_ratio_to_limit", "pass"}
+
+
+def test_quick_run_reports_every_participant(tmp_path):
+    out = tmp_path / "platform_store.json"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1, proc.stdout[-2000:]
+    result = json.loads(lines[0])
+    assert json.loads(out.read_text()) == result
+
+    assert {"benchmark", "headline", "goal", "config", "databases", "results", "machine", "code_version",
+            "timestamp"} <= set(result)
+    assert result["benchmark"] == "platform_store"
+    assert {"cpu_count", "python"} <= set(result["machine"])
+    assert result["code_version"]
+    assert result["databases"]["sqlite"]["status"] == "ok"
+    postgres = result["databases"]["postgresql"]
+    assert postgres["status"] in ("ok", "skipped")
+    if postgres["status"] == "skipped":
+        assert postgres["reason"]
+    assert result["goal"]["met"] is None  # quick runs stop below N = 50: nothing to judge
+
+    measured = [name for name, info in result["databases"].items() if info["status"] == "ok"]
+    sizes = result["config"]["participants"]
+    steps = result["config"]["steps_per_participant"]
+    rows = result["results"]
+    assert sorted((r["database"], r["participants"]) for r in rows) == sorted((d, n) for d in measured for n in sizes)
+    for row in rows:
+        assert ROW_KEYS <= set(row), row
+        n = row["participants"]
+        assert sum(row["balance"].values()) == n, row  # every participant completed the study
+        assert row["commits"] == n * steps
+        assert 0 < row["p50_ms"] <= row["p95_ms"] <= row["max_ms"]
+        assert row["throughput_steps_per_s"] > 0 and row["wall_s"] > 0
+        assert row["p95_ratio_to_limit"] == round(row["p95_ms"] / row["limit_p95_ms"], 3)
+        assert row["pass"] is (row["p95_ms"] < row["limit_p95_ms"])
+
+
+def test_unreachable_postgres_is_recorded_as_skipped(tmp_path):
+    out = tmp_path / "platform_store.json"
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--sizes", "2", "--steps", "2", "--out", str(out),
+         "--pg-url", "postgresql+psycopg://nobody@127.0.0.1:1/none"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["databases"]["postgresql"]["status"] == "skipped"
+    assert "unreachable" in result["databases"]["postgresql"]["reason"]
+    assert [r["database"] for r in result["results"]] == ["sqlite"]
