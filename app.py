@@ -33,7 +33,11 @@ else:
     role = identity.role if identity else None
     allowed = [s for s in pages if s.allows(role)]
     if identity is None:
-        navigation = st.navigation([_page(s, default=i == 0) for i, s in enumerate(allowed)], position="hidden")
+        # Protected pages stay addressable (a bookmark to /studies shows the login form there,
+        # then the page); each page checks the role itself.
+        protected = [_page(s) for s in pages if s.group != "Participate" and s not in allowed]
+        public = [_page(s, default=i == 0) for i, s in enumerate(allowed)]
+        navigation = st.navigation(public + protected, position="hidden")
     elif auth.must_change_password(identity.user_id):
         # A one-time password (printed by `make run`) must be replaced before anything else.
         account = next(s for s in pages if s.path.stem == "account")
@@ -46,4 +50,5 @@ else:
             st.caption(f"Signed in as **{identity.username}** ({identity.role})")
         navigation = st.navigation(sections, position="sidebar", expanded=True)
 
+ui.sync_login_cookie()
 navigation.run()

@@ -21,6 +21,7 @@ from engines.platform.settings import get_settings
 SESSION_COOKIE = "hai_session"
 IDENTITY_KEY = "hai_identity"
 TOKEN_KEY = "hai_token"
+COOKIE_PENDING_KEY = "hai_cookie_pending"
 
 
 @st.cache_resource(show_spinner="Preparing the database...")
@@ -44,12 +45,25 @@ def in_participant_mode() -> bool:
     return "study" in st.query_params
 
 
-def _set_cookie(value: str, max_age_s: int) -> None:
+def _cookie_script(value: str, max_age_s: int) -> None:
     # Streamlit can read cookies (st.context.cookies) but not set them; a tiny script does.
     st.html(
         f"<script>document.cookie = {json.dumps(f'{SESSION_COOKIE}={value}; path=/; max-age={max_age_s}; SameSite=Strict')};</script>",
         unsafe_allow_javascript=True,
     )
+
+
+def sync_login_cookie() -> None:
+    """Write or clear the login cookie once, on a run that is not cut short by ``st.rerun``.
+
+    ``log_in``/``log_out`` only record what the cookie should be; the app's entry point calls
+    this on every run, so the script reaches the browser even when a page reruns right after.
+    """
+    pending = st.session_state.pop(COOKIE_PENDING_KEY, None)
+    if pending is None:
+        return
+    token, max_age = pending
+    _cookie_script(token, max_age)
 
 
 def current_identity() -> Identity | None:
@@ -83,26 +97,50 @@ def log_in(identity: Identity) -> None:
     token = auth.start_login_session(identity)
     st.session_state[IDENTITY_KEY] = identity.__dict__
     st.session_state[TOKEN_KEY] = token
-    _set_cookie(token, auth.LOGIN_DAYS * 86400)
+    st.session_state[COOKIE_PENDING_KEY] = (token, auth.LOGIN_DAYS * 86400)
 
 
 def log_out() -> None:
     auth.end_login_session(st.session_state.get(TOKEN_KEY))
     st.session_state.pop(IDENTITY_KEY, None)
     st.session_state.pop(TOKEN_KEY, None)
-    _set_cookie("", 0)
+    st.session_state[COOKIE_PENDING_KEY] = ("", 0)
     if get_settings().oidc_provider and getattr(st.user, "is_logged_in", False):
         st.logout()
+
+
+def login_form() -> None:
+    """Username and password form; on success the session is logged in and the page reruns."""
+    with st.form("login"):
+        username = st.text_input("Username", key="login-username")
+        password = st.text_input("Password", type="password", key="login-password")
+        submitted = st.form_submit_button("Log in", type="primary")
+    if submitted:
+        try:
+            identity = auth.authenticate(username.strip(), password)
+        except auth.AuthError as exc:
+            st.error(str(exc))
+        else:
+            log_in(identity)
+            st.rerun()
 
 
 def require_role(*roles: str) -> Identity:
     """Stop the page unless an account with one of ``roles`` (or an admin) is logged in.
 
-    Pages call this themselves, so a page is protected even if reached outside the menu.
+    Pages call this themselves, so a page is protected even if reached outside the menu. A
+    visitor who is not logged in gets the login form here, and then the page they asked for.
     """
     identity = current_identity()
-    if identity is None or not identity.can(*roles):
-        st.error("You do not have access to this page." if identity else "Please log in to see this page.")
+    if identity is None:
+        if in_participant_mode():
+            st.error("You do not have access to this page.")
+        else:
+            st.warning("Please log in to see this page.")
+            login_form()
+        st.stop()
+    if not identity.can(*roles):
+        st.error("You do not have access to this page.")
         st.stop()
     return identity
 

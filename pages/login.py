@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from engines.platform import auth
 from engines.platform.settings import get_settings
 from pages import _ui as ui
 
@@ -11,19 +10,7 @@ PAGE = {"title": "Log in", "group": "Account", "roles": ["public"], "icon": ":ma
 st.title("HAI Studio")
 st.caption("Human–AI studies and research demos. Participants: please use the link from your recruitment panel.")
 
-with st.form("login"):
-    username = st.text_input("Username", key="login-username")
-    password = st.text_input("Password", type="password", key="login-password")
-    submitted = st.form_submit_button("Log in", type="primary")
-
-if submitted:
-    try:
-        identity = auth.authenticate(username.strip(), password)
-    except auth.AuthError as exc:
-        st.error(str(exc))
-    else:
-        ui.log_in(identity)
-        st.rerun()
+ui.login_form()
 
 provider = get_settings().oidc_provider
 if provider:

@@ -7,7 +7,7 @@ and every failed check attempt, and background jobs. Times are timezone-aware UT
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import JSON, Column, MetaData, Text, UniqueConstraint
@@ -26,7 +26,7 @@ metadata: MetaData = SQLModel.metadata
 
 def utcnow() -> datetime:
     """Current time, timezone-aware UTC (SQLModel's UTCDateTime stores and returns UTC)."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _json_column() -> Any:

@@ -133,4 +133,4 @@ class Completion(CompletionStep):
 
 step_sequence = [Consent, Instructions, Comprehension, Rating, Attention, Survey, Completion]
 
-from studies.demo_survey.bot import PlayerBot  # noqa: E402 - the bot needs the steps above
+from studies.demo_survey.bot import PlayerBot as PlayerBot  # noqa: E402 - the bot needs the steps above

@@ -33,7 +33,7 @@ def seeded(sqlite_db):
 
 
 def _errors(at: AppTest) -> list[str]:
-    return [e.value for e in at.error]
+    return [e.value for e in at.error] + [w.value for w in at.warning]
 
 
 @pytest.mark.parametrize("role", ROLES, ids=lambda r: r or "anonymous")
@@ -51,6 +51,8 @@ def test_page_checks_role_itself(seeded, spec, role):
         return
     denied = any(msg in DENIED for msg in _errors(at))
     assert denied == (not spec.allows(role)), (spec.title, role, _errors(at))
+    if role is None and denied:  # an anonymous visitor gets the login form on the page itself
+        assert [b.label for b in at.get("form_submit_button")] == ["Log in"]
 
 
 @pytest.mark.parametrize("role", ROLES, ids=lambda r: r or "anonymous")
