@@ -165,3 +165,19 @@ class Job(SQLModel, table=True):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     heartbeat_at: datetime | None = None
+
+
+def register_all_tables() -> None:
+    """Import every ``engines.<area>.models`` module so all tables are on ``metadata`` (Alembic)."""
+    import importlib
+    import pkgutil
+
+    import engines
+
+    for info in pkgutil.iter_modules(engines.__path__, prefix="engines."):
+        if info.ispkg:
+            try:
+                importlib.import_module(f"{info.name}.models")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"{info.name}.models":
+                    raise

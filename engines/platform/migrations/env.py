@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from alembic import context
 
-import engines.platform.models  # noqa: F401 - registers every table on the metadata
 from engines.platform.db import create_db_engine
-from engines.platform.models import metadata
+from engines.platform.models import metadata, register_all_tables
 from engines.platform.settings import get_settings
+
+register_all_tables()
 
 config = context.config
 url = config.attributes.get("database_url") or get_settings().resolved_database_url

@@ -1,0 +1,164 @@
+"""Benchmark: simulated interactions per second of the collaboration controller.
+
+Requirement: at least 100,000 simulated interactions/s for the parametric human with the AI's
+scores precomputed, in one process. One interaction = up to R rounds of (human answer and set,
+protect/supply rules, two-threshold AI set, human revision), then the truth, the two violations
+and the threshold update (``engines.collab.simulate``).
+
+Timed, after a warm-up run (numba compiles, or loads its cache, on first use):
+
+- ``end_to_end`` (the headline): drawing the humans' randomness for T interactions (vectorised
+  numpy), the online controller's loop over them, and the metrics (running rates and bounds);
+- ``loop_only``: the sequential loop alone (``run_fast``);
+- ``reference``: the readable one-interaction-at-a-time path on a smaller T, for comparison.
+
+Not timed: the AI's scores (precomputed, as the requirement says) and the calibration batch.
+Each figure is the median of ``--repeats`` runs. Prints one JSON line to stdout, writes the same
+object (indented) to ``bench/results/collab.json`` (or ``--out``), progress on stderr.
+
+    python bench/collab.py            # T = 1,000,000
+    python bench/collab.py --quick    # T = 20,000, reference on 500
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+NAME = "collab"
+GOAL_PER_S = 100_000
+FULL_T, QUICK_T = 1_000_000, 20_000
+FULL_REFERENCE_T, QUICK_REFERENCE_T = 5_000, 500
+DEFAULT_OUT = REPO_ROOT / "bench" / "results" / f"{NAME}.json"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=f"Simulated interactions/s of the collaboration controller (parametric human, AI scores "
+                    f"precomputed). Goal: >= {GOAL_PER_S:,}/s.")
+    parser.add_argument("--quick", action="store_true", help=f"small run for tests: T = {QUICK_T:,}")
+    parser.add_argument("--T", type=int, default=None, help=f"interactions per timed run (default {FULL_T:,})")
+    parser.add_argument("--rounds", type=int, default=3, help="maximum rounds per interaction (default 3)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed runs per figure (default 5; --quick: 2)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"result file (default: {DEFAULT_OUT})")
+    args = parser.parse_args(argv)
+    if args.T is not None and args.T < 1:
+        parser.error("--T must be >= 1")
+    if args.repeats is not None and args.repeats < 1:
+        parser.error("--repeats must be >= 1")
+    return args
+
+
+def _timed(fn, repeats: int, bar) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - started)
+        bar.update(1)
+    return statistics.median(times), out
+
+
+def run(args: argparse.Namespace) -> dict:
+    import numpy as np
+    from tqdm import tqdm
+
+    from engines.collab import simulate as sim
+    from engines.collab.humans import ParamTrack, draw_humans
+    from engines.platform.provenance import code_version
+
+    T = args.T or (QUICK_T if args.quick else FULL_T)
+    reference_T = min(T, QUICK_REFERENCE_T if args.quick else FULL_REFERENCE_T)
+    repeats = args.repeats or (2 if args.quick else 5)
+    config = sim.SimulationConfig(T=T, rounds=args.rounds, seed=args.seed, with_fixed=False, engine="fast")
+    started = time.perf_counter()
+    prepared = sim.prepare(config)  # AI scores and calibration: precomputed, not timed
+    p = prepared
+    human_rng = np.random.default_rng(args.seed + 1)
+
+    def end_to_end():
+        draws = draw_humans(p.cases.labels, p.cases.difficulty, p.params, config.rounds, config.n_labels, human_rng)
+        trace = sim.run_fast(p.cases, draws, p.params, p.protect, p.supply, p.state, config.rounds)
+        return sim.summarise(trace, p.cases.labels, config)
+
+    def loop_only():
+        return sim.run_fast(p.cases, p.draws, p.params, p.protect, p.supply, p.state, config.rounds)
+
+    head = slice(0, reference_T)
+    small_cases = sim.AICases(p.cases.probs[head], p.cases.labels[head], p.cases.difficulty[head])
+    small_params = ParamTrack.constant(p.params.at(0), reference_T)  # stationary: every t has the same person
+    small_draws = draw_humans(small_cases.labels, small_cases.difficulty, small_params, config.rounds,
+                              config.n_labels, np.random.default_rng(args.seed))
+
+    def reference():
+        return sim.run_reference(small_cases, small_draws, small_params, p.protect, p.supply, p.state, config.rounds)
+
+    with tqdm(total=1 + 3 * repeats, desc=NAME, unit="run", file=sys.stderr, disable=None) as bar:
+        warm_started = time.perf_counter()
+        sim.run_fast(small_cases, small_draws, small_params, p.protect, p.supply, p.state, config.rounds)
+        warm_s = time.perf_counter() - warm_started
+        bar.update(1)
+        e2e_s, summary = _timed(end_to_end, repeats, bar)
+        loop_s, _ = _timed(loop_only, repeats, bar)
+        ref_s, _ = _timed(reference, repeats, bar)
+
+    def row(seconds: float, n: int) -> dict:
+        return {"interactions": n, "median_s": round(seconds, 5), "interactions_per_s": round(n / seconds, 1),
+                "ratio_to_goal": round(n / seconds / GOAL_PER_S, 3)}
+
+    results = {"end_to_end": row(e2e_s, T), "loop_only": row(loop_s, T), "reference": row(ref_s, reference_T)}
+    headline = {**results["end_to_end"], "pass": results["end_to_end"]["interactions_per_s"] >= GOAL_PER_S}
+    return {
+        "benchmark": NAME,
+        "requirement": f">= {GOAL_PER_S:,} simulated interactions/s, parametric human, AI scores precomputed, "
+                       "one process",
+        "headline": {"label": "end to end: human draws + online loop + metrics", **headline},
+        "goal": {"interactions_per_s": GOAL_PER_S, "met": headline["pass"]},
+        "results": results,
+        "compiled": sim.COMPILED,  # numba present (else the fast path runs as plain Python)
+        "warmup_s": round(warm_s, 3),
+        "sanity": {"violation_rate": summary.violation_rate, "bound": summary.bound, "accuracy": summary.accuracy},
+        "config": {"quick": args.quick, "T": T, "rounds": config.rounds, "repeats": repeats, "seed": args.seed,
+                   "human": config.human, "schedule": config.schedule, "protect_rule": config.protect_rule,
+                   "supply_rule": config.supply_rule},
+        "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform(), "processor": platform.machine(),
+                    "load_avg_1min": round(os.getloadavg()[0], 2)},
+        "code_version": code_version(),
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+        "duration_s": round(time.perf_counter() - started, 2),
+    }
+
+
+def write_result(result: dict, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    tmp.replace(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    # Only the JSON line goes to stdout: anything a library prints during the run goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        result = run(args)
+    write_result(result, args.out)
+    print(json.dumps(result, separators=(",", ":")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,386 @@
+"""Train the shape-counting CNN and write its weights, report and held-out scores.
+
+Examples::
+
+    python -m engines.collab train-counter                # the shipped model (CPU, a few minutes)
+    python -m engines.collab train-counter --quick --out /tmp/counter.pt   # seconds, for tests
+
+Trains ``engines.collab.counter.ShapeCounter`` on images of ``engines.collab.shapes`` whose
+difficulty is drawn uniformly from [0, 1], with the 8 flips/rotations of the square as free
+augmentation (they never change a count). After training, one softmax temperature is fitted
+on a validation set (temperature scaling, Guo et al. 2017), because the AI's probabilities
+are the score s(y) = 1 - p_AI(y) that the paper's thresholds act on (arXiv:2602.17646;
+``shared/specs/collab.md`` §5): miscalibration would distort the sets, not just the
+reported confidence.
+
+Writes, next to ``--out`` (default ``assets/collab/counter.pt``):
+
+- ``<stem>.pt``: format, model config and state dict (loadable with ``weights_only=True``);
+- ``<stem>_report.json``: configs, seed, the command that reproduces the run, accuracy and
+  expected calibration error (ECE) overall and per difficulty preset, code version, time;
+- ``<stem>_scores.npz``: the model's probabilities on held-out images for the simulation
+  engine -- ``probs`` (n, 10) float32, ``labels`` (n,) int64, ``difficulty`` (n,) float32 and
+  ``seed`` (uint64); ``shapes.generate_batch(int(seed), n)`` regenerates exactly those images.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import sys
+import time
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from engines.collab.counter import DEFAULT_WEIGHTS, CounterConfig, ShapeCounter, n_parameters, save_counter
+from engines.collab.shapes import DIFFICULTY_PRESETS, LABELS, generate_batch
+
+DEFAULT_SEED = 2026
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run of the counter; every field is reproduced by the CLI options.
+
+    Args:
+        seed: seeds torch and every generated data set (train, validation, test, scores).
+        train_size: number of generated training images (each epoch sees them under a fresh
+            random flip/rotation).
+        epochs: passes over the training images.
+        batch_size: images per optimiser step.
+        lr: peak AdamW learning rate (one-cycle schedule).
+        weight_decay: AdamW weight decay.
+        val_size: held-out images used to fit the softmax temperature.
+        test_size: held-out images per difficulty preset for the report.
+        scores_size: held-out images (difficulty ~ U[0, 1]) whose probabilities are written
+            for the simulation engine; also the "overall" row of the report.
+        threads: torch CPU threads.
+        device: torch device for training ("cpu" keeps the run reproducible bit for bit).
+        model: the network's shape.
+    """
+
+    seed: int = DEFAULT_SEED
+    train_size: int = 20_000
+    epochs: int = 8
+    batch_size: int = 128
+    lr: float = 4e-3
+    weight_decay: float = 1e-4
+    val_size: int = 2_000
+    test_size: int = 1_000
+    scores_size: int = 5_000
+    threads: int = 2
+    device: str = "cpu"
+    model: CounterConfig = field(default_factory=CounterConfig)
+
+    def __post_init__(self) -> None:
+        if self.train_size < self.batch_size:
+            raise ValueError(f"train_size ({self.train_size}) must be at least batch_size ({self.batch_size})")
+        if self.epochs < 1 or self.batch_size < 2:
+            raise ValueError("epochs must be >= 1 and batch_size >= 2 (batch norm needs two images)")
+        if min(self.val_size, self.test_size, self.scores_size) < 1:
+            raise ValueError("val_size, test_size and scores_size must be positive")
+        if self.lr <= 0 or self.weight_decay < 0 or self.threads < 1:
+            raise ValueError("lr must be > 0, weight_decay >= 0, threads >= 1")
+
+
+# A --quick run: seconds on a laptop, enough to check the pipeline end to end (not a useful model).
+QUICK = {"train_size": 256, "epochs": 1, "batch_size": 64, "val_size": 128, "test_size": 64, "scores_size": 128}
+
+
+@dataclass
+class EvalMetrics:
+    """Accuracy and calibration of predicted probabilities against true counts."""
+
+    n: int
+    accuracy: float
+    ece: float  # expected calibration error, 15 equal-width bins over the max probability
+    nll: float  # mean negative log-likelihood of the true count
+    mean_confidence: float  # mean max probability
+    top2_accuracy: float
+    mean_abs_error: float  # |argmax - truth|, in counts
+
+    @classmethod
+    def of(cls, probs: np.ndarray, labels: np.ndarray) -> EvalMetrics:
+        probs = np.asarray(probs, dtype=np.float64)
+        labels = np.asarray(labels, dtype=np.int64)
+        pred = probs.argmax(axis=1)
+        top2 = np.argsort(-probs, axis=1)[:, :2]
+        return cls(
+            n=len(labels),
+            accuracy=round(float((pred == labels).mean()), 4),
+            ece=round(expected_calibration_error(probs, labels), 4),
+            nll=round(float(-np.log(np.clip(probs[np.arange(len(labels)), labels], 1e-12, 1.0)).mean()), 4),
+            mean_confidence=round(float(probs.max(axis=1).mean()), 4),
+            top2_accuracy=round(float((top2 == labels[:, None]).any(axis=1).mean()), 4),
+            mean_abs_error=round(float(np.abs(pred - labels).mean()), 4),
+        )
+
+
+def expected_calibration_error(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> float:
+    """Expected calibration error of the top-1 prediction (Guo et al. 2017; Naeini et al. 2015).
+
+    ECE = sum_b (|B_b| / n) * |accuracy(B_b) - mean confidence(B_b)|, with the max probability
+    split into ``n_bins`` equal-width bins (lo, hi]; a confidence of exactly 0 joins the first bin.
+
+    Args:
+        probs: (n, K) probabilities.
+        labels: (n,) true labels.
+        n_bins: number of bins over [0, 1].
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    labels = np.asarray(labels)
+    if probs.ndim != 2 or len(probs) != len(labels):
+        raise ValueError(f"probs must be (n, K) and labels (n,), got {probs.shape} and {labels.shape}")
+    if len(labels) == 0:
+        return 0.0
+    confidence = probs.max(axis=1)
+    correct = (probs.argmax(axis=1) == labels).astype(np.float64)
+    # Bin b holds confidences in (b/n_bins, (b+1)/n_bins]; the tiny tolerance keeps values
+    # such as 0.6 (= 9/15 in exact arithmetic) in their own bin despite rounding.
+    bins = np.clip(np.ceil(confidence * n_bins - 1e-9).astype(int) - 1, 0, n_bins - 1)
+    ece = 0.0
+    for b in range(n_bins):
+        mask = bins == b
+        if mask.any():
+            ece += mask.mean() * abs(correct[mask].mean() - confidence[mask].mean())
+    return float(ece)
+
+
+def fit_temperature(logits: torch.Tensor, labels: torch.Tensor) -> float:
+    """The softmax temperature minimising validation NLL (a grid over log T, then refined).
+
+    A grid rather than LBFGS: one dimension, deterministic, and robust to a flat optimum.
+    """
+    def nll(t: float) -> float:
+        return float(nn.functional.cross_entropy(logits / t, labels))
+
+    grid = np.exp(np.linspace(math.log(0.25), math.log(8.0), 121))
+    best = float(grid[int(np.argmin([nll(t) for t in grid]))])
+    fine = best * np.exp(np.linspace(-0.03, 0.03, 61))
+    return round(float(fine[int(np.argmin([nll(t) for t in fine]))]), 4)
+
+
+# ---------------------------------------------------------------- CLI
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``python -m engines.collab train-counter``."""
+    d = TrainConfig()
+    parser.add_argument("--seed", type=int, default=d.seed, help=f"seed of torch and all generated data (default {d.seed})")
+    parser.add_argument("--train-size", type=int, default=d.train_size, help=f"training images (default {d.train_size})")
+    parser.add_argument("--epochs", type=int, default=d.epochs, help=f"passes over the training images (default {d.epochs})")
+    parser.add_argument("--batch-size", type=int, default=d.batch_size, help=f"default {d.batch_size}")
+    parser.add_argument("--lr", type=float, default=d.lr, help=f"peak learning rate (default {d.lr})")
+    parser.add_argument("--out", type=Path, default=DEFAULT_WEIGHTS,
+                        help="weights file; the report and scores are written next to it (default assets/collab/counter.pt)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a tiny run (seconds) that checks the pipeline; overrides the sizes above")
+    parser.add_argument("--device", default=d.device, help=f"torch device for training (default {d.device})")
+    parser.add_argument("--threads", type=int, default=d.threads, help=f"torch CPU threads (default {d.threads})")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    values = {"seed": args.seed, "train_size": args.train_size, "epochs": args.epochs, "batch_size": args.batch_size,
+              "lr": args.lr, "device": args.device, "threads": args.threads}
+    if args.quick:
+        values.update(QUICK)
+    return TrainConfig(**values)
+
+
+def reproduce_command(config: TrainConfig, out: Path, quick: bool) -> str:
+    """The shell command that reruns this training."""
+    parts = ["python", "-m", "engines.collab", "train-counter", "--seed", str(config.seed)]
+    if quick:
+        parts.append("--quick")
+    else:
+        parts += ["--train-size", str(config.train_size), "--epochs", str(config.epochs),
+                  "--batch-size", str(config.batch_size), "--lr", str(config.lr)]
+    parts += ["--device", config.device, "--threads", str(config.threads), "--out", _display_path(out)]
+    return shlex.join(parts)
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Train, calibrate, evaluate and write the files; returns the report (with a "summary")."""
+    config = config_from_args(args)
+    out = Path(args.out)
+    report = train_counter(config, out, quick=args.quick, progress=not args.no_progress)
+    report["summary"] = format_summary(report)
+    return report
+
+
+# ---------------------------------------------------------------- training
+def _stream_seed(seed: int, name: str) -> int:
+    """An independent data seed per purpose, so train, validation and test images never coincide."""
+    return int(np.random.SeedSequence([seed, zlib.crc32(name.encode())]).generate_state(1, dtype=np.uint64)[0])
+
+
+def _augment(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """A random element of the square's symmetry group (4 rotations x optional flip) per batch."""
+    k = int(torch.randint(0, 4, (1,), generator=generator))
+    flip = bool(torch.randint(0, 2, (1,), generator=generator))
+    x = torch.rot90(x, k, dims=(2, 3))
+    return torch.flip(x, dims=(3,)) if flip else x
+
+
+@torch.no_grad()
+def _logits(model: ShapeCounter, images: np.ndarray, device: torch.device, batch_size: int = 512) -> torch.Tensor:
+    model.eval()
+    x = torch.from_numpy(images).unsqueeze(1)  # (n, 1, H, W) uint8
+    out = []
+    for i in range(0, len(x), batch_size):
+        xb = (x[i:i + batch_size].to(device).float() / 255.0).contiguous(memory_format=torch.channels_last)
+        out.append(model(xb).float().cpu())
+    return torch.cat(out)
+
+
+def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progress: bool = True) -> dict:
+    """Run one training and write ``out`` plus its ``_report.json`` and ``_scores.npz``; return the report."""
+    start = time.perf_counter()
+    previous_threads = torch.get_num_threads()
+    previous_deterministic = torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(config.threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        torch.manual_seed(config.seed)
+        device = torch.device(config.device)
+        train = generate_batch(_stream_seed(config.seed, "train"), config.train_size, difficulty=None)
+        data_time = time.perf_counter() - start
+
+        model = ShapeCounter(config.model).to(device).to(memory_format=torch.channels_last)
+        # channels_last: about 1.5x faster convolutions on CPU for this network.
+        optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        steps_per_epoch = config.train_size // config.batch_size  # drop the ragged last batch (batch norm)
+        scheduler = torch.optim.lr_scheduler.OneCycleLR(
+            optimizer, max_lr=config.lr, total_steps=steps_per_epoch * config.epochs, pct_start=0.15)
+        generator = torch.Generator().manual_seed(config.seed)
+        images = torch.from_numpy(train.images).unsqueeze(1)  # (n, 1, H, W) uint8; floats made per batch
+        labels = torch.from_numpy(train.counts)
+
+        bar = tqdm(total=steps_per_epoch * config.epochs, desc="train-counter", file=sys.stderr,
+                   disable=not progress, mininterval=1.0)
+        history = []
+        for epoch in range(config.epochs):
+            model.train()
+            order = torch.randperm(config.train_size, generator=generator)
+            loss_sum, correct = 0.0, 0
+            for step in range(steps_per_epoch):
+                idx = order[step * config.batch_size:(step + 1) * config.batch_size]
+                xb = _augment(images[idx].float() / 255.0, generator)
+                xb = xb.to(device).contiguous(memory_format=torch.channels_last)
+                yb = labels[idx].to(device)
+                logits = model(xb)
+                loss = nn.functional.cross_entropy(logits, yb)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                scheduler.step()
+                loss_sum += loss.item() * len(idx)
+                correct += int((logits.argmax(1) == yb).sum())
+                bar.update(1)
+            seen = steps_per_epoch * config.batch_size
+            history.append({"epoch": epoch + 1, "loss": round(loss_sum / seen, 4), "accuracy": round(correct / seen, 4)})
+            bar.set_postfix(epoch=epoch + 1, loss=f"{loss_sum / seen:.3f}", acc=f"{correct / seen:.3f}")
+        bar.close()
+        train_time = time.perf_counter() - start - data_time
+
+        # Temperature scaling on held-out images (the training accuracy is optimistic).
+        val = generate_batch(_stream_seed(config.seed, "validation"), config.val_size, difficulty=None)
+        val_logits = _logits(model, val.images, device)
+        temperature = fit_temperature(val_logits, torch.from_numpy(val.counts))
+        model.temperature.fill_(temperature)
+
+        metrics: dict[str, dict] = {}
+        scores_seed = _stream_seed(config.seed, "scores")
+        scores = generate_batch(scores_seed, config.scores_size, difficulty=None)
+        score_probs = torch.softmax(_logits(model, scores.images, device), dim=1).numpy()
+        metrics["overall"] = asdict(EvalMetrics.of(score_probs, scores.counts))
+        for name in DIFFICULTY_PRESETS:
+            test = generate_batch(_stream_seed(config.seed, f"test-{name}"), config.test_size, difficulty=name)
+            probs = torch.softmax(_logits(model, test.images, device), dim=1).numpy()
+            metrics[name] = asdict(EvalMetrics.of(probs, test.counts))
+        # The overall set again, split by difficulty thirds (continuous difficulty, not presets).
+        for lo, hi in ((0.0, 1 / 3), (1 / 3, 2 / 3), (2 / 3, 1.0001)):
+            mask = (scores.difficulty >= lo) & (scores.difficulty < hi)
+            metrics[f"difficulty {lo:.2f}-{min(hi, 1.0):.2f}"] = asdict(EvalMetrics.of(score_probs[mask], scores.counts[mask]))
+        metrics["uncalibrated (T=1) overall"] = asdict(EvalMetrics.of(
+            torch.softmax(_logits(model, scores.images, device) * temperature, dim=1).numpy(), scores.counts))
+
+        model = model.to(memory_format=torch.contiguous_format)
+        weights_path = save_counter(model, out)
+        scores_path = out.with_name(out.stem + "_scores.npz")
+        np.savez_compressed(
+            scores_path, probs=score_probs.astype(np.float32), labels=scores.counts.astype(np.int64),
+            difficulty=scores.difficulty.astype(np.float32), seed=np.uint64(scores_seed),  # a 64-bit seed
+        )
+        from engines.platform.provenance import code_version
+
+        report = {
+            "command": reproduce_command(config, out, quick),
+            "seed": config.seed,
+            "quick": quick,
+            "train_config": _jsonable(asdict(config)),
+            "model_config": _jsonable(asdict(config.model)),
+            "n_parameters": n_parameters(model),
+            "temperature": temperature,
+            "labels": list(LABELS),
+            "generator_presets": {name: _jsonable(asdict(cfg)) for name, cfg in DIFFICULTY_PRESETS.items()},
+            "train_difficulty": "uniform on [0, 1] (shapes.config_for_difficulty)",
+            "metrics": metrics,
+            "history": history,
+            "scores": {"path": scores_path.name, "seed": scores_seed, "n": config.scores_size,
+                       "regenerate": f"engines.collab.shapes.generate_batch({scores_seed}, {config.scores_size})"},
+            "files": {"weights": weights_path.name, "weights_bytes": weights_path.stat().st_size,
+                      "scores_bytes": scores_path.stat().st_size},
+            "code_version": code_version(),
+            "torch": torch.__version__,
+            "data_time_s": round(data_time, 1),
+            "train_time_s": round(train_time, 1),
+            "total_time_s": round(time.perf_counter() - start, 1),
+        }
+        report_path = out.with_name(out.stem + "_report.json")
+        report_path.write_text(json.dumps(report, indent=2) + "\n")
+        report["files"]["report"] = report_path.name
+        return report
+    finally:
+        torch.set_num_threads(previous_threads)
+        torch.use_deterministic_algorithms(previous_deterministic)
+
+
+def format_summary(report: dict) -> str:
+    """A plain-text table of the report's metrics."""
+    lines = [f"{'set':<28}{'n':>6}{'accuracy':>10}{'ECE':>8}{'NLL':>8}{'conf':>8}"]
+    for name, m in report["metrics"].items():
+        lines.append(f"{name:<28}{m['n']:>6}{m['accuracy']:>10.3f}{m['ece']:>8.3f}{m['nll']:>8.3f}{m['mean_confidence']:>8.3f}")
+    lines.append(f"temperature {report['temperature']}, {report['n_parameters']} parameters, "
+                 f"{report['files']['weights_bytes'] / 1024:.0f} KiB weights, {report['total_time_s']} s")
+    lines.append(f"reproduce: {report['command']}")
+    return "\n".join(lines)
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _display_path(path: Path) -> str:
+    """The path relative to the repository when it lies inside it (a portable command line)."""
+    from engines.collab.counter import REPO_ROOT
+
+    try:
+        return str(Path(path).resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+__all__ = ["EvalMetrics", "TrainConfig", "add_arguments", "expected_calibration_error", "fit_temperature", "run",
+           "train_counter"]

@@ -1,0 +1,54 @@
+"""Database tables of the online controller: one stream of thresholds per study condition.
+
+The guarantee of the online controller is about the sequence of interactions in the order
+their updates were applied, so that order is stored: every finished interaction appends one
+``ControllerUpdate`` with its sequence number, its errors and the thresholds before and after,
+inside the same transaction that advances the stream's state.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import JSON, Column, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from engines.platform.models import utcnow
+
+
+class ControllerStream(SQLModel, table=True):
+    __tablename__ = "controller_stream"
+
+    id: int | None = Field(default=None, primary_key=True)
+    key: str = Field(max_length=160, unique=True, index=True)
+    study_id: int | None = Field(default=None, foreign_key="study.id", index=True)
+    condition: str | None = Field(default=None, max_length=64)
+    initial_state: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    state: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    updates: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class ControllerUpdate(SQLModel, table=True):
+    __tablename__ = "controller_update"
+    __table_args__ = (
+        # Named explicitly: the default convention names a unique constraint by its first column only.
+        UniqueConstraint("stream_id", "seq", name="uq_controller_update_seq"),
+        UniqueConstraint("stream_id", "interaction_key", name="uq_controller_update_interaction"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    stream_id: int = Field(foreign_key="controller_stream.id", index=True)
+    seq: int
+    interaction_key: str = Field(max_length=160)
+    participant_id: int | None = Field(default=None, foreign_key="participant.id", index=True)
+    err_harm: bool
+    err_comp: bool
+    fired_harm: bool = True
+    fired_comp: bool = True
+    q_harm_before: float
+    q_comp_before: float
+    q_harm_after: float
+    q_comp_after: float
+    created_at: datetime = Field(default_factory=utcnow)

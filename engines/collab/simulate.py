@@ -1,0 +1,888 @@
+"""Run T simulated interactions under online control and a fixed baseline: ``python -m engines.collab simulate``.
+
+Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
+User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5.
+Per interaction: a case (count y, difficulty, AI probabilities) and a simulated human
+(``engines.collab.humans``); in each of up to R rounds the human states an answer and belief set,
+the protect/supply rules (``engines.collab.rules``) label the prefix, the AI shows the
+two-threshold set (``engines.collab.controller``), and the human revises or stops. The truth is
+then revealed and the thresholds updated. The same draws run twice: under the online controller
+and under the fixed-threshold baseline (η = 0), both starting from thresholds calibrated once on a
+pilot batch (``prepare``: split-conformal on the human-alone first round, then refitted on replays
+of the pilot's multi-round interactions).
+
+Two implementations of the loop, with identical results (tested):
+
+- ``reference``: one interaction at a time over the public objects (``Prefix``, ``Rule``,
+  ``OnlineController``, ``ParametricHuman``); readable; runs custom rules.
+- ``fast``: the same loop over pre-drawn arrays in one compiled function (numba, if installed:
+  ~3M interactions/s on one core; the same function as plain Python otherwise, ~45k/s), for the
+  built-in rules only: custom rules run on the reference path (``engine="auto"`` picks it).
+
+All randomness is drawn beforehand in vectorised numpy and shared by both paths; the human's
+weights are multiplied and summed in the same order in both, so results are bit-identical.
+
+    python -m engines.collab simulate --schedule drift --T 100000 --out runs/drift.json
+    python -m engines.collab --json simulate --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from engines.collab.controller import (
+    ControllerConfig,
+    ControllerState,
+    OnlineController,
+    calibrate,
+    calibrate_critical,
+    fixed_baseline,
+    upper_bound,
+)
+from engines.collab.humans import (
+    ANCHOR_GAIN,
+    HUMAN_PRESETS,
+    SCHEDULES,
+    AdversarialHuman,
+    HumanDraws,
+    ParametricHuman,
+    ParamTrack,
+    ScheduleConfig,
+    draw_humans,
+    human_preset,
+    make_schedule,
+)
+from engines.collab.rules import Prefix, Rule, fast_encoding, make_rule
+
+try:  # numba makes the fast path ~500x faster; without it the same function runs as plain Python
+    from numba import njit
+
+    COMPILED = True
+except ImportError:  # pragma: no cover - exercised only where numba is absent
+    COMPILED = False
+
+    def njit(*args, **kwargs):
+        return args[0] if args and callable(args[0]) else (lambda fn: fn)
+
+N_LABELS = 10  # counts 0..9 in the shape-counting task
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_AI_SCORES = "assets/collab/counter_scores.npz"
+TASKS = ("shapes",)
+ENGINES = ("auto", "fast", "reference")
+QUICK_T, QUICK_CALIBRATION = 2_000, 200
+
+
+# AI SCORE SOURCES
+
+@dataclass
+class AICases:
+    """n cases: true counts, difficulties and the AI's label probabilities."""
+
+    probs: np.ndarray  # (n, K)
+    labels: np.ndarray  # (n,) int
+    difficulty: np.ndarray  # (n,) in [0, 1]
+
+    @property
+    def scores(self) -> np.ndarray:
+        """s(y) = 1 − p_AI(y), in [0, 1] (B = 1)."""
+        return np.clip(1.0 - self.probs, 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class SyntheticAI:
+    """A parametric AI: it perceives y + σ(d)·z and reports the softmax posterior over counts.
+
+    σ(d) = noise_easy + (noise_hard − noise_easy)·d, so accuracy falls with difficulty;
+    logits_j = −(j − obs)² / (2(σ·temperature)²) (temperature > 1: under-confident). Cases have
+    uniform counts and uniform difficulty.
+    """
+
+    n_labels: int = N_LABELS
+    noise_easy: float = 0.1  # ~80% top-1 accuracy over uniform difficulty
+    noise_hard: float = 0.7
+    temperature: float = 1.0
+
+    def __post_init__(self):
+        if self.n_labels < 2:
+            raise ValueError(f"n_labels must be >= 2, got {self.n_labels!r}")
+        if not 0 < self.noise_easy <= self.noise_hard:
+            raise ValueError(f"need 0 < noise_easy <= noise_hard, got {self.noise_easy!r}, {self.noise_hard!r}")
+        if self.temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
+
+    def draw(self, n: int, rng: np.random.Generator, hardness: np.ndarray | None = None) -> AICases:
+        labels = rng.integers(0, self.n_labels, n)
+        difficulty = tilt(rng.random(n), hardness)
+        sd = self.noise_easy + (self.noise_hard - self.noise_easy) * difficulty
+        obs = labels + sd * rng.standard_normal(n)
+        grid = np.arange(self.n_labels)[None, :]
+        logits = -((grid - obs[:, None]) ** 2) / (2 * (sd[:, None] * self.temperature) ** 2)  # (n, K)
+        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+        return AICases(probs=probs, labels=labels, difficulty=difficulty)
+
+
+@dataclass
+class PrecomputedAI:
+    """Held-out scores of a trained model (the counting CNN): ``probs`` (n, K), ``labels`` (n,), ``difficulty`` (n,).
+
+    ``draw`` resamples rows with replacement, so T may exceed the file's n.
+    """
+
+    path: Path
+    n_labels: int = N_LABELS
+    cases: AICases = field(init=False)
+
+    def __post_init__(self):
+        self.path = Path(self.path)
+        if not self.path.is_file():
+            raise ValueError(f"AI scores file not found: {self.path} (train the counter first: "
+                             "python -m engines.collab train-counter), or use --ai synthetic")
+        with np.load(self.path) as data:
+            missing = {"probs", "labels", "difficulty"} - set(data.files)
+            if missing:
+                raise ValueError(f"{self.path} lacks array(s) {sorted(missing)}")
+            probs, labels, difficulty = (np.asarray(data[k]) for k in ("probs", "labels", "difficulty"))
+        n = len(labels)
+        if probs.shape != (n, self.n_labels) or difficulty.shape != (n,) or n == 0:
+            raise ValueError(f"{self.path}: expected probs (n, {self.n_labels}), labels (n,), difficulty (n,) "
+                             f"with n > 0, got {probs.shape}, {labels.shape}, {difficulty.shape}")
+        if labels.min() < 0 or labels.max() >= self.n_labels:
+            raise ValueError(f"{self.path}: labels must lie in 0..{self.n_labels - 1}")
+        self.cases = AICases(probs=probs.astype(float), labels=labels.astype(np.int64),
+                             difficulty=np.clip(difficulty.astype(float), 0.0, 1.0))
+
+    def draw(self, n: int, rng: np.random.Generator, hardness: np.ndarray | None = None) -> AICases:
+        if hardness is None:
+            idx = rng.integers(0, len(self.cases.labels), n)
+        else:  # the case at the tilted difficulty quantile
+            by_difficulty = np.argsort(self.cases.difficulty, kind="stable")
+            rank = (tilt(rng.random(n), hardness) * len(by_difficulty)).astype(np.int64)
+            idx = by_difficulty[np.minimum(rank, len(by_difficulty) - 1)]
+        return AICases(self.cases.probs[idx], self.cases.labels[idx], self.cases.difficulty[idx])
+
+
+def tilt(quantiles: np.ndarray, hardness: np.ndarray | None) -> np.ndarray:
+    """u -> u^exp(−2·hardness): hardness 0 keeps the mix, > 0 shifts it to hard cases (see ScheduleTrack)."""
+    return quantiles if hardness is None else quantiles ** np.exp(-2.0 * np.asarray(hardness))
+
+
+def make_ai_source(kind: str, path: str | Path = DEFAULT_AI_SCORES, n_labels: int = N_LABELS):
+    """``synthetic`` (parametric AI) or ``cnn`` (precomputed probabilities from ``path``, relative to the repo)."""
+    if kind == "synthetic":
+        return SyntheticAI(n_labels=n_labels)
+    if kind == "cnn":
+        path = Path(path)
+        return PrecomputedAI(path if path.is_absolute() else REPO_ROOT / path, n_labels=n_labels)
+    raise ValueError(f"unknown AI score source {kind!r} (known: synthetic, cnn)")
+
+
+# CONFIGURATION AND RESULTS
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """One simulated experiment (what the ``simulate`` command runs).
+
+    Args:
+        task: only "shapes" (pictorial counting) for now.
+        human: a preset of ``engines.collab.humans.HUMAN_PRESETS``.
+        schedule: a schedule of ``engines.collab.humans.SCHEDULES``; switch_at, strength, block
+            parameterise it.
+        alpha_harm, alpha_comp, eta_harm, eta_comp, conditional: the controller (``ControllerConfig``).
+        rounds: R, the maximum number of rounds per interaction.
+        T: interactions; n_calibration: size of the calibration (pilot) batch.
+        calibration_passes: 0 calibrates on the pilot's human-alone round 1 only; each pass then
+            replays the pilot's full multi-round interactions at the current thresholds and
+            recalibrates on their critical scores (a fixed-point iteration: the rounds a rule
+            fires in depend on the sets shown).
+        ai: "synthetic" or "cnn" (probabilities from ``ai_scores``).
+        protect_rule, supply_rule (+ _params): registered rule names and parameters.
+        engine: "fast", "reference" or "auto" (fast unless a rule is custom).
+        with_fixed: also run the fixed-threshold baseline.
+        trace_points, window: resolution of the running traces and trailing window of local rates.
+    """
+
+    task: str = "shapes"
+    human: str = "parametric"
+    schedule: str = "stationary"
+    switch_at: float = 0.5
+    strength: float = 1.0
+    block: int = 20
+    # Controller. Targets are unconditional violation rates per interaction.
+    alpha_harm: float = 0.05
+    alpha_comp: float = 0.05
+    eta_harm: float = 0.05
+    eta_comp: float = 0.05
+    conditional: bool = False
+    # Interaction.
+    rounds: int = 3
+    T: int = 10_000
+    n_calibration: int = 1000
+    calibration_passes: int = 2
+    seed: int = 0
+    n_labels: int = N_LABELS
+    ai: str = "synthetic"
+    ai_scores: str = DEFAULT_AI_SCORES
+    protect_rule: str = "human_holds"
+    protect_params: dict = field(default_factory=dict)
+    supply_rule: str = "human_lacks"
+    supply_params: dict = field(default_factory=dict)
+    # Execution and reporting.
+    engine: str = "auto"
+    with_fixed: bool = True
+    trace_points: int = 200
+    window: int = 500  # the precursor's rolling window W
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise ValueError(f"task {self.task!r} is not available: only {', '.join(TASKS)} for now "
+                             "(the medical task comes later)")
+        human_preset(self.human)
+        ScheduleConfig(self.schedule, switch_at=self.switch_at, strength=self.strength, block=self.block)
+        self.controller_config()
+        for name in ("rounds", "T", "n_calibration", "trace_points", "window"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.calibration_passes < 0:
+            raise ValueError(f"calibration_passes must be >= 0, got {self.calibration_passes!r}")
+        if self.n_labels < 2:
+            raise ValueError(f"n_labels must be >= 2, got {self.n_labels!r}")
+        if self.ai not in ("synthetic", "cnn"):
+            raise ValueError(f"ai must be 'synthetic' or 'cnn', got {self.ai!r}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+        self.rules()
+
+    def controller_config(self) -> ControllerConfig:
+        return ControllerConfig(alpha_harm=self.alpha_harm, alpha_comp=self.alpha_comp, eta_harm=self.eta_harm,
+                                eta_comp=self.eta_comp, conditional=self.conditional)
+
+    def rules(self) -> tuple[Rule, Rule]:
+        return make_rule(self.protect_rule, **self.protect_params), make_rule(self.supply_rule, **self.supply_params)
+
+    def schedule_config(self) -> ScheduleConfig:
+        return ScheduleConfig(self.schedule, switch_at=self.switch_at, strength=self.strength, block=self.block)
+
+    def resolved_engine(self) -> str:
+        if self.engine != "auto":
+            return self.engine
+        try:
+            for rule in self.rules():
+                fast_encoding(rule)
+        except ValueError:
+            return "reference"
+        return "fast"
+
+
+@dataclass
+class RunTrace:
+    """Per-interaction record of one controller run (arrays of length T) and its final state."""
+
+    err_harm: np.ndarray  # bool
+    err_comp: np.ndarray  # bool
+    fired_harm: np.ndarray  # bool: the protect rule fired on the truth in some round
+    fired_comp: np.ndarray  # bool
+    q_harm: np.ndarray  # thresholds used in interaction t
+    q_comp: np.ndarray
+    answer_first: np.ndarray  # int: round-1 answer (human alone)
+    answer_final: np.ndarray  # int: answer after the last revision
+    rounds: np.ndarray  # int: rounds played (sets shown)
+    stabilise: np.ndarray  # int: round in which the final answer was first given (rounds+1: after the last set)
+    set_size: np.ndarray  # int: sum over rounds of |C_{t,k}|
+    covered: np.ndarray  # int: rounds with Y in C_{t,k}
+    final_state: ControllerState
+
+    @classmethod
+    def empty(cls, T: int, state: ControllerState) -> RunTrace:
+        b, f, i = (lambda: np.zeros(T, dtype=np.bool_)), (lambda: np.zeros(T)), (lambda: np.zeros(T, dtype=np.int64))
+        return cls(b(), b(), b(), b(), f(), f(), i(), i(), i(), i(), i(), i(), state)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "final_state"}
+
+
+@dataclass
+class ControllerSummary:
+    """Metrics of one controller run (online or fixed)."""
+
+    violation_rate: dict
+    target: dict
+    bound: dict  # upper deviation bound at the end (None for a fixed threshold: no guarantee)
+    within_bound: dict  # final rate <= target + bound (None without a bound)
+    max_excess: dict  # max over t of running rate − target − bound(t) (<= 0 when the guarantee holds)
+    final_thresholds: dict
+    accuracy: float  # collaborative: final answer correct
+    mean_set_size: float  # per round shown
+    set_coverage: float  # fraction of rounds with the truth in the set
+    mean_rounds: float
+    mean_stabilise_round: float
+    trace: dict  # running rates, bounds, thresholds and trailing-window rates at checkpoints
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class SimulationResult:
+    """Everything ``simulate`` reports; ``to_dict`` is JSON-ready, ``runs`` keeps the raw traces."""
+
+    config: SimulationConfig
+    engine: str
+    calibration: dict
+    human_alone_accuracy: float
+    ai_alone_accuracy: float
+    online: ControllerSummary
+    fixed: ControllerSummary | None
+    shift_points: list[int]
+    schedule_description: str
+    wall_s: float
+    interactions_per_s: float
+    runs: dict[str, RunTrace] = field(default_factory=dict, repr=False)
+
+    def to_dict(self) -> dict:
+        return {
+            "config": dataclasses.asdict(self.config),
+            "engine": self.engine,
+            "calibration": self.calibration,
+            "human_alone_accuracy": self.human_alone_accuracy,
+            "ai_alone_accuracy": self.ai_alone_accuracy,
+            "collab_accuracy": {"online": self.online.accuracy, "fixed": self.fixed.accuracy if self.fixed else None},
+            "online": self.online.to_dict(),
+            "fixed": self.fixed.to_dict() if self.fixed else None,
+            "shift_points": self.shift_points,
+            "schedule_description": self.schedule_description,
+            "wall_s": self.wall_s,
+            "interactions_per_s": self.interactions_per_s,
+            "summary": self.summary(),
+        }
+
+    def summary(self) -> str:
+        c = self.config
+        lines = [f"{c.T} interactions, schedule={c.schedule}, human={c.human}, rounds={c.rounds}, engine={self.engine}"
+                 f" ({self.wall_s:.2f} s, {self.interactions_per_s:,.0f} interactions/s)",
+                 f"accuracy: human alone {self.human_alone_accuracy:.3f}, AI alone {self.ai_alone_accuracy:.3f}, "
+                 f"online {self.online.accuracy:.3f}" + (f", fixed {self.fixed.accuracy:.3f}" if self.fixed else "")]
+        for name in ("harm", "comp"):
+            on = self.online
+            line = (f"{name}: target {on.target[name]:.3f}, online {on.violation_rate[name]:.4f} "
+                    f"(bound +{on.bound[name]:.4f}, {'within' if on.within_bound[name] else 'OUTSIDE'})")
+            if self.fixed:
+                line += f", fixed {self.fixed.violation_rate[name]:.4f}"
+            lines.append(line)
+        return "\n".join(lines)
+
+
+# THE LOOP: COMPILED PATH
+
+@njit(cache=True)
+def _rule_mask(code, param, hist, answers, confs, k, out):  # pragma: no cover - compiled
+    # Mirrors the built-ins of engines.collab.rules (codes in rules.FAST_CODES).
+    n_labels = out.shape[0]
+    if code == 0:  # human_holds
+        for j in range(n_labels):
+            out[j] = hist[k, j]
+    elif code == 1:  # human_lacks
+        for j in range(n_labels):
+            out[j] = not hist[k, j]
+    elif code == 2:  # human_top_answer
+        for j in range(n_labels):
+            out[j] = j == answers[k]
+    elif code == 3:  # held_for_rounds(r)
+        r = int(param)
+        for j in range(n_labels):
+            held = k + 1 >= r
+            if held:
+                for i in range(k - r + 1, k + 1):
+                    if not hist[i, j]:
+                        held = False
+                        break
+            out[j] = held
+    else:  # supply_when_low_confidence(threshold)
+        low = confs[k] < param
+        for j in range(n_labels):
+            out[j] = low and not hist[k, j]
+
+
+@njit(cache=True)
+def _kernel(start, end, labels, scores, weights0, trust_f, attention, anchoring, belief_ratio, conf_bias,
+            stop_conf, adversarial, u_attend, u_anchor, rounds, p_code, p_param, c_code, c_param,
+            q_h, q_c, step_h, step_c, alpha_h, alpha_c, conditional,
+            o_err_h, o_err_c, o_fired_h, o_fired_c, o_q_h, o_q_c, o_first, o_final, o_rounds, o_stab,
+            o_size, o_covered):  # pragma: no cover - compiled
+    """Interactions start..end-1; returns the thresholds after the last one. See ``run_reference``."""
+    n_labels = scores.shape[1]
+    hist = np.zeros((rounds, n_labels), dtype=np.bool_)
+    answers = np.zeros(rounds, dtype=np.int64)
+    confs = np.zeros(rounds)
+    protect = np.zeros(n_labels, dtype=np.bool_)
+    supply = np.zeros(n_labels, dtype=np.bool_)
+    cset = np.zeros(n_labels, dtype=np.bool_)
+    w = np.zeros(n_labels)
+    for t in range(start, end):
+        y = labels[t]
+        o_q_h[t] = q_h
+        o_q_c[t] = q_c
+        adv = adversarial[t]
+        harm_possible = scores[t, y] > q_h
+        comp_possible = scores[t, y] > q_c
+        if not adv:
+            for j in range(n_labels):
+                w[j] = weights0[t, j]
+        e_h = False
+        e_c = False
+        f_h = False
+        f_c = False
+        size_sum = 0
+        covered = 0
+        n_rounds = 0
+        last_change = 0
+        for k in range(rounds):
+            # The human's answer, set and confidence in round k.
+            if adv:
+                if harm_possible and comp_possible:
+                    hold = k < rounds - 1 or rounds == 1
+                elif comp_possible:
+                    hold = False
+                else:
+                    hold = True
+                ans = y if hold else (y + 1) % n_labels
+                for j in range(n_labels):
+                    hist[k, j] = j == ans
+                conf = 0.0
+                wmax = 0.0
+            else:
+                ans = 0
+                wmax = w[0]
+                total = 0.0
+                for j in range(n_labels):
+                    total += w[j]
+                    if w[j] > wmax:
+                        wmax = w[j]
+                        ans = j
+                level = belief_ratio[t] * wmax
+                for j in range(n_labels):
+                    hist[k, j] = w[j] >= level
+                conf = min(1.0, max(0.0, wmax / total + conf_bias[t]))
+            answers[k] = ans
+            confs[k] = conf
+            if k == 0:
+                o_first[t] = ans
+            elif ans != answers[k - 1]:
+                last_change = k
+            # Rules, the two-threshold set, activated omissions.
+            _rule_mask(p_code, p_param, hist, answers, confs, k, protect)
+            _rule_mask(c_code, c_param, hist, answers, confs, k, supply)
+            size = 0
+            best = -1
+            best_s = np.inf
+            for j in range(n_labels):
+                s = scores[t, j]
+                inside = (protect[j] and s <= q_h) or ((not protect[j] or supply[j]) and s <= q_c)
+                cset[j] = inside
+                if inside:
+                    size += 1
+                    if s < best_s:
+                        best_s = s
+                        best = j
+            size_sum += size
+            if cset[y]:
+                covered += 1
+            else:
+                if protect[y]:
+                    e_h = True
+                if supply[y]:
+                    e_c = True
+            if protect[y]:
+                f_h = True
+            if supply[y]:
+                f_c = True
+            n_rounds = k + 1
+            if adv:
+                continue
+            # The human reads the set and revises.
+            if u_attend[t, k] < attention[t] and size > 0:
+                if u_anchor[t, k] < anchoring[t]:
+                    w[best] = wmax * 2.0  # ANCHOR_GAIN
+                else:
+                    for j in range(n_labels):
+                        if cset[j]:
+                            w[j] *= trust_f[t]
+            new_ans = 0
+            new_max = w[0]
+            total = 0.0
+            for j in range(n_labels):
+                total += w[j]
+                if w[j] > new_max:
+                    new_max = w[j]
+                    new_ans = j
+            if new_ans == ans and new_max / total >= stop_conf[t]:
+                break
+        if adv:
+            final = answers[n_rounds - 1]
+        else:
+            final = 0
+            wmax = w[0]
+            for j in range(n_labels):
+                if w[j] > wmax:
+                    wmax = w[j]
+                    final = j
+        if final != answers[n_rounds - 1]:
+            last_change = n_rounds
+        o_final[t] = final
+        o_rounds[t] = n_rounds
+        o_stab[t] = last_change + 1
+        o_size[t] = size_sum
+        o_covered[t] = covered
+        o_err_h[t] = e_h
+        o_err_c[t] = e_c
+        o_fired_h[t] = f_h
+        o_fired_c[t] = f_c
+        # Quantile tracking; same expression as engines.collab.controller.step.
+        if f_h or not conditional:
+            q_h = q_h + step_h * ((1.0 if e_h else 0.0) - alpha_h)
+        if f_c or not conditional:
+            q_c = q_c + step_c * ((1.0 if e_c else 0.0) - alpha_c)
+    return q_h, q_c
+
+
+def run_fast(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rule, supply: Rule,
+             state: ControllerState, rounds: int, chunks: int = 1, on_progress=None) -> RunTrace:
+    """The compiled loop over pre-drawn arrays (built-in rules only); identical to ``run_reference``."""
+    assert ANCHOR_GAIN == 2.0  # hard-coded in _kernel
+    p_code, p_param = fast_encoding(protect)
+    c_code, c_param = fast_encoding(supply)
+    T = len(cases.labels)
+    out = RunTrace.empty(T, state)
+    labels = np.ascontiguousarray(cases.labels, dtype=np.int64)
+    scores = np.ascontiguousarray(cases.scores)
+    cfg = state.config
+    q_h, q_c = state.q_harm, state.q_comp
+    bounds = np.linspace(0, T, max(1, min(chunks, T)) + 1).astype(np.int64)
+    for start, end in zip(bounds[:-1], bounds[1:], strict=True):
+        q_h, q_c = _kernel(
+            int(start), int(end), labels, scores, draws.weights, draws.trust_factor, params.attention,
+            params.anchoring, params.belief_ratio, params.confidence_bias, params.stop_confidence,
+            params.adversarial, draws.u_attend, draws.u_anchor, rounds, p_code, p_param, c_code, c_param,
+            q_h, q_c, state.step_harm, state.step_comp, cfg.alpha_harm, cfg.alpha_comp, cfg.conditional,
+            out.err_harm, out.err_comp, out.fired_harm, out.fired_comp, out.q_harm, out.q_comp,
+            out.answer_first, out.answer_final, out.rounds, out.stabilise, out.set_size, out.covered)
+        if on_progress is not None:
+            on_progress(int(end - start))
+    out.final_state = dataclasses.replace(
+        state, q_harm=float(q_h), q_comp=float(q_c), t=state.t + T,
+        n_err_harm=state.n_err_harm + int(out.err_harm.sum()), n_err_comp=state.n_err_comp + int(out.err_comp.sum()),
+        n_fired_harm=state.n_fired_harm + int(out.fired_harm.sum()),
+        n_fired_comp=state.n_fired_comp + int(out.fired_comp.sum()))
+    return out
+
+
+# THE LOOP: REFERENCE PATH
+
+def run_reference(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rule, supply: Rule,
+                  state: ControllerState, rounds: int, on_progress=None) -> RunTrace:
+    """One interaction at a time over the public objects; runs any registered rule (custom ones included)."""
+    T, n_labels = cases.probs.shape
+    scores = cases.scores
+    ctl = OnlineController(state)
+    out = RunTrace.empty(T, state)
+    for t in range(T):
+        y, s = int(cases.labels[t]), scores[t]
+        q_h, q_c = ctl.thresholds
+        person = params.at(t)
+        if person.adversarial:
+            human = AdversarialHuman(y, s, q_h, q_c, rounds)
+        else:
+            human = ParametricHuman(person, draws.weights[t], draws.trust_factor[t], draws.u_attend[t],
+                                    draws.u_anchor[t])
+        beliefs, answers, confidences, ai_sets, protects, supplies = [], [], [], [], [], []
+        for _k in range(rounds):
+            answers.append(human.answer())
+            beliefs.append(human.belief_set())
+            confidences.append(human.confidence())
+            prefix = Prefix(np.array(beliefs), np.array(answers), np.array(confidences, dtype=float),
+                            np.array(ai_sets, dtype=bool).reshape(len(ai_sets), n_labels))
+            protects.append(protect(prefix))
+            supplies.append(supply(prefix))
+            shown = ctl.prediction_set(s, protects[-1], supplies[-1])
+            ai_sets.append(shown)
+            inside = np.flatnonzero(shown)
+            ai_top = int(inside[np.argmin(s[inside])]) if len(inside) else -1
+            if human.see(shown, ai_top):
+                break
+        errors = ctl.interaction_errors(s, y, np.array(protects), np.array(supplies))
+        ctl.update(errors.err_harm, errors.err_comp, errors.fired_harm, errors.fired_comp)
+        sequence = answers + [human.answer()]  # a_1..a_{n+1}: the last is the final answer
+        changes = [i for i in range(1, len(sequence)) if sequence[i] != sequence[i - 1]]
+        out.err_harm[t], out.err_comp[t] = errors.err_harm, errors.err_comp
+        out.fired_harm[t], out.fired_comp[t] = errors.fired_harm, errors.fired_comp
+        out.q_harm[t], out.q_comp[t] = q_h, q_c
+        out.answer_first[t], out.answer_final[t] = answers[0], sequence[-1]
+        out.rounds[t] = len(answers)
+        out.stabilise[t] = (changes[-1] if changes else 0) + 1
+        out.set_size[t] = int(errors.sets.sum())
+        out.covered[t] = int(errors.sets[:, y].sum())
+        if on_progress is not None:
+            on_progress(1)
+    out.final_state = ctl.state
+    return out
+
+
+# EXPERIMENT
+
+def calibration_masks(cases: AICases, person: ParamTrack, draws: HumanDraws, protect: Rule,
+                      supply: Rule) -> tuple[np.ndarray, np.ndarray]:
+    """Round-1 (human-alone) rule masks of a calibration batch: (n, K) protect and supply."""
+    n = len(cases.labels)
+    p_masks, s_masks = np.zeros(cases.probs.shape, bool), np.zeros(cases.probs.shape, bool)
+    for i in range(n):
+        human = ParametricHuman(person.at(i), draws.weights[i], draws.trust_factor[i], draws.u_attend[i],
+                                draws.u_anchor[i])
+        prefix = Prefix.first_round(human.belief_set(), human.answer(), human.confidence())
+        p_masks[i], s_masks[i] = protect(prefix), supply(prefix)
+    return p_masks, s_masks
+
+
+def _checkpoints(T: int, points: int) -> np.ndarray:
+    return np.unique(np.linspace(1, T, min(points, T)).round().astype(np.int64))
+
+
+def summarise(run: RunTrace, labels: np.ndarray, config: SimulationConfig) -> ControllerSummary:
+    """Final and running violation rates with the bound, accuracy, set sizes, rounds."""
+    state = run.final_state
+    cfg = state.config
+    T = len(labels)
+    checkpoints = _checkpoints(T, config.trace_points)
+    trace: dict[str, list] = {"t": checkpoints.tolist()}
+    rates, bounds, within, excess = {}, {}, {}, {}
+    for name, err, fired, step_size, alpha, q1 in (
+            ("harm", run.err_harm, run.fired_harm, state.step_harm, cfg.alpha_harm, state.q1_harm),
+            ("comp", run.err_comp, run.fired_comp, state.step_comp, cfg.alpha_comp, state.q1_comp)):
+        cum_err = np.cumsum(err)
+        n_t = np.cumsum(fired) if cfg.conditional else np.arange(1, T + 1)
+        running = np.divide(cum_err, n_t, out=np.zeros(T), where=n_t > 0)
+        rates[name] = float(running[-1])
+        if step_size > 0:
+            slack = max(0.0, cfg.score_bound + step_size * (1.0 - alpha) - q1) / step_size
+            bound_t = np.divide(slack, n_t, out=np.full(T, np.inf), where=n_t > 0)
+            bounds[name] = upper_bound(int(n_t[-1]), step_size, alpha, q1, cfg.score_bound)
+            within[name] = bool(rates[name] <= alpha + bounds[name] + 1e-12)
+            valid = n_t > 0
+            excess[name] = float((running - alpha - bound_t)[valid].max()) if valid.any() else None
+            trace[f"bound_{name}"] = [float(b) if math.isfinite(b) else None for b in bound_t[checkpoints - 1]]
+            bounds[name] = bounds[name] if math.isfinite(bounds[name]) else None
+        else:
+            bounds[name] = within[name] = excess[name] = None
+        window = min(config.window, T)
+        local = (cum_err - np.concatenate([np.zeros(window), cum_err[:-window]])) / np.minimum(np.arange(1, T + 1), window)
+        trace[f"violation_{name}"] = running[checkpoints - 1].tolist()
+        trace[f"local_{name}"] = local[checkpoints - 1].tolist()
+    trace["q_harm"] = run.q_harm[checkpoints - 1].tolist()
+    trace["q_comp"] = run.q_comp[checkpoints - 1].tolist()
+    total_rounds = int(run.rounds.sum())
+    return ControllerSummary(
+        violation_rate=rates, target={"harm": cfg.alpha_harm, "comp": cfg.alpha_comp}, bound=bounds,
+        within_bound=within, max_excess=excess,
+        final_thresholds={"harm": state.q_harm, "comp": state.q_comp},
+        accuracy=float(np.mean(run.answer_final == labels)),
+        mean_set_size=float(run.set_size.sum() / total_rounds),
+        set_coverage=float(run.covered.sum() / total_rounds),
+        mean_rounds=float(run.rounds.mean()), mean_stabilise_round=float(run.stabilise.mean()),
+        trace=trace)
+
+
+@dataclass
+class Prepared:
+    """Everything drawn before the loop: cases, human parameters and draws, the calibrated state."""
+
+    cases: AICases
+    params: ParamTrack
+    draws: HumanDraws
+    state: ControllerState
+    protect: Rule
+    supply: Rule
+    shift_points: list[int]
+    description: str
+    calibration_n: int
+
+
+def prepare(config: SimulationConfig) -> Prepared:
+    """Draw cases and humans (seeded, vectorised) and calibrate the initial thresholds on a pilot batch.
+
+    The pilot has n_calibration cases with the first interaction's person (never adversarial: a
+    pilot is run with honest participants). Calibration starts from the human-alone round 1 and
+    then, ``calibration_passes`` times, replays the pilot's multi-round interactions at the current
+    (frozen) thresholds and recalibrates on their critical scores.
+    """
+    ai_seed, cal_seed, schedule_seed, human_seed = np.random.SeedSequence(config.seed).spawn(4)
+    ai = make_ai_source(config.ai, config.ai_scores, config.n_labels)
+    ai_rng = np.random.default_rng(ai_seed)
+    cal_cases = ai.draw(config.n_calibration, ai_rng)
+    protect, supply = config.rules()
+    engine = config.resolved_engine()
+    track = make_schedule(config.schedule_config(), config.T, human_preset(config.human),
+                          np.random.default_rng(schedule_seed))
+    cases = ai.draw(config.T, ai_rng, track.hardness if track.hardness.any() else None)
+    pilot = dataclasses.replace(track.params.at(0), adversarial=False)
+    cal_params = ParamTrack.constant(pilot, config.n_calibration)
+    cal_draws = draw_humans(cal_cases.labels, cal_cases.difficulty, cal_params, config.rounds, config.n_labels,
+                            np.random.default_rng(cal_seed))
+    p_masks, s_masks = calibration_masks(cal_cases, cal_params, cal_draws, protect, supply)
+    controller_config = config.controller_config()
+    # A rule may never fire in round 1 (held_for_rounds): the conditional variant's π̂ then comes from the replays.
+    first = controller_config if config.calibration_passes == 0 else dataclasses.replace(controller_config,
+                                                                                          conditional=False)
+    state = calibrate(first, cal_cases.scores, cal_cases.labels, p_masks, s_masks)
+    s_true = cal_cases.scores[np.arange(config.n_calibration), cal_cases.labels]
+    for _ in range(config.calibration_passes):
+        replay = run_controller(cal_cases, cal_draws, cal_params, protect, supply, fixed_baseline(state),
+                                config.rounds, engine)
+        state = calibrate_critical(controller_config, np.where(replay.fired_harm, s_true, -np.inf),
+                                   np.where(replay.fired_comp, s_true, -np.inf))
+    draws = draw_humans(cases.labels, cases.difficulty, track.params, config.rounds, config.n_labels,
+                        np.random.default_rng(human_seed))
+    return Prepared(cases, track.params, draws, state, protect, supply, track.shift_points, track.description,
+                    config.n_calibration)
+
+
+def run_controller(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rule, supply: Rule,
+                   state: ControllerState, rounds: int, engine: str, on_progress=None, chunks: int = 50) -> RunTrace:
+    """One controller run over prepared draws with the chosen engine ("fast" or "reference")."""
+    if engine == "fast":
+        return run_fast(cases, draws, params, protect, supply, state, rounds, chunks, on_progress)
+    return run_reference(cases, draws, params, protect, supply, state, rounds, on_progress)
+
+
+def simulate(config: SimulationConfig, progress: bool = False) -> SimulationResult:
+    """Run ``config``: the online controller and (``with_fixed``) the fixed baseline on the same draws."""
+    from tqdm import tqdm
+
+    engine = config.resolved_engine()
+    if engine == "fast":
+        for rule in config.rules():
+            fast_encoding(rule)  # ValueError naming a custom rule
+    started = time.perf_counter()
+    prepared = prepare(config)
+    runs = {"online": prepared.state}
+    if config.with_fixed:
+        runs["fixed"] = fixed_baseline(prepared.state)
+    traces = {}
+    with tqdm(total=config.T * len(runs), desc=f"simulate {config.schedule}", unit="interaction",
+              file=sys.stderr, disable=None if progress else True, leave=False) as bar:
+        for name, state in runs.items():
+            bar.set_postfix_str(name)
+            p = prepared
+            traces[name] = run_controller(p.cases, p.draws, p.params, p.protect, p.supply, state, config.rounds,
+                                          engine, bar.update)
+    wall = time.perf_counter() - started
+    labels = prepared.cases.labels
+    ai_top = prepared.cases.probs.argmax(axis=1)
+    s0 = prepared.state
+    return SimulationResult(
+        config=config, engine=engine,
+        calibration={"n": prepared.calibration_n, "q_harm": s0.q_harm, "q_comp": s0.q_comp,
+                     "pi_harm": s0.pi_harm, "pi_comp": s0.pi_comp},
+        human_alone_accuracy=float(np.mean(traces["online"].answer_first == labels)),
+        ai_alone_accuracy=float(np.mean(ai_top == labels)),
+        online=summarise(traces["online"], labels, config),
+        fixed=summarise(traces["fixed"], labels, config) if "fixed" in traces else None,
+        shift_points=prepared.shift_points, schedule_description=prepared.description,
+        wall_s=round(wall, 4), interactions_per_s=round(config.T * len(runs) / wall, 1),
+        runs=traces)
+
+
+# COMMAND LINE
+
+def _key_values(text: str) -> dict:
+    """``rounds=2,threshold=0.4`` -> {"rounds": 2, "threshold": 0.4} (ints, floats, true/false)."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "=" not in part:
+            raise argparse.ArgumentTypeError(f"expected key=value pairs, got {part!r}")
+        key, value = (x.strip() for x in part.split("=", 1))
+        for cast in (int, float):
+            try:
+                out[key] = cast(value)
+                break
+            except ValueError:
+                continue
+        else:
+            out[key] = {"true": True, "false": False}.get(value.lower(), value)
+    return out
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options shared by ``simulate`` and ``sweep``."""
+    d = SimulationConfig()
+    parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print one JSON object instead of a summary")
+    parser.add_argument("--task", default=d.task, help="task whose cases are simulated (only 'shapes' for now)")
+    parser.add_argument("--human", default=d.human, choices=sorted(HUMAN_PRESETS), help="simulated human model")
+    parser.add_argument("--schedule", default=d.schedule, choices=sorted(SCHEDULES), help="shift schedule over t")
+    parser.add_argument("--switch-at", type=float, default=d.switch_at, help="fraction of T where switches happen")
+    parser.add_argument("--strength", type=float, default=d.strength, help="size of the schedule's shift")
+    parser.add_argument("--eta-harm", type=float, default=d.eta_harm, help="step size of the harm threshold")
+    parser.add_argument("--eta-comp", type=float, default=d.eta_comp, help="step size of the complementarity threshold")
+    parser.add_argument("--conditional", action="store_true", help="conditional variant (update when the rule fires)")
+    parser.add_argument("--rounds", type=int, default=d.rounds, help="maximum rounds per interaction")
+    parser.add_argument("--T", type=int, default=None, help=f"interactions (default {d.T}; --quick: {QUICK_T})")
+    parser.add_argument("--n-calibration", type=int, default=None,
+                        help=f"calibration batch size (default {d.n_calibration}; --quick: {QUICK_CALIBRATION})")
+    parser.add_argument("--seed", type=int, default=d.seed)
+    parser.add_argument("--ai", default=d.ai, choices=["synthetic", "cnn"],
+                        help="AI scores: parametric synthetic AI, or the counting CNN's held-out scores")
+    parser.add_argument("--ai-scores", default=d.ai_scores, help="npz of probs/labels/difficulty for --ai cnn")
+    parser.add_argument("--protect-rule", default=d.protect_rule, help="registered protect (harm) rule")
+    parser.add_argument("--protect-params", type=_key_values, default={}, help="e.g. rounds=2")
+    parser.add_argument("--supply-rule", default=d.supply_rule, help="registered supply (complementarity) rule")
+    parser.add_argument("--supply-params", type=_key_values, default={}, help="e.g. threshold=0.6")
+    parser.add_argument("--engine", default=d.engine, choices=ENGINES, help="fast (compiled), reference, or auto")
+    parser.add_argument("--quick", action="store_true", help=f"small run: T={QUICK_T}, calibration {QUICK_CALIBRATION}")
+    parser.add_argument("--out", type=Path, default=None, help="also write the JSON result to this file")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    d = SimulationConfig()
+    add_common_arguments(parser)
+    parser.add_argument("--alpha-harm", type=float, default=d.alpha_harm, help="target counterfactual-harm rate")
+    parser.add_argument("--alpha-comp", type=float, default=d.alpha_comp, help="target complementarity-failure rate")
+    parser.add_argument("--no-fixed", action="store_true", help="skip the fixed-threshold baseline")
+
+
+def config_from_args(args: argparse.Namespace, **overrides) -> SimulationConfig:
+    d = SimulationConfig()
+    values = dict(
+        task=args.task, human=args.human, schedule=args.schedule, switch_at=args.switch_at, strength=args.strength,
+        eta_harm=args.eta_harm, eta_comp=args.eta_comp, conditional=args.conditional, rounds=args.rounds,
+        T=args.T if args.T is not None else (QUICK_T if args.quick else d.T),
+        n_calibration=args.n_calibration if args.n_calibration is not None else (
+            QUICK_CALIBRATION if args.quick else d.n_calibration),
+        seed=args.seed, ai=args.ai, ai_scores=args.ai_scores, protect_rule=args.protect_rule,
+        protect_params=args.protect_params, supply_rule=args.supply_rule, supply_params=args.supply_params,
+        engine=args.engine)
+    values.update(overrides)
+    return SimulationConfig(**values)
+
+
+def write_json(result: dict, out: Path | None) -> None:
+    if out is None:
+        return
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def run(args: argparse.Namespace) -> dict:
+    config = config_from_args(args, alpha_harm=args.alpha_harm, alpha_comp=args.alpha_comp,
+                              with_fixed=not getattr(args, "no_fixed", False))
+    result = simulate(config, progress=True).to_dict()
+    write_json(result, args.out)
+    return result

@@ -1,0 +1,159 @@
+"""Final human accuracy over a grid of targets: ``python -m engines.collab sweep``.
+
+Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
+User-Specified Requirements" (ICML 2026, arXiv:2602.17646), claim (2): tightening or loosening
+each target moves final accuracy in a predictable, monotone direction (spec §5, metric 3:
+"looser harm control or tighter complementarity raises accuracy until the sets become
+uninformative"). Every cell reruns ``simulate`` with the same seed (common random numbers: same
+cases, same people, same draws), so differences between cells come from the targets alone.
+
+    python -m engines.collab sweep --alpha-harm-grid 0.01,0.02,0.05,0.1 --alpha-comp-grid 0.02,0.05,0.1
+    python -m engines.collab --json sweep --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engines.collab.simulate import SimulationConfig, add_common_arguments, config_from_args, simulate, write_json
+
+DEFAULT_HARM_GRID = (0.01, 0.02, 0.05, 0.1, 0.2)
+DEFAULT_COMP_GRID = (0.02, 0.05, 0.1, 0.15)
+QUICK_HARM_GRID = (0.01, 0.02, 0.05)
+QUICK_COMP_GRID = (0.02, 0.1)
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """A grid of (alpha_harm, alpha_comp) over one base simulation (its targets are ignored)."""
+
+    base: SimulationConfig = field(default_factory=lambda: SimulationConfig(with_fixed=False))
+    alpha_harm_grid: tuple[float, ...] = DEFAULT_HARM_GRID
+    alpha_comp_grid: tuple[float, ...] = DEFAULT_COMP_GRID
+
+    def __post_init__(self):
+        for name in ("alpha_harm_grid", "alpha_comp_grid"):
+            grid = getattr(self, name)
+            if not grid:
+                raise ValueError(f"{name} is empty")
+            if any(not 0.0 < a < 1.0 for a in grid):
+                raise ValueError(f"{name} values must be in (0, 1), got {list(grid)}")
+            if list(grid) != sorted(set(grid)):
+                raise ValueError(f"{name} must be strictly increasing, got {list(grid)}")
+
+
+def direction(values: list[float]) -> str:
+    """"increasing", "decreasing", "constant" or "mixed" (non-strict monotonicity)."""
+    diffs = np.diff(values)
+    if len(diffs) == 0 or np.all(diffs == 0):
+        return "constant"
+    if np.all(diffs >= 0):
+        return "increasing"
+    if np.all(diffs <= 0):
+        return "decreasing"
+    return "mixed"
+
+
+@dataclass
+class SweepResult:
+    """Per-cell online results; ``accuracy[i][j]`` is for alpha_harm_grid[i], alpha_comp_grid[j]."""
+
+    config: SweepConfig
+    cells: list[dict]
+    accuracy: list[list[float]]
+    human_alone_accuracy: float
+    ai_alone_accuracy: float
+    wall_s: float
+
+    def trends(self) -> dict:
+        """Direction of accuracy along each row (alpha_comp varies) and column (alpha_harm varies)."""
+        acc = np.array(self.accuracy)
+        return {
+            "along_alpha_harm": {str(c): direction(acc[:, j].tolist())
+                                 for j, c in enumerate(self.config.alpha_comp_grid)},
+            "along_alpha_comp": {str(h): direction(acc[i, :].tolist())
+                                 for i, h in enumerate(self.config.alpha_harm_grid)},
+        }
+
+    def to_dict(self) -> dict:
+        return {
+            "config": {"base": dataclasses.asdict(self.config.base),
+                       "alpha_harm_grid": list(self.config.alpha_harm_grid),
+                       "alpha_comp_grid": list(self.config.alpha_comp_grid)},
+            "cells": self.cells,
+            "accuracy": self.accuracy,
+            "trends": self.trends(),
+            "human_alone_accuracy": self.human_alone_accuracy,
+            "ai_alone_accuracy": self.ai_alone_accuracy,
+            "wall_s": self.wall_s,
+            "summary": self.summary(),
+        }
+
+    def summary(self) -> str:
+        c = self.config
+        head = "alpha_harm \\ alpha_comp " + " ".join(f"{a:>7g}" for a in c.alpha_comp_grid)
+        rows = [f"{h:>24g} " + " ".join(f"{a:7.4f}" for a in row) for h, row in zip(c.alpha_harm_grid, self.accuracy,
+                                                                                    strict=True)]
+        trends = self.trends()
+        return "\n".join([f"final accuracy (online), T={c.base.T}, schedule={c.base.schedule}, "
+                          f"human alone {self.human_alone_accuracy:.4f}, AI alone {self.ai_alone_accuracy:.4f}",
+                          head, *rows,
+                          f"along alpha_harm: {trends['along_alpha_harm']}",
+                          f"along alpha_comp: {trends['along_alpha_comp']}"])
+
+
+def run_sweep(config: SweepConfig, progress: bool = False) -> SweepResult:
+    from tqdm import tqdm
+
+    cells, accuracy = [], []
+    wall = 0.0
+    result = None
+    grid = [(h, c) for h in config.alpha_harm_grid for c in config.alpha_comp_grid]
+    with tqdm(grid, desc="sweep", unit="cell", file=sys.stderr, disable=None if progress else True,
+              leave=False) as bar:
+        for alpha_harm, alpha_comp in bar:
+            cfg = dataclasses.replace(config.base, alpha_harm=alpha_harm, alpha_comp=alpha_comp)
+            result = simulate(cfg)
+            wall += result.wall_s
+            on = result.online
+            cells.append({"alpha_harm": alpha_harm, "alpha_comp": alpha_comp, "accuracy": on.accuracy,
+                          "violation_rate": on.violation_rate, "bound": on.bound, "within_bound": on.within_bound,
+                          "mean_set_size": on.mean_set_size, "mean_rounds": on.mean_rounds})
+    n_comp = len(config.alpha_comp_grid)
+    accuracy = [[cell["accuracy"] for cell in cells[i:i + n_comp]] for i in range(0, len(cells), n_comp)]
+    return SweepResult(config=config, cells=cells, accuracy=accuracy,
+                       human_alone_accuracy=result.human_alone_accuracy, ai_alone_accuracy=result.ai_alone_accuracy,
+                       wall_s=round(wall, 3))
+
+
+# COMMAND LINE
+
+def _grid(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers such as 0.01,0.05,0.1, got {text!r}") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser)
+    parser.add_argument("--alpha-harm-grid", type=_grid, default=None,
+                        help=f"harm targets (default {','.join(map(str, DEFAULT_HARM_GRID))}; "
+                             f"--quick: {','.join(map(str, QUICK_HARM_GRID))})")
+    parser.add_argument("--alpha-comp-grid", type=_grid, default=None,
+                        help=f"complementarity targets (default {','.join(map(str, DEFAULT_COMP_GRID))}; "
+                             f"--quick: {','.join(map(str, QUICK_COMP_GRID))})")
+
+
+def run(args: argparse.Namespace) -> dict:
+    base = config_from_args(args, with_fixed=False)
+    harm = args.alpha_harm_grid or (QUICK_HARM_GRID if args.quick else DEFAULT_HARM_GRID)
+    comp = args.alpha_comp_grid or (QUICK_COMP_GRID if args.quick else DEFAULT_COMP_GRID)
+    result = run_sweep(SweepConfig(base=base, alpha_harm_grid=harm, alpha_comp_grid=comp), progress=True).to_dict()
+    write_json(result, args.out)
+    return result

@@ -1,0 +1,282 @@
+"""Simulation: fast path == reference path, the paper's two claims at small scale, AI sources, CLI, bench."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engines.collab import simulate as sim
+from engines.collab import sweep as sweep_mod
+from engines.collab.controller import fixed_baseline
+from engines.collab.humans import SCHEDULES, HumanParams, ScheduleConfig, make_schedule
+from engines.collab.rules import Prefix, register_rule, unregister_rule
+from engines.collab.simulate import SimulationConfig, prepare, run_controller, simulate
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SHIFTING = ("drift", "abrupt_switch", "fatigue", "learning", "population_change", "adversarial")
+RULE_PAIRS = [
+    ("human_holds", {}, "human_lacks", {}),
+    ("human_top_answer", {}, "supply_when_low_confidence", {"threshold": 0.6}),
+    ("held_for_rounds", {"rounds": 2}, "human_lacks", {}),
+    ("human_lacks", {}, "human_holds", {}),  # roles swapped: any rule may fill either slot
+]
+
+
+def assert_same_run(a, b):
+    for name, values in a.arrays().items():
+        np.testing.assert_array_equal(values, b.arrays()[name], err_msg=name)
+    assert a.final_state == b.final_state
+
+
+# Fast path == reference path
+
+@pytest.mark.parametrize("schedule", sorted(SCHEDULES))
+def test_fast_path_is_identical_to_reference_for_every_schedule(schedule):
+    cfg = SimulationConfig(schedule=schedule, T=150, n_calibration=80, rounds=3, seed=7)
+    p = prepare(cfg)
+    for state in (p.state, fixed_baseline(p.state)):
+        fast = run_controller(p.cases, p.draws, p.params, p.protect, p.supply, state, cfg.rounds, "fast", chunks=3)
+        ref = run_controller(p.cases, p.draws, p.params, p.protect, p.supply, state, cfg.rounds, "reference")
+        assert_same_run(fast, ref)
+
+
+@pytest.mark.parametrize("protect, protect_params, supply, supply_params", RULE_PAIRS)
+@pytest.mark.parametrize("conditional", [False, True])
+def test_fast_path_is_identical_to_reference_for_every_builtin_rule(protect, protect_params, supply, supply_params,
+                                                                    conditional):
+    cfg = SimulationConfig(schedule="adversarial", T=120, n_calibration=80, rounds=4, seed=3, protect_rule=protect,
+                           protect_params=protect_params, supply_rule=supply, supply_params=supply_params,
+                           conditional=conditional, human="overtrusting")
+    p = prepare(cfg)
+    fast = run_controller(p.cases, p.draws, p.params, p.protect, p.supply, p.state, cfg.rounds, "fast")
+    ref = run_controller(p.cases, p.draws, p.params, p.protect, p.supply, p.state, cfg.rounds, "reference")
+    assert_same_run(fast, ref)
+    assert fast.err_harm.any() or fast.err_comp.any()  # the adversary makes the comparison non-trivial
+
+
+def test_simulate_is_seeded_and_engine_independent():
+    a = simulate(SimulationConfig(T=300, n_calibration=100, engine="fast"))
+    b = simulate(SimulationConfig(T=300, n_calibration=100, engine="reference"))
+    c = simulate(SimulationConfig(T=300, n_calibration=100, seed=1))
+    assert a.engine == "fast" and b.engine == "reference"
+    for run in ("online", "fixed"):
+        assert_same_run(a.runs[run], b.runs[run])
+    assert not np.array_equal(a.runs["online"].answer_final, c.runs["online"].answer_final)
+
+
+def test_custom_rules_run_on_the_reference_path_only():
+    @register_rule("test_sim_protect_answer_and_neighbours", role="protect")
+    def answer_and_neighbours(prefix: Prefix, params) -> np.ndarray:
+        """Protect the current answer and the counts next to it."""
+        return np.abs(np.arange(prefix.n_labels) - prefix.answers[-1]) <= 1
+
+    try:
+        cfg = SimulationConfig(T=200, n_calibration=100, protect_rule="test_sim_protect_answer_and_neighbours")
+        assert cfg.resolved_engine() == "reference"
+        result = simulate(cfg)
+        assert result.engine == "reference" and all(result.online.within_bound.values())
+        with pytest.raises(ValueError, match="reference path only"):
+            simulate(dataclasses.replace(cfg, engine="fast"))
+    finally:
+        unregister_rule("test_sim_protect_answer_and_neighbours")
+
+
+# Claim (1): online holds both rates within target + bound; the fixed baseline drifts under shifts
+
+@pytest.fixture(scope="module")
+def reproduction() -> dict:
+    return {name: simulate(SimulationConfig(schedule=name, T=20_000, seed=0)) for name in sorted(SCHEDULES)}
+
+
+@pytest.mark.parametrize("schedule", sorted(SCHEDULES))
+def test_online_controller_holds_both_rates_within_target_plus_bound(reproduction, schedule):
+    online = reproduction[schedule].online
+    for name in ("harm", "comp"):
+        assert online.within_bound[name]
+        assert online.violation_rate[name] <= online.target[name] + online.bound[name]
+        assert online.max_excess[name] <= 1e-12  # at every t, not only at the end
+        assert online.bound[name] < 0.002  # (B + η(1−α) − q1)/(ηT) at T = 20k, η = 0.05
+
+
+@pytest.mark.parametrize("schedule", SHIFTING)
+def test_fixed_baseline_ends_farther_from_target_under_shifts(reproduction, schedule):
+    result = reproduction[schedule]
+
+    def worst(summary):
+        return max(abs(summary.violation_rate[k] - summary.target[k]) for k in ("harm", "comp"))
+
+    assert worst(result.fixed) > 0.008
+    assert worst(result.fixed) > 5 * worst(result.online)
+
+
+def test_fixed_baseline_is_near_target_without_shift(reproduction):
+    fixed = reproduction["stationary"].fixed
+    for name in ("harm", "comp"):
+        assert abs(fixed.violation_rate[name] - fixed.target[name]) < 0.015  # calibration noise only
+
+
+def test_adversary_breaks_the_fixed_baseline_but_not_the_online_controller(reproduction):
+    result = reproduction["adversarial"]
+    assert result.fixed.violation_rate["comp"] > result.fixed.target["comp"] + 0.02
+    assert result.online.violation_rate["comp"] <= result.online.target["comp"] + result.online.bound["comp"]
+
+
+def test_collaboration_beats_either_party_alone(reproduction):
+    result = reproduction["stationary"]
+    assert result.online.accuracy > max(result.human_alone_accuracy, result.ai_alone_accuracy)
+
+
+# Claim (2): accuracy moves monotonically with each target
+
+def test_looser_harm_control_raises_accuracy_on_a_small_grid():
+    acc = [simulate(SimulationConfig(alpha_harm=a, T=20_000, with_fixed=False)).online.accuracy
+           for a in (0.01, 0.02, 0.05)]
+    assert acc[0] < acc[1] < acc[2]
+
+
+def test_tighter_complementarity_raises_accuracy():
+    acc = [simulate(SimulationConfig(alpha_comp=a, T=20_000, with_fixed=False)).online.accuracy
+           for a in (0.02, 0.05, 0.1, 0.15)]
+    assert acc[0] > acc[1] > acc[2] > acc[3]
+
+
+def test_sweep_reports_accuracy_per_cell_and_trends():
+    result = sweep_mod.run_sweep(sweep_mod.SweepConfig(
+        base=SimulationConfig(T=20_000, with_fixed=False), alpha_harm_grid=(0.01, 0.02, 0.05),
+        alpha_comp_grid=(0.02, 0.15)))
+    data = json.loads(json.dumps(result.to_dict()))
+    assert len(data["cells"]) == 6 and np.array(data["accuracy"]).shape == (3, 2)
+    assert data["trends"]["along_alpha_harm"] == {"0.02": "increasing", "0.15": "increasing"}
+    assert set(data["trends"]["along_alpha_comp"].values()) == {"decreasing"}
+    with pytest.raises(ValueError, match="strictly increasing"):
+        sweep_mod.SweepConfig(alpha_harm_grid=(0.1, 0.05))
+
+
+# Humans, schedules, AI sources, configuration
+
+def test_schedules_shift_what_they_say(reproduction):
+    rng = np.random.default_rng(0)
+    base = HumanParams()
+    T = 1000
+    tracks = {name: make_schedule(ScheduleConfig(name), T, base, rng) for name in SCHEDULES}
+    p = tracks["stationary"].params
+    assert np.all(p.noise_hard == base.noise_hard) and not p.adversarial.any()
+    assert tracks["drift"].hardness[-1] > tracks["drift"].hardness[0] == 0.0
+    assert tracks["abrupt_switch"].params.belief_ratio[499] == 0.5 and tracks["abrupt_switch"].params.belief_ratio[500] == 1.0
+    assert tracks["abrupt_switch"].shift_points == [500]
+    assert tracks["fatigue"].params.attention[-1] < tracks["fatigue"].params.attention[0]
+    assert tracks["learning"].params.noise_hard[-1] < tracks["learning"].params.noise_hard[0]
+    assert tracks["population_change"].shift_points == [500]
+    adv = tracks["adversarial"].params.adversarial
+    assert not adv[:500].any() and adv[500:].all()
+    assert reproduction["drift"].ai_alone_accuracy < reproduction["stationary"].ai_alone_accuracy  # harder cases
+    with pytest.raises(ValueError, match="unknown schedule"):
+        ScheduleConfig("sudden")
+
+
+def test_precomputed_ai_scores(tmp_path):
+    path = tmp_path / "counter_scores.npz"
+    cases = sim.SyntheticAI().draw(500, np.random.default_rng(0))
+    np.savez(path, probs=cases.probs, labels=cases.labels, difficulty=cases.difficulty)
+    result = simulate(SimulationConfig(ai="cnn", ai_scores=str(path), T=500, n_calibration=100))
+    assert result.ai_alone_accuracy == pytest.approx(0.8, abs=0.1)
+    missing = tmp_path / "nope.npz"
+    with pytest.raises(ValueError, match=f"AI scores file not found: {missing}"):
+        simulate(SimulationConfig(ai="cnn", ai_scores=str(missing), T=10))
+    np.savez(path, probs=cases.probs[:, :5], labels=cases.labels, difficulty=cases.difficulty)
+    with pytest.raises(ValueError, match=r"expected probs \(n, 10\)"):
+        sim.PrecomputedAI(path)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(task="medical"), "task 'medical' is not available: only shapes"),
+    (dict(human="robot"), "unknown human model 'robot'"),
+    (dict(schedule="sudden"), "unknown schedule 'sudden'"),
+    (dict(alpha_harm=1.5), r"alpha_harm must be in \(0, 1\)"),
+    (dict(rounds=0), "rounds must be >= 1"),
+    (dict(ai="gpt"), "ai must be 'synthetic' or 'cnn'"),
+    (dict(protect_rule="nope"), "unknown rule 'nope'"),
+    (dict(supply_rule="held_for_rounds", supply_params={"rounds": 0}), "rounds must be an integer >= 1"),
+])
+def test_config_validation(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        SimulationConfig(**kwargs)
+
+
+def test_result_is_json_ready_with_running_traces():
+    result = simulate(SimulationConfig(T=1000, n_calibration=100, trace_points=50))
+    data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    trace = data["online"]["trace"]
+    assert trace["t"][0] == 1 and trace["t"][-1] == 1000 and len(trace["t"]) == 50
+    assert len(trace["violation_harm"]) == len(trace["bound_comp"]) == len(trace["q_harm"]) == 50
+    assert data["fixed"]["bound"] == {"harm": None, "comp": None}
+    assert data["online"]["violation_rate"]["harm"] == trace["violation_harm"][-1]
+    assert 1.0 <= data["online"]["mean_rounds"] <= 3.0
+    assert 1.0 <= data["online"]["mean_stabilise_round"] <= 4.0
+    assert "within" in data["summary"]
+
+
+# Command line
+
+def _run_cli(*argv: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run([sys.executable, "-m", "engines.collab", *argv], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_simulate_quick_json(tmp_path):
+    out = tmp_path / "run.json"
+    proc = _run_cli("simulate", "--quick", "--json", "--schedule", "drift", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert json.loads(out.read_text()) == result
+    assert result["config"]["T"] == sim.QUICK_T and result["config"]["schedule"] == "drift"
+    assert set(result["collab_accuracy"]) == {"online", "fixed"}
+    assert result["online"]["within_bound"] == {"harm": True, "comp": True}
+
+
+def test_cli_sweep_quick_json():
+    proc = _run_cli("--json", "sweep", "--quick")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert np.array(result["accuracy"]).shape == (len(sweep_mod.QUICK_HARM_GRID), len(sweep_mod.QUICK_COMP_GRID))
+
+
+def test_cli_errors_exit_2_with_the_message():
+    proc = _run_cli("simulate", "--quick", "--task", "medical")
+    assert proc.returncode == 2
+    assert "only shapes" in proc.stderr
+
+
+def test_run_functions_take_parsed_arguments(tmp_path):
+    parser = argparse.ArgumentParser()
+    sim.add_arguments(parser)
+    args = parser.parse_args(["--quick", "--T", "300", "--protect-rule", "held_for_rounds",
+                              "--protect-params", "rounds=2", "--out", str(tmp_path / "a.json")])
+    result = sim.run(args)
+    assert result["config"]["protect_params"] == {"rounds": 2} and result["config"]["T"] == 300
+    assert "interactions/s" in result["summary"]
+
+
+# Benchmark script
+
+def test_bench_quick_prints_one_json_line(tmp_path):
+    out = tmp_path / "collab.json"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run([sys.executable, str(REPO_ROOT / "bench" / "collab.py"), "--quick", "--out", str(out)],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1
+    result = json.loads(lines[0])
+    assert json.loads(out.read_text()) == result
+    assert result["benchmark"] == "collab" and result["goal"]["interactions_per_s"] == 100_000
+    assert result["headline"]["interactions_per_s"] > 0 and result["headline"]["ratio_to_goal"] > 0
