@@ -11,6 +11,7 @@ import streamlit as st
 from engines.platform import runtime
 from engines.platform.forms import field_specs
 from engines.platform.panels import LinkError
+from pages import _renderers  # noqa: F401 - registers custom step displays
 from pages import _ui as ui
 
 PAGE = {"title": "Study", "group": "Participate", "roles": [], "icon": ":material/assignment:"}

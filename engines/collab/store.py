@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from engines.collab.controller import ControllerState, step
 from engines.collab.models import ControllerStream, ControllerUpdate
@@ -62,31 +62,42 @@ def current_state(key: str, *, engine: Engine | None = None) -> ControllerState:
 
 def record_interaction(key: str, interaction_key: str, *, err_harm: bool, err_comp: bool, fired_harm: bool = True,
                        fired_comp: bool = True, participant_id: int | None = None,
-                       engine: Engine | None = None) -> RecordedUpdate:
-    """Apply one finished interaction to the stream (idempotent per ``interaction_key``)."""
-    with write_transaction(engine) as session:
-        stream = session.exec(
-            select(ControllerStream).where(ControllerStream.key == key).with_for_update()
-        ).first()
-        if stream is None:
-            raise StreamError(f"No controller stream {key!r}.")
-        done = session.exec(select(ControllerUpdate).where(
-            ControllerUpdate.stream_id == stream.id, ControllerUpdate.interaction_key == interaction_key)).first()
-        state = ControllerState.from_dict(stream.state)
-        if done is not None:
-            return RecordedUpdate(done.seq, state, state, duplicate=True)
-        after = step(state, err_harm, err_comp, fired_harm, fired_comp)
-        seq = stream.updates + 1
-        session.add(ControllerUpdate(
-            stream_id=stream.id, seq=seq, interaction_key=interaction_key, participant_id=participant_id,
-            err_harm=bool(err_harm), err_comp=bool(err_comp), fired_harm=bool(fired_harm), fired_comp=bool(fired_comp),
-            q_harm_before=state.q_harm, q_comp_before=state.q_comp, q_harm_after=after.q_harm, q_comp_after=after.q_comp,
-        ))
-        stream.state = after.to_dict()
-        stream.updates = seq
-        stream.updated_at = utcnow()
-        session.add(stream)
-        return RecordedUpdate(seq, state, after)
+                       engine: Engine | None = None, session: Session | None = None) -> RecordedUpdate:
+    """Apply one finished interaction to the stream (idempotent per ``interaction_key``).
+
+    With ``session`` (a step's ``after_submit`` passes ``ctx.session``) the update joins that
+    open write transaction, so the answer and the threshold update commit together.
+    """
+    if session is not None:
+        return _record(session, key, interaction_key, err_harm, err_comp, fired_harm, fired_comp, participant_id)
+    with write_transaction(engine) as own:
+        return _record(own, key, interaction_key, err_harm, err_comp, fired_harm, fired_comp, participant_id)
+
+
+def _record(session: Session, key: str, interaction_key: str, err_harm: bool, err_comp: bool, fired_harm: bool,
+            fired_comp: bool, participant_id: int | None) -> RecordedUpdate:
+    stream = session.exec(
+        select(ControllerStream).where(ControllerStream.key == key).with_for_update()
+    ).first()
+    if stream is None:
+        raise StreamError(f"No controller stream {key!r}.")
+    done = session.exec(select(ControllerUpdate).where(
+        ControllerUpdate.stream_id == stream.id, ControllerUpdate.interaction_key == interaction_key)).first()
+    state = ControllerState.from_dict(stream.state)
+    if done is not None:
+        return RecordedUpdate(done.seq, state, state, duplicate=True)
+    after = step(state, err_harm, err_comp, fired_harm, fired_comp)
+    seq = stream.updates + 1
+    session.add(ControllerUpdate(
+        stream_id=stream.id, seq=seq, interaction_key=interaction_key, participant_id=participant_id,
+        err_harm=bool(err_harm), err_comp=bool(err_comp), fired_harm=bool(fired_harm), fired_comp=bool(fired_comp),
+        q_harm_before=state.q_harm, q_comp_before=state.q_comp, q_harm_after=after.q_harm, q_comp_after=after.q_comp,
+    ))
+    stream.state = after.to_dict()
+    stream.updates = seq
+    stream.updated_at = utcnow()
+    session.add(stream)
+    return RecordedUpdate(seq, state, after)
 
 
 def history(key: str, *, engine: Engine | None = None) -> list[ControllerUpdate]:

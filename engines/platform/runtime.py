@@ -187,7 +187,7 @@ class _Responses(MutableMapping[str, list[dict[str, Any]]]):
 
 
 def _context(protocol: StudyProtocol, study: Study, participant: Participant, instance: StepInstance,
-             responses: dict[str, list[dict[str, Any]]]) -> StepContext:
+             responses: dict[str, list[dict[str, Any]]], session: Session | None = None) -> StepContext:
     return StepContext(
         participant_id=participant.id,
         external_id=participant.external_id,
@@ -198,6 +198,9 @@ def _context(protocol: StudyProtocol, study: Study, participant: Participant, in
         vars=dict(participant.vars or {}),
         responses=responses,
         study_config=dict(study.config or {}),
+        study_slug=study.slug,
+        step_index=instance.index,
+        session=session,
     )
 
 
@@ -350,7 +353,7 @@ def current_view(participant_id: int, *, engine: Engine | None = None) -> StepVi
         if participant.step_index < len(protocol.steps):
             instance = protocol.steps[participant.step_index]
         if participant.status == ParticipantStatus.ACTIVE and instance is not None:
-            ctx = _context(protocol, study, participant, instance, responses)
+            ctx = _context(protocol, study, participant, instance, responses, session)
             template_vars = instance.step.vars_for_template(ctx)
             failed = session.exec(
                 select(func.count()).select_from(StepAttempt)
@@ -361,7 +364,7 @@ def current_view(participant_id: int, *, engine: Engine | None = None) -> StepVi
             if participant.status == ParticipantStatus.SCREENED_OUT:
                 instance = None
             elif instance is not None:
-                template_vars = instance.step.vars_for_template(_context(protocol, study, participant, instance, responses))
+                template_vars = instance.step.vars_for_template(_context(protocol, study, participant, instance, responses, session))
         shown = [s for s in protocol.steps if s.step.kind != "completion"]
         return StepView(
             study_slug=study.slug, study_title=study.title or protocol.title, participant_id=participant.id,
@@ -434,7 +437,7 @@ def submit(participant_id: int, step_index: int, data: Mapping[str, Any] | None 
             raise StepOutOfOrder("The completion page takes no answers.")
         response = validate_response(instance, data)
         responses = _Responses(session, participant_id, before=step_index)
-        ctx = _context(protocol, study, participant, instance, responses)
+        ctx = _context(protocol, study, participant, instance, responses, session)
         if response is not None:
             errors = instance.step.validate(ctx, response)
             if errors:

@@ -74,7 +74,7 @@ class Check:
 
 @dataclass
 class StepContext:
-    """What a step's hooks see: the participant, the round, constants and earlier answers."""
+    """What a step's hooks see: the participant, the round, constants, earlier answers, the session."""
 
     participant_id: int
     external_id: str
@@ -85,6 +85,12 @@ class StepContext:
     vars: dict[str, Any]
     responses: dict[str, list[dict[str, Any]]]
     study_config: dict[str, Any] = field(default_factory=dict)
+    study_slug: str = ""
+    step_index: int = 0
+    # The open database session of the transaction the hook runs in (None in read-only hooks
+    # such as vars_for_template when no write is under way). after_submit writes through it so
+    # its writes commit or roll back together with the stored answer.
+    session: Any = field(default=None, repr=False, compare=False)
 
     def last_response(self, step_name: str) -> dict[str, Any] | None:
         answers = self.responses.get(step_name) or []
