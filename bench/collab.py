@@ -12,6 +12,10 @@ Timed, after a warm-up run (numba compiles, or loads its cache, on first use):
 - ``loop_only``: the sequential loop alone (``run_fast``);
 - ``reference``: the readable one-interaction-at-a-time path on a smaller T, for comparison.
 
+Also measured: the latency of one controller update inside a database transaction
+(``engines.collab.store.record_interaction``) with 50 participants finishing interactions at once
+on one shared stream, on SQLite and, when a URL is given, PostgreSQL (p50/p95 per update).
+
 Not timed: the AI's scores (precomputed, as the requirement says) and the calibration batch.
 Each figure is the median of ``--repeats`` runs. Prints one JSON line to stdout, writes the same
 object (indented) to ``bench/results/collab.json`` (or ``--out``), progress on stderr.
@@ -54,6 +58,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=None, help="timed runs per figure (default 5; --quick: 2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"result file (default: {DEFAULT_OUT})")
+    parser.add_argument("--pg-url", default=None,
+                        help="PostgreSQL URL for the controller-update latency (default: $HAI_BENCH_PG_URL, else "
+                             "$HAI_TEST_DATABASE_URL; empty: SQLite only)")
+    parser.add_argument("--db-participants", type=int, default=50, help="concurrent participants for the DB part")
     args = parser.parse_args(argv)
     if args.T is not None and args.T < 1:
         parser.error("--T must be >= 1")
@@ -143,6 +151,64 @@ def run(args: argparse.Namespace) -> dict:
     }
 
 
+def controller_update_latency(base_url: str | None, participants: int, interactions: int) -> dict:
+    """p50/p95 of one ``record_interaction`` (a write transaction) with N threads on one stream."""
+    import threading
+
+    from engines.collab import store
+    from engines.collab.controller import ControllerConfig, ControllerState
+    from engines.platform.db import get_engine
+    from engines.platform.scratch import scratch_database
+
+    with scratch_database(base_url) as url:
+        engine = get_engine(url)
+        store.ensure_stream("bench:online", ControllerState.initial(ControllerConfig()), engine=engine)
+        latencies: list[list[float]] = [[] for _ in range(participants)]
+        failures: list[BaseException] = []
+        barrier = threading.Barrier(participants)
+
+        def participant(i: int) -> None:
+            try:
+                barrier.wait()
+                for j in range(interactions):
+                    started = time.perf_counter()
+                    store.record_interaction("bench:online", f"{i}:{j}", err_harm=(i + j) % 10 == 0,
+                                             err_comp=(i * j) % 7 == 0, engine=engine)
+                    latencies[i].append((time.perf_counter() - started) * 1000)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                failures.append(exc)
+
+        threads = [threading.Thread(target=participant, args=(i,)) for i in range(participants)]
+        wall = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - wall
+        if failures:
+            raise RuntimeError(f"{len(failures)} participants failed: {failures[0]!r}")
+        store.audit("bench:online", engine=engine)  # every update applied once, in order
+        flat = sorted(x for row in latencies for x in row)
+        return {"database": url.split("://", 1)[0].split("+")[0], "participants": participants,
+                "updates": len(flat), "p50_ms": round(statistics.median(flat), 2),
+                "p95_ms": round(flat[int(0.95 * (len(flat) - 1))], 2), "updates_per_s": round(len(flat) / wall, 1)}
+
+
+def database_part(args: argparse.Namespace) -> list[dict]:
+    pg_url = args.pg_url
+    if pg_url is None:
+        pg_url = os.environ.get("HAI_BENCH_PG_URL") or os.environ.get("HAI_TEST_DATABASE_URL") or ""
+    interactions = 5 if args.quick else 20
+    participants = min(args.db_participants, 10) if args.quick else args.db_participants
+    rows = [controller_update_latency(None, participants, interactions)]
+    if pg_url:
+        try:
+            rows.append(controller_update_latency(pg_url, participants, interactions))
+        except Exception as exc:  # noqa: BLE001 - an unreachable server is recorded, not fatal
+            rows.append({"database": "postgresql", "skipped": f"{type(exc).__name__}: {exc}"[:300]})
+    return rows
+
+
 def write_result(result: dict, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
@@ -155,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     # Only the JSON line goes to stdout: anything a library prints during the run goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
         result = run(args)
+        result["controller_update_db"] = database_part(args)
     write_result(result, args.out)
     print(json.dumps(result, separators=(",", ":")))
     return 0
