@@ -761,8 +761,11 @@ def run_controller(cases: AICases, draws: HumanDraws, params: ParamTrack, protec
     return run_reference(cases, draws, params, protect, supply, state, rounds, on_progress)
 
 
-def simulate(config: SimulationConfig, progress: bool = False) -> SimulationResult:
-    """Run ``config``: the online controller and (``with_fixed``) the fixed baseline on the same draws."""
+def simulate(config: SimulationConfig, progress: bool = False, on_progress=None) -> SimulationResult:
+    """Run ``config``: the online controller and (``with_fixed``) the fixed baseline on the same draws.
+
+    ``on_progress(fraction)``, if given, is called as interactions finish (a background job reports it).
+    """
     from tqdm import tqdm
 
     engine = config.resolved_engine()
@@ -775,13 +778,20 @@ def simulate(config: SimulationConfig, progress: bool = False) -> SimulationResu
     if config.with_fixed:
         runs["fixed"] = fixed_baseline(prepared.state)
     traces = {}
-    with tqdm(total=config.T * len(runs), desc=f"simulate {config.schedule}", unit="interaction",
+    total = config.T * len(runs)
+    with tqdm(total=total, desc=f"simulate {config.schedule}", unit="interaction",
               file=sys.stderr, disable=None if progress else True, leave=False) as bar:
+
+        def advance(n: int) -> None:
+            bar.update(n)
+            if on_progress is not None:
+                on_progress(bar.n / total)
+
         for name, state in runs.items():
             bar.set_postfix_str(name)
             p = prepared
             traces[name] = run_controller(p.cases, p.draws, p.params, p.protect, p.supply, state, config.rounds,
-                                          engine, bar.update)
+                                          engine, advance)
     wall = time.perf_counter() - started
     labels = prepared.cases.labels
     ai_top = prepared.cases.probs.argmax(axis=1)

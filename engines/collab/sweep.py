@@ -107,7 +107,8 @@ class SweepResult:
                           f"along alpha_comp: {trends['along_alpha_comp']}"])
 
 
-def run_sweep(config: SweepConfig, progress: bool = False) -> SweepResult:
+def run_sweep(config: SweepConfig, progress: bool = False, on_progress=None) -> SweepResult:
+    """Simulate every cell of the grid; ``on_progress(fraction, message)`` is called as cells run (message None within a cell)."""
     from tqdm import tqdm
 
     cells, accuracy = [], []
@@ -116,9 +117,13 @@ def run_sweep(config: SweepConfig, progress: bool = False) -> SweepResult:
     grid = [(h, c) for h in config.alpha_harm_grid for c in config.alpha_comp_grid]
     with tqdm(grid, desc="sweep", unit="cell", file=sys.stderr, disable=None if progress else True,
               leave=False) as bar:
-        for alpha_harm, alpha_comp in bar:
+        for i, (alpha_harm, alpha_comp) in enumerate(bar):
             cfg = dataclasses.replace(config.base, alpha_harm=alpha_harm, alpha_comp=alpha_comp)
-            result = simulate(cfg)
+            message = f"cell {i + 1}/{len(grid)}: alpha_harm={alpha_harm:g}, alpha_comp={alpha_comp:g}"
+            if on_progress is not None:
+                on_progress(i / len(grid), message)
+            result = simulate(cfg, on_progress=None if on_progress is None else (
+                lambda f, i=i: on_progress((i + f) / len(grid), None)))
             wall += result.wall_s
             on = result.online
             cells.append({"alpha_harm": alpha_harm, "alpha_comp": alpha_comp, "accuracy": on.accuracy,

@@ -1,0 +1,130 @@
+"""Research: collaboration dashboard. Live controller streams, simulation jobs, result figures."""
+
+import json
+
+import streamlit as st
+
+from engines.collab import dashboard
+from engines.collab.humans import HUMAN_PRESETS, SCHEDULES
+from engines.platform import jobqueue
+from pages import _ui as ui
+
+PAGE = {"title": "Collaboration dashboard", "group": "Research", "roles": ["researcher"],
+        "icon": ":material/monitoring:", "order": 50}
+
+identity = ui.require_role("researcher")
+st.title("Collaboration dashboard")
+st.caption("Running violation rates of the online controller against their targets, with the finite-sample "
+           "bound band (spec §5): live from study streams, or from a simulation.")
+
+# (a) LIVE CONTROLLER STREAMS
+
+st.header("Live controller streams")
+
+
+@st.fragment(run_every="5s")
+def live_stream() -> None:
+    streams = dashboard.list_streams()
+    if not streams:
+        st.info("No controller streams yet: they appear when a collaboration study records its first interaction.")
+        return
+    counts = {s.key: s.updates for s in streams}
+    key = st.selectbox("Stream (study:condition)", list(counts), key="collab-stream",
+                       format_func=lambda k: f"{k} ({counts[k]} interactions)")
+    view = dashboard.stream_view(key)
+    st.metric("Interactions", view.interactions)
+    st.dataframe(view.table, hide_index=True, width="stretch")
+    if not view.figures:
+        st.info("No interactions recorded in this stream yet.")
+        return
+    for name, fig in view.figures.items():
+        st.plotly_chart(fig, key=f"stream-{name}")
+
+
+live_stream()
+
+# (b) SIMULATIONS AS JOBS
+
+st.header("Simulations")
+with st.expander("Start a simulation or sweep"):
+    with st.form("collab-job"):
+        kind = st.radio("Job", ["collab.simulate", "collab.sweep"], horizontal=True,
+                        format_func={"collab.simulate": "simulate (online vs fixed)",
+                                     "collab.sweep": "sweep (accuracy over targets)"}.get)
+        left, right = st.columns(2)
+        schedule = left.selectbox("Schedule", sorted(SCHEDULES), index=sorted(SCHEDULES).index("drift"))
+        human = right.selectbox("Human model", sorted(HUMAN_PRESETS))
+        T = left.number_input("Interactions T", min_value=100, max_value=2_000_000, value=5_000, step=1_000)
+        seed = right.number_input("Seed", min_value=0, value=0, step=1)
+        alpha_harm = left.number_input("alpha_harm (simulate)", 0.001, 0.5, 0.05, step=0.01, format="%.3f")
+        alpha_comp = right.number_input("alpha_comp (simulate)", 0.001, 0.5, 0.05, step=0.01, format="%.3f")
+        harm_grid = left.text_input("alpha_harm grid (sweep)", "0.01, 0.02, 0.05")
+        comp_grid = right.text_input("alpha_comp grid (sweep)", "0.02, 0.1")
+        if st.form_submit_button("Start job", type="primary"):
+            params = {"schedule": schedule, "human": human, "T": int(T), "n_calibration": min(1000, max(10, int(T) // 10)),
+                      "seed": int(seed)}
+            try:
+                if kind == "collab.simulate":
+                    params |= {"alpha_harm": alpha_harm, "alpha_comp": alpha_comp}
+                else:
+                    params |= {"alpha_harm_grid": [float(x) for x in harm_grid.split(",") if x.strip()],
+                               "alpha_comp_grid": [float(x) for x in comp_grid.split(",") if x.strip()]}
+                job_id = jobqueue.submit_job(kind, params, submitted_by=identity.user_id)
+            except ValueError as exc:  # JobError, or a grid that is not numbers
+                st.error(str(exc))
+            else:
+                st.success(f"Queued job {job_id}; it appears below.")
+
+
+@st.fragment(run_every="2s")
+def recent_jobs() -> None:
+    jobs = dashboard.collab_jobs(limit=20)
+    if jobs.empty:
+        st.info("No collaboration jobs yet.")
+        return
+    st.dataframe(jobs.drop(columns=["result_path"]), hide_index=True, width="stretch",
+                 column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0)})
+
+
+recent_jobs()
+
+# RESULT FIGURES: a finished job, or an uploaded result JSON
+
+st.header("Result figures")
+finished = dashboard.collab_jobs(limit=50)
+finished = finished[finished["status"] == "succeeded"]
+source = st.radio("Result from", ["finished job", "uploaded file"], horizontal=True, key="collab-source")
+data = raw = None
+if source == "finished job":
+    if finished.empty:
+        st.info("No finished collaboration job yet: start one above, or upload a result file.")
+    else:
+        job_id = st.selectbox("Job", finished["id"].tolist(), key="collab-job",
+                              format_func=lambda i: f"#{i} {finished.set_index('id').loc[i, 'kind']}")
+        try:
+            _, data, raw = dashboard.job_result(int(job_id))
+        except dashboard.ResultFileError as exc:
+            st.error(str(exc))
+else:
+    upload = st.file_uploader("Result JSON (from `python -m engines.collab simulate/sweep --out ...`)", type=["json"])
+    if upload is not None:
+        raw = upload.getvalue()
+        try:
+            _, data = dashboard.load_result(raw)
+        except dashboard.ResultFileError as exc:
+            st.error(f"This file is not a collaboration result: {exc}")
+            data = None
+
+if data is not None:
+    view = dashboard.result_view(data)
+    st.subheader(view.title)
+    for name, fig in view.figures.items():
+        st.plotly_chart(fig, key=f"result-{name}")
+    for name, table in view.tables.items():
+        st.caption(name)
+        st.dataframe(table, width="stretch")
+    if view.summary:
+        st.code(view.summary, language=None)
+    # (c) the displayed result, as it is
+    st.download_button("Download this result (JSON)", raw if raw is not None else json.dumps(data),
+                       file_name=f"collab-{view.kind}.json", mime="application/json")

@@ -1,0 +1,142 @@
+"""Dashboard data and figures: analytic rates on a hand-made stream, a small simulate result, bad uploads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engines.collab import dashboard, store
+from engines.collab.controller import ControllerConfig, ControllerState, upper_bound
+from engines.collab.simulate import SimulationConfig, simulate
+from engines.collab.sweep import SweepConfig, run_sweep
+
+ERR_HARM = [1, 0, 0, 1, 0, 0, 0, 0]
+ERR_COMP = [0, 0, 1, 0, 0, 0, 1, 1]
+
+
+def test_running_and_rolling_rates_are_the_hand_computed_means():
+    err = np.array(ERR_HARM)
+    np.testing.assert_allclose(dashboard.running_rate(err), [1, 1 / 2, 1 / 3, 2 / 4, 2 / 5, 2 / 6, 2 / 7, 2 / 8])
+    # trailing W=3: mean of err[t-2..t], fewer at the start
+    np.testing.assert_allclose(dashboard.rolling_rate(err, 3, centred=False), [1, 1 / 2, 1 / 3, 1 / 3, 1 / 3, 1 / 3, 0, 0])
+    # centred W=3: err[t-1..t+1], clipped at both edges
+    np.testing.assert_allclose(dashboard.rolling_rate(err, 3, centred=True), [1 / 2, 1 / 3, 1 / 3, 1 / 3, 1 / 3, 0, 0, 0])
+    # conditional denominators: rate among firing interactions
+    np.testing.assert_allclose(dashboard.running_rate([1, 0, 1], denominators=[1, 1, 2]), [1, 1, 1])
+    with pytest.raises(ValueError, match="window"):
+        dashboard.rolling_rate(err, 0)
+
+
+@pytest.fixture
+def stream(sqlite_db) -> str:
+    key = "demo:online"
+    state = ControllerState.initial(ControllerConfig(alpha_harm=0.1, alpha_comp=0.2, eta_harm=0.5, eta_comp=0.25))
+    store.ensure_stream(key, state)
+    for i, (h, c) in enumerate(zip(ERR_HARM, ERR_COMP, strict=True)):
+        store.record_interaction(key, f"i{i}", err_harm=bool(h), err_comp=bool(c))
+    store.ensure_stream("demo:empty", state)
+    return key
+
+
+def test_stream_view_matches_the_analytic_rates_and_bound(stream):
+    assert [(s.key, s.updates) for s in dashboard.list_streams()] == [("demo:empty", 0), ("demo:online", 8)]
+    view = dashboard.stream_view(stream, window=3)
+    assert view.interactions == 8
+    traces = view.traces
+    np.testing.assert_allclose(traces.running["harm"], dashboard.running_rate(np.array(ERR_HARM)))
+    np.testing.assert_allclose(traces.running["comp"][-1], 3 / 8)
+    np.testing.assert_allclose(traces.local["comp"], dashboard.rolling_rate(np.array(ERR_COMP), 3, centred=False))
+    for t in (1, 4, 8):  # bound(t) = max(0, B + η(1−α) − q1)/(η t)
+        assert traces.bound["harm"][t - 1] == pytest.approx(upper_bound(t, 0.5, 0.1, 0.5, 1.0))
+        assert traces.bound["comp"][t - 1] == pytest.approx((1 + 0.25 * 0.8 - 0.5) / (0.25 * t))
+    # thresholds: the ones in force during each interaction, q_{t+1} = q_t + η(err − α)
+    q = 0.5 + np.concatenate([[0], np.cumsum(0.5 * (np.array(ERR_HARM) - 0.1))[:-1]])
+    np.testing.assert_allclose(traces.thresholds["harm"], q)
+    final = traces.final()
+    assert final["harm"]["rate"] == pytest.approx(0.25) and final["harm"]["within"] is True
+    assert view.table["violations"].tolist() == [2, 3]
+    fig = view.figures["violations"]
+    names = {trace.name for trace in fig.data}
+    assert {"stream: running rate", "stream: target + bound(t)", "target α", "stream: trailing rolling rate"} <= names
+    assert len(view.figures["thresholds"].data) == 2
+    empty = dashboard.stream_view("demo:empty")
+    assert empty.interactions == 0 and empty.figures == {}
+
+
+@pytest.fixture(scope="module")
+def sim_result() -> dict:
+    result = simulate(SimulationConfig(schedule="abrupt_switch", T=2_000, n_calibration=200, trace_points=50))
+    return json.loads(json.dumps(result.to_dict()))
+
+
+def test_simulate_result_view_has_online_fixed_and_accuracy(sim_result):
+    view = dashboard.result_view(sim_result)
+    assert view.kind == "simulate" and set(view.figures) == {"violations", "thresholds", "accuracy"}
+    names = [trace.name for trace in view.figures["violations"].data]
+    for expected in ("online: running rate", "fixed: running rate", "online: target + bound(t)", "target α"):
+        assert expected in names
+    assert "fixed: target + bound(t)" not in names  # a fixed threshold has no guarantee
+    assert view.figures["violations"].layout.shapes  # shift point lines
+    online = dashboard.traces_from_result(sim_result, "online")
+    assert online.running["harm"][-1] == pytest.approx(sim_result["online"]["violation_rate"]["harm"])
+    acc = view.tables["accuracy"].set_index("who")["accuracy"]
+    assert acc["human alone"] == sim_result["human_alone_accuracy"]
+    assert acc["collaborative, online controller"] == sim_result["online"]["accuracy"]
+    assert view.tables["set sizes"]["run"].tolist() == ["online", "fixed"]
+    assert view.tables["violations"]["within target + bound"].iloc[:2].tolist() == [True, True]
+
+
+def test_sweep_result_view():
+    sweep = run_sweep(SweepConfig(base=SimulationConfig(T=1_000, n_calibration=100, with_fixed=False),
+                                  alpha_harm_grid=(0.02, 0.1), alpha_comp_grid=(0.05, 0.1, 0.2)))
+    data = json.loads(json.dumps(sweep.to_dict()))
+    view = dashboard.result_view(data)
+    assert view.kind == "sweep"
+    assert view.tables["final accuracy"].shape == (2, 3)
+    assert np.array(view.figures["accuracy heatmap"].data[0].z).shape == (2, 3)
+    assert len(view.figures["accuracy lines"].data) == 3
+
+
+def test_bad_uploads_name_what_is_wrong(sim_result):
+    with pytest.raises(dashboard.ResultFileError, match="not valid JSON"):
+        dashboard.load_result(b"{not json")
+    with pytest.raises(dashboard.ResultFileError, match="JSON object"):
+        dashboard.load_result(b"[1, 2]")
+    with pytest.raises(dashboard.ResultFileError, match="needs key 'online'"):
+        dashboard.load_result(json.dumps({"hello": 1}))
+    broken = {k: v for k, v in sim_result.items() if k != "human_alone_accuracy"}
+    with pytest.raises(dashboard.ResultFileError, match="missing key 'human_alone_accuracy'"):
+        dashboard.load_result(json.dumps(broken))
+    broken = json.loads(json.dumps(sim_result))
+    del broken["online"]["trace"]["q_comp"]
+    with pytest.raises(dashboard.ResultFileError, match=r"'online.trace' is missing key 'q_comp'"):
+        dashboard.validate_result(broken)
+    with pytest.raises(dashboard.ResultFileError, match="missing key 'accuracy'"):
+        dashboard.validate_result({"cells": [], "config": {}})
+    kind, data = dashboard.load_result(json.dumps(sim_result).encode())
+    assert kind == "simulate" and data == sim_result
+
+
+def test_page_shows_a_stream_and_a_finished_job(stream):
+    from streamlit.testing.v1 import AppTest
+
+    from engines.platform import auth, jobqueue
+
+    job_id = jobqueue.submit_job("collab.simulate", {"T": 500, "n_calibration": 100})
+    assert jobqueue.run_job(job_id) == "succeeded"
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "pages" / "collab_dashboard.py"),
+                           default_timeout=60)
+    at.session_state["hai_identity"] = auth.create_user("res", "password-123", "researcher").__dict__
+    at.run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="collab-stream").options[0].startswith("demo:empty")
+    at.selectbox(key="collab-stream").select("demo:online").run()
+    assert at.metric[0].value == "8"
+    assert at.selectbox(key="collab-job").value == job_id
+    charts = at.get("plotly_chart")
+    assert len(charts) == 2 + 3  # stream: violations, thresholds; result: violations, thresholds, accuracy
+    assert at.get("download_button")
