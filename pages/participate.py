@@ -51,7 +51,8 @@ def show_step(view: runtime.StepView) -> None:
     instance = view.step
     step = instance.step
     runtime.record_shown(view.participant_id, instance.index)
-    st.progress(view.position / max(view.total_steps, 1), text=f"Step {view.position + 1} of {view.total_steps}")
+    if not step.template:  # custom displays draw their own progress (e.g. "image 3 of 20")
+        st.progress(view.position / max(view.total_steps, 1), text=f"Step {view.position + 1} of {view.total_steps}")
     if step.title:
         st.subheader(fmt(step.title, view.template_vars))
     if step.body:

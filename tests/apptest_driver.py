@@ -7,7 +7,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from engines.platform import runtime
-from engines.platform.bots import Bot, BotFailure, Submission, SubmissionMustFail, stored_responses
+from engines.platform.bots import Bot, BotFailure, Submission, SubmissionMustFail, iterate_with_view, stored_responses
 from engines.platform.forms import FieldSpec, field_specs
 from pages._ui import widget_key
 
@@ -49,9 +49,8 @@ def play(at: AppTest, slug: str, external_id: str, bot: Bot) -> tuple[int, int]:
         raise BotFailure(f"the page did not register participant {external_id}: {[e.value for e in at.error]}")
     bot.participant_id = participant_id
     accepted = rejected = 0
-    for item in bot.play():
-        view = runtime.current_view(participant_id)
-        bot.view = view
+    for item in iterate_with_view(bot, lambda: runtime.current_view(participant_id)):
+        view = bot.view
         if view.step is None or view.finished or view.step.step is not item.step:
             raise BotFailure(f"page is at {view.step.name if view.step else view.status}, bot expects {item.step.__name__}")
         specs = field_specs(item.step.Response)

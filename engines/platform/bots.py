@@ -118,6 +118,22 @@ def stored_responses(participant_id: int, *, engine: Engine | None = None) -> li
         ).all())
 
 
+def iterate_with_view(bot: Bot, current_view) -> Iterator[Submission | SubmissionMustFail]:
+    """Yield the bot's items, setting ``bot.view`` to the page shown *before* it picks each one.
+
+    ``current_view()`` returns the participant's ``StepView`` now; the bot's ``play`` may read
+    ``self.view`` (e.g. the AI's set in ``template_vars``) to decide what to submit.
+    """
+    items = bot.play()
+    while True:
+        bot.view = current_view()
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        yield item
+
+
 def _fail(bot: Bot, item: Submission | SubmissionMustFail, message: str) -> BotFailure:
     return BotFailure(f"{type(bot).__qualname__} case={bot.case!r} at {item.step.__name__}: {message}")
 
@@ -129,9 +145,8 @@ def run_bot(slug: str, bot: Bot, external_id: str, *, link_extra: dict[str, str]
     bot.participant_id, bot.condition = entered.participant_id, entered.condition
     submitted: list[tuple[int, dict[str, Any]]] = []
     must_fail = 0
-    for item in bot.play():
-        view = runtime.current_view(entered.participant_id, engine=engine)
-        bot.view = view
+    for item in iterate_with_view(bot, lambda: runtime.current_view(entered.participant_id, engine=engine)):
+        view = bot.view
         if view.step is None or view.finished:
             raise _fail(bot, item, f"the participant has already finished (status {view.status})")
         if view.step.step is not item.step:

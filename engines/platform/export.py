@@ -3,7 +3,7 @@
 Files (all UTF-8):
 - ``participants.csv``: one row per participant (condition, status, times, completion code);
 - ``responses.csv``: one row per answered field (long format: participant, step, round, field, value);
-- ``responses.jsonl``: one JSON object per participant with all their step responses;
+- ``responses.jsonl``: one JSON object per participant with all their step responses and study variables;
 - ``attempts.csv``: failed comprehension/attention attempts;
 - ``data_dictionary.csv``: every response field with its label, type and constraints;
 - ``study_config.json``: the protocol, its constants with overrides, conditions and code version.
@@ -120,8 +120,11 @@ def export_study(slug: str, *, engine: Engine | None = None) -> StudyExport:
             "submitted_at": _iso(r.submitted_at), "duration_s": r.duration_s,
         })
 
+    # The JSONL also carries each participant's study variables (derived data a study keeps,
+    # such as the AI sets shown and the thresholds used), which do not fit the flat CSVs.
     jsonl = "".join(
-        json.dumps({**row, "responses": per_participant[row["participant_id"]]}, sort_keys=True) + "\n"
+        json.dumps({**row, "vars": by_id[row["participant_id"]].vars or {},
+                    "responses": per_participant[row["participant_id"]]}, sort_keys=True, default=str) + "\n"
         for row in participant_rows
     )
     attempt_rows = [{

@@ -14,6 +14,7 @@ Guarantees (each backed by a test):
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -195,7 +196,7 @@ def _context(protocol: StudyProtocol, study: Study, participant: Participant, in
         condition_params=protocol.condition_params(participant.condition),
         round_number=instance.round_number,
         C=_constants(protocol, study),
-        vars=dict(participant.vars or {}),
+        vars=copy.deepcopy(participant.vars or {}),  # hooks may edit nested values in place
         responses=responses,
         study_config=dict(study.config or {}),
         study_slug=study.slug,

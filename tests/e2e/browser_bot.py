@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 from playwright.sync_api import Locator, Page, expect
 
 from engines.platform import runtime
-from engines.platform.bots import Bot, Submission, SubmissionMustFail, stored_responses
+from engines.platform.bots import Bot, Submission, SubmissionMustFail, iterate_with_view, stored_responses
 from engines.platform.forms import FieldSpec, field_specs
 from engines.platform.study import StepInstance
 from pages._ui import widget_key
@@ -245,9 +245,9 @@ class BrowserParticipant:
 
     def play(self, bot: Bot) -> runtime.StepView:
         """Play every item of ``bot.play()`` through the page; returns the final view."""
-        for item in bot.play():
-            view = self.view()
-            bot.participant_id, bot.condition, bot.view = view.participant_id, view.condition, view
+        for item in iterate_with_view(bot, self.view):
+            view = bot.view
+            bot.participant_id, bot.condition = view.participant_id, view.condition
             if isinstance(item, SubmissionMustFail):
                 self.answer_must_fail(item)
             else:

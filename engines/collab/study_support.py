@@ -1,0 +1,200 @@
+"""Helpers of the crowdsourced shape-counting study (``studies/collab_shapes``), kept out of the page.
+
+- Deterministic images: ``interaction_seed`` hashes (seed base, study slug, external id,
+  interaction index) into a seed, so a participant sees the same image after a refresh and two
+  participants see different ones; ``interaction_difficulty`` draws the difficulty from it.
+- The AI: ``trial_case`` generates the image and runs the shipped CNN on it (model and cases
+  cached per process; torch is imported only here, on first use).
+- The controller: ``stream_state`` reads (creating if needed) a condition's controller stream
+  *inside the caller's open write transaction*. ``engines.collab.store.ensure_stream`` opens a
+  transaction of its own, which would wait forever on SQLite's write lock held by a step's
+  ``after_submit``; this function writes through the session it is given instead.
+- Rules: ``round_masks`` builds the prefix z_{t,k} from the participant's answers so far (belief
+  set = the single count entered) and evaluates the study's protect and supply rules on it.
+
+No Streamlit here (layering): the renderer in ``pages/_renderers/collab_trial.py`` calls these.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from engines.collab.controller import ControllerConfig, ControllerState, prediction_set
+from engines.collab.models import ControllerStream
+from engines.collab.rules import Prefix, make_rule
+from engines.collab.shapes import N_LABELS, generate_task, to_png_bytes
+from engines.platform.db import read_session
+from engines.platform.models import Participant, Study
+
+CONFIG_KEYS = ("alpha_harm", "alpha_comp", "eta_harm", "eta_comp", "q_harm_init", "q_comp_init", "conditional")
+
+
+@dataclass(frozen=True)
+class TrialCase:
+    """One interaction's image with its truth and the AI's probabilities over the counts 0..9."""
+
+    seed: int
+    difficulty: float
+    question: str
+    count: int
+    probs: tuple[float, ...]
+
+    @property
+    def scores(self) -> np.ndarray:
+        """s(y) = 1 - p_AI(y), in [0, 1]."""
+        return 1.0 - np.asarray(self.probs, dtype=float)
+
+
+def interaction_seed(seed_base: int | str, study_slug: str, external_id: str, index: int) -> int:
+    """A 63-bit image seed from sha256("{seed_base}:{study_slug}:{external_id}:{index}")."""
+    digest = hashlib.sha256(f"{seed_base}:{study_slug}:{external_id}:{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def interaction_difficulty(seed: int, low: float, high: float) -> float:
+    """Difficulty in [low, high], drawn from the image seed (rounded to 3 decimals, stable in JSON)."""
+    u = np.random.default_rng([seed, 1]).uniform()
+    return round(float(low + (high - low) * u), 3)
+
+
+@functools.lru_cache(maxsize=4096)
+def _task(seed: int, difficulty: float):
+    return generate_task(seed, difficulty)
+
+
+@functools.lru_cache(maxsize=4096)
+def trial_case(seed: int, difficulty: float) -> TrialCase:
+    """The image's truth and the shipped CNN's probabilities (cached: the page asks on every rerun)."""
+    from engines.collab.counter import load_counter, predict_proba  # torch: imported on first use only
+
+    task = _task(seed, difficulty)
+    probs = predict_proba(load_counter(), task.image[None])[0]
+    return TrialCase(seed=seed, difficulty=difficulty, question=task.question, count=int(task.count),
+                     probs=tuple(float(p) for p in probs))
+
+
+@functools.lru_cache(maxsize=512)
+def trial_png(seed: int, difficulty: float, scale: int = 5) -> bytes:
+    """PNG bytes of the interaction's image, enlarged ``scale`` times (nearest neighbour)."""
+    return to_png_bytes(_task(seed, difficulty).image, scale=scale)
+
+
+def trial_question(seed: int, difficulty: float) -> str:
+    return _task(seed, difficulty).question
+
+
+def controller_config(params: Mapping[str, Any]) -> ControllerConfig:
+    """The controller config of a condition's parameters (the keys in ``CONFIG_KEYS``; others ignored)."""
+    return ControllerConfig(**{k: params[k] for k in CONFIG_KEYS if k in params})
+
+
+def initial_state(params: Mapping[str, Any]) -> ControllerState:
+    """q_1 from the condition's ``q_harm_init``/``q_comp_init``; ``mode="fixed"`` forces η = 0."""
+    config = controller_config(params)
+    if params.get("mode") == "fixed":
+        config = dataclasses.replace(config, eta_harm=0.0, eta_comp=0.0)
+    return ControllerState.initial(config)
+
+
+def stream_state(session: Session, key: str, initial: ControllerState, *, study_slug: str | None = None,
+                 condition: str | None = None) -> ControllerState:
+    """The stream's current state, read (and created with ``initial`` if missing) in ``session``.
+
+    Use from a step's ``after_submit`` with ``ctx.session``: the read and a creation commit with
+    the stored answer, and the row lock (PostgreSQL) orders it with concurrent updates.
+    """
+    stream = session.exec(select(ControllerStream).where(ControllerStream.key == key).with_for_update()).first()
+    if stream is not None:
+        return ControllerState.from_dict(stream.state)
+    study_id = None
+    if study_slug:
+        study_id = session.exec(select(Study.id).where(Study.slug == study_slug)).first()
+    try:
+        with session.begin_nested():  # a savepoint: a concurrent creator (PostgreSQL) must not void the answer
+            session.add(ControllerStream(key=key, study_id=study_id, condition=condition,
+                                         initial_state=initial.to_dict(), state=initial.to_dict()))
+    except IntegrityError:
+        stream = session.exec(select(ControllerStream).where(ControllerStream.key == key).with_for_update()).one()
+        return ControllerState.from_dict(stream.state)
+    return initial
+
+
+def confidence_unit(confidence: int, scale_max: int = 5) -> float:
+    """A 1..scale_max rating as a confidence in [0, 1] (1 -> 0, scale_max -> 1) for the rules' prefix."""
+    return (float(confidence) - 1.0) / max(scale_max - 1, 1)
+
+
+def _one_hot(labels: Sequence[int] | None) -> np.ndarray:
+    mask = np.zeros(N_LABELS, dtype=bool)
+    if labels:
+        mask[list(labels)] = True
+    return mask
+
+
+def round_masks(protect_rule: Mapping[str, Any], supply_rule: Mapping[str, Any], answers: Sequence[int],
+                confidences: Sequence[int], ai_sets: Sequence[Sequence[int]], scale_max: int = 5
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Protect and supply masks (K,) for round k = len(answers), from the prefix z_{t,k}.
+
+    The participant enters one count per round, so the belief set H_{t,k} is that count alone.
+    ``ai_sets`` are the sets shown after rounds 1..k-1; the rules are ``{"name": ..., "params": {...}}``.
+    """
+    k = len(answers)
+    if k < 1 or len(confidences) != k or len(ai_sets) != k - 1:
+        raise ValueError("round_masks needs k answers and confidences and k-1 earlier AI sets")
+    belief = np.stack([_one_hot([a]) for a in answers])
+    prior = np.stack([_one_hot(s) for s in ai_sets]) if ai_sets else np.zeros((0, N_LABELS), dtype=bool)
+    prefix = Prefix(belief, np.asarray(answers, dtype=int),
+                    np.asarray([confidence_unit(c, scale_max) for c in confidences], dtype=float), prior)
+    protect = make_rule(protect_rule["name"], **(protect_rule.get("params") or {}))(prefix)
+    supply = make_rule(supply_rule["name"], **(supply_rule.get("params") or {}))(prefix)
+    return protect, supply
+
+
+def ai_set(scores: np.ndarray, protect: np.ndarray, supply: np.ndarray, q_harm: float, q_comp: float) -> list[int]:
+    """The counts the AI shows: ``controller.prediction_set`` as a sorted list of labels."""
+    return [int(y) for y in np.flatnonzero(prediction_set(scores, protect, q_harm, q_comp, supply))]
+
+
+def interaction_rows(study_slug: str, *, engine: Engine | None = None) -> list[dict[str, Any]]:
+    """One row per started interaction of the study's participants, from their stored vars.
+
+    The platform export (``engines.platform.export``) has the typed answers but not participant
+    vars; this gives the derived data (image seed, frozen thresholds, sets shown, truth, errors,
+    stream seq) for analysis. Rounds stay a list of dicts (JSON) in the ``rounds`` column.
+    """
+    rows = []
+    with read_session(engine) as session:
+        participants = session.exec(
+            select(Participant).join(Study, Study.id == Participant.study_id)
+            .where(Study.slug == study_slug).order_by(Participant.id)).all()
+        for participant in participants:
+            for item in ((participant.vars or {}).get("collab") or {}).get("interactions") or []:
+                rows.append({"participant_id": participant.id, "external_id": participant.external_id,
+                             "condition": participant.condition, **item})
+    return rows
+
+
+def labels_of(mask: np.ndarray) -> list[int]:
+    return [int(y) for y in np.flatnonzero(np.asarray(mask, dtype=bool))]
+
+
+def mask_of(labels: Sequence[int]) -> np.ndarray:
+    return _one_hot(labels)
+
+
+__all__ = [
+    "TrialCase", "ai_set", "confidence_unit", "controller_config", "initial_state", "interaction_difficulty",
+    "interaction_rows", "interaction_seed", "labels_of", "mask_of", "round_masks", "stream_state", "trial_case", "trial_png",
+    "trial_question",
+]

@@ -1,0 +1,83 @@
+"""Displays of the shape-counting study (``studies/collab_shapes``): a trial round and the worked example.
+
+The trial page fits a laptop screen: the image on the left; on the right the question, the
+progress, the earlier rounds, the AI's set as chips and the answer form (type the count and
+press Enter). Everything shown comes from the step's template variables, i.e. from what is
+stored: the AI set drawn here is the one the study stored when the previous round was submitted.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from engines.collab import study_support as support
+from engines.platform import runtime
+from engines.platform.forms import field_specs
+from pages._ui import form_values, register_step_renderer, render_field, widget_key
+
+
+def chips(labels: list[int]) -> str:
+    return " ".join(f":blue-badge[**{y}**]" for y in labels)
+
+
+def _submit(view: runtime.StepView, specs, values) -> None:
+    try:
+        runtime.submit(view.participant_id, view.step.index, form_values(specs, values))
+    except runtime.InvalidResponse as exc:
+        labels = {spec.name: spec.label for spec in specs}
+        for name, message in exc.errors.items():
+            st.error(f"{labels.get(name, name)}: {message}")
+        return
+    except runtime.StepOutOfOrder:
+        pass  # another tab moved on; the rerun shows the current step
+    st.rerun()
+
+
+@register_step_renderer("collab_trial")
+def collab_trial(view: runtime.StepView) -> None:
+    tv = view.template_vars
+    index = view.step.index
+    if tv.get("feedback"):
+        st.info(tv["feedback"])
+    left, right = st.columns([1, 1], gap="large")
+    with left:
+        st.image(support.trial_png(tv["seed"], tv["difficulty"]), width=320)
+    with right:
+        st.caption(f"Image {tv['interaction']} of {tv['interactions']} · round {tv['round']} of {tv['rounds']}")
+        st.progress((tv["interaction"] - 1) / max(tv["interactions"], 1))
+        st.markdown(f"### {tv['question']}")
+        for number, past in enumerate(tv["history"], start=1):
+            st.markdown(f"Round {number}: you answered **{past['answer']}** (confidence {past['confidence']}/5)")
+        if tv["mode"] != "none" and tv["history"]:
+            shown = tv["ai_set"] or []
+            if shown:
+                st.markdown(f"**The AI's set of likely counts:** {chips(shown)}")
+            else:
+                st.markdown("**The AI's set is empty:** it is not sure enough of any count.")
+        specs = [s for s in field_specs(view.step.step.Response) if s.name != "final" or tv["can_finalise"]]
+        with st.form(key=f"form-{index}"):
+            values = {}
+            for spec in specs:
+                key = widget_key(index, spec.name)
+                if spec.name == "final":
+                    values[spec.name] = st.checkbox(spec.label, key=key, value=bool(tv["last_round"]))
+                    if tv["last_round"]:
+                        st.caption("This is the last round for this image: your answer is final.")
+                else:
+                    values[spec.name] = render_field(spec, key)
+            submitted = st.form_submit_button(view.step.step.submit_label, type="primary")
+        if tv["round"] == 1 and tv["mode"] != "none":
+            st.caption("After your answer, the AI shows its set of likely counts and you can revise.")
+    if submitted:
+        _submit(view, specs, values)
+
+
+@register_step_renderer("collab_instructions")
+def collab_instructions(view: runtime.StepView) -> None:
+    tv = view.template_vars
+    st.image(support.trial_png(tv["example_seed"], tv["example_difficulty"]), width=240,
+             caption="Worked example: " + support.trial_question(tv["example_seed"], tv["example_difficulty"]))
+    with st.form(key=f"form-{view.step.index}"):
+        submitted = st.form_submit_button(view.step.step.submit_label, type="primary")
+    if submitted:
+        _submit(view, [], {})

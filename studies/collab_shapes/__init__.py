@@ -1,0 +1,323 @@
+"""Counting shapes with an AI: multi-round human-AI collaboration under an online two-threshold controller.
+
+The crowdsourced "pictorial reasoning" study of ``shared/specs/collab.md`` §6 (after Noorani et
+al., arXiv:2602.17646). Each participant does ``C.INTERACTIONS`` interactions of up to ``C.ROUNDS``
+rounds: they see an image ("How many triangles?") and enter a count and a confidence; the AI then
+shows its set of likely counts; they revise; and so on until they mark an answer final (round 1
+cannot be final when there is an AI, the last round always is). Feedback (``C.FEEDBACK``) follows
+each interaction. Consent, instructions with a worked example, a comprehension check, an
+attention check before and after the trials, a post-survey (trust, workload) and a completion code
+frame the trials.
+
+Conditions (``C.CONDITIONS``): ``online`` (the controller's thresholds move after every finished
+interaction), ``fixed`` (the same sets with thresholds frozen at their initial values, η = 0),
+``no_ai`` (no set: human alone). One controller stream per condition, key "<study slug>:<condition>",
+shared by all its participants (``engines.collab.store``).
+
+Design, in the order the data flows:
+
+- Image: seed = sha256("{C.IMAGE_SEED}:{slug}:{external id}:{interaction index}") (63 bits), difficulty
+  drawn from the seed in ``C.DIFFICULTY``; the AI is the shipped CNN on that image.
+- Frozen thresholds: when round 1 of interaction t is submitted, ``after_submit`` reads the stream's
+  current (q^H, q^C) in the same write transaction and stores them with the interaction; every set of
+  the interaction uses them. Nothing shown before that depends on the thresholds.
+- Sets: the set of round k is computed once, in ``after_submit`` of round k, from the prefix (the
+  participant's answers and confidences of rounds 1..k and the sets already shown) with the rules
+  ``C.PROTECT_RULE``/``C.SUPPLY_RULE`` and ``controller.prediction_set``; it is stored, and round k+1
+  displays the stored set, so the set seen is the set stored. No set follows a final answer.
+- Errors and update: when an answer is final, ``controller.interaction_errors`` over the rounds whose
+  set was shown (max over rounds of the activated omission) gives (err^H, err^C), and
+  ``store.record_interaction`` (idempotent per "<participant id>:<interaction index>") applies it to
+  the condition's stream in the same transaction as the answer (``online`` and ``fixed``; the fixed
+  stream has η = 0, so it only counts violations).
+- Stored: each round's typed answer (answer, confidence, final) as a step response; the derived
+  data in the participant's vars under ``collab.interactions[i]``: seed, difficulty, mode, stream,
+  frozen q_harm/q_comp, per round {answer, confidence, protect, supply, ai_set}, and at the end
+  final_round, final_answer, true_count, correct, err/fired flags and the stream update's seq and
+  thresholds after it.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from engines.collab import store
+from engines.collab import study_support as support
+from engines.collab.controller import interaction_errors
+from engines.platform.study import Check, CompletionStep, ConsentStep, Constants, InfoStep, Step, StepContext
+
+
+class C(Constants):
+    NAME = "collab_shapes"
+    TITLE = "Counting shapes with an AI"
+    COMPLETION_CODE = "SHAPES2026"
+    SCREENED_OUT_CODE = "SHAPESSCREEN"
+    MAX_ATTENTION_FAILURES = 1  # screened out after failing both attention checks
+    ESTIMATED_MINUTES = 15
+    INTERACTIONS = 20
+    ROUNDS = 3
+    CONFIDENCE_MAX = 5
+    # Online first: least-filled assignment breaks ties by this order.
+    CONDITIONS: ClassVar = {
+        "online": {"mode": "online", "alpha_harm": 0.1, "alpha_comp": 0.1, "eta_harm": 0.05, "eta_comp": 0.05,
+                   "q_harm_init": 0.9, "q_comp_init": 0.8},
+        "fixed": {"mode": "fixed", "alpha_harm": 0.1, "alpha_comp": 0.1, "q_harm_init": 0.9, "q_comp_init": 0.8},
+        "no_ai": {"mode": "none"},
+    }
+    PROTECT_RULE: ClassVar = {"name": "human_holds", "params": {}}
+    SUPPLY_RULE: ClassVar = {"name": "human_lacks", "params": {}}
+    FEEDBACK = "truth"  # "truth": the correct count after each interaction; "none": no feedback
+    IMAGE_SEED = 2026
+    DIFFICULTY: ClassVar = (0.4, 1.0)  # image difficulty range (0 easy .. 1 hard), drawn per image
+    IMAGE_SCALE = 5  # 64 px images shown at 320 px
+    # Worked example on the instructions page (a fixed image and an example set).
+    EXAMPLE_SEED = 12
+    EXAMPLE_DIFFICULTY = 0.3
+
+
+# RESPONSE SCHEMAS
+
+
+class ComprehensionResponse(BaseModel):
+    task: Literal["How many triangles are in the image", "How many shapes are in the image",
+                  "Which shape appears most often"] = Field(title="What do you enter in each round?")
+    rounds: Literal["1", "Up to 3", "As many as I like"] = Field(title="How many rounds can one image take?")
+
+
+class TrialResponse(BaseModel):
+    answer: int = Field(ge=0, le=9, title="How many triangles?", description="a whole number from 0 to 9")
+    confidence: int = Field(ge=1, le=5, title="How confident are you?",
+                            description="1 = guessing, 5 = certain", json_schema_extra={"widget": "likert"})
+    final: bool = Field(default=False, title="This is my final answer")
+
+
+class AttentionResponse(BaseModel):
+    answer: Literal["Never", "Rarely", "Sometimes", "Often", "Always"] = Field(
+        title="To show you are reading carefully, please select 'Rarely'.")
+
+
+class SurveyResponse(BaseModel):
+    trust: int = Field(ge=1, le=7, title="How much did you trust the AI's suggestions?",
+                       description="1 = not at all, 7 = completely (if you saw none, answer 1)",
+                       json_schema_extra={"widget": "likert"})
+    workload: int = Field(ge=1, le=7, title="How mentally demanding was the task?",
+                          description="1 = very low, 7 = very high", json_schema_extra={"widget": "likert"})
+    comments: str = Field(default="", max_length=500, title="Any comments? (optional)")
+
+
+# FUNCTIONS
+
+
+def slot(round_number: int) -> tuple[int, int]:
+    """(interaction index from 0, round from 1) of the trial step's ``round_number`` (1-based)."""
+    return (round_number - 1) // C.ROUNDS, (round_number - 1) % C.ROUNDS + 1
+
+
+def rounds_of(ctx: StepContext) -> int:
+    return min(int(ctx.C.ROUNDS), C.ROUNDS)  # an instance may lower ROUNDS, not raise it (repeat is fixed)
+
+
+def mode_of(ctx: StepContext) -> str:
+    return ctx.condition_params.get("mode", "none")
+
+
+def interactions(ctx: StepContext) -> list[dict[str, Any]]:
+    return list((ctx.vars.get("collab") or {}).get("interactions") or [])
+
+
+def stream_key(ctx: StepContext) -> str:
+    return f"{ctx.study_slug}:{ctx.condition}"
+
+
+def image_of(ctx: StepContext, index: int) -> tuple[int, float]:
+    seed = support.interaction_seed(ctx.C.IMAGE_SEED, ctx.study_slug, ctx.external_id, index)
+    low, high = ctx.C.DIFFICULTY
+    return seed, support.interaction_difficulty(seed, low, high)
+
+
+def feedback_for(ctx: StepContext, record: dict[str, Any] | None) -> str:
+    if ctx.C.FEEDBACK != "truth" or not record or record.get("final_round") is None:
+        return ""
+    verdict = "right" if record["correct"] else "not right"
+    return (f"Previous image: the correct count was **{record['true_count']}**; your final answer "
+            f"{record['final_answer']} was {verdict}.")
+
+
+# STEPS
+
+
+class Consent(ConsentStep):
+    title = "Consent"
+    body = ("You are invited to a study on how people work with an AI on a counting task. You will count "
+            "triangles in {n} small images (about {minutes} minutes). We store your answers with your panel id "
+            "only. Taking part is voluntary; you can stop at any time by closing the page.")
+
+    @staticmethod
+    def vars_for_template(ctx: StepContext) -> dict:
+        return {"minutes": ctx.C.ESTIMATED_MINUTES, "n": ctx.C.INTERACTIONS}
+
+
+class Instructions(InfoStep):
+    title = "How it works"
+    template = "collab_instructions"
+    body = ("You will see {n} images, one at a time. For each image, count the **triangles** (ignore the other "
+            "shapes) and say how sure you are, from 1 (guessing) to 5 (certain). Type the number and press "
+            "Enter.\n\n{ai_part}\n\n**Worked example.** {example}")
+
+    @staticmethod
+    def vars_for_template(ctx: StepContext) -> dict:
+        example = support.trial_case(ctx.C.EXAMPLE_SEED, ctx.C.EXAMPLE_DIFFICULTY)
+        if mode_of(ctx) == "none":
+            ai_part = (f"You have up to {rounds_of(ctx)} rounds per image: you may check the image again and "
+                       "revise your count, or tick *This is my final answer*.")
+            text = f"This image has {example.count} triangles, so the right answer is {example.count}."
+        else:
+            ai_part = (f"After your first answer an AI shows its **set of likely counts** (for example "
+                       "`3` `4`): counts it thinks could be right. You then revise your answer (or keep it) "
+                       f"and may tick *This is my final answer*. An image takes at most {rounds_of(ctx)} rounds; "
+                       "the AI can be wrong, and its set can even be empty when it is unsure.")
+            top = sorted(range(len(example.probs)), key=lambda y: -example.probs[y])[:2]
+            text = (f"Suppose you answered {example.count + 1}. The AI might show the set "
+                    f"`{min(top)}` `{max(top)}`: it thinks the count is one of these. Looking again you find "
+                    f"{example.count} triangles, change your answer to {example.count} and mark it final.")
+        return {"n": ctx.C.INTERACTIONS, "ai_part": ai_part, "example": text,
+                "example_seed": ctx.C.EXAMPLE_SEED, "example_difficulty": ctx.C.EXAMPLE_DIFFICULTY}
+
+
+class Comprehension(Step):
+    title = "Quick check"
+    Response = ComprehensionResponse
+    check = Check(answers={"task": "How many triangles are in the image", "rounds": "Up to 3"}, max_attempts=2,
+                  on_fail="screen_out", feedback="Some answers are not right. Please read the instructions again.")
+
+
+class AttentionBefore(Step):
+    title = "Before we start"
+    Response = AttentionResponse
+    check = Check(answers={"answer": "Rarely"}, kind="attention", max_attempts=1, on_fail="continue")
+
+
+class Trial(Step):
+    """Round r of interaction i (``slot``); rounds after the final answer are skipped."""
+
+    title = ""
+    Response = TrialResponse
+    repeat = C.INTERACTIONS * C.ROUNDS
+    template = "collab_trial"
+    submit_label = "Submit answer"
+
+    @staticmethod
+    def is_displayed(ctx: StepContext) -> bool:
+        index, rnd = slot(ctx.round_number)
+        if index >= ctx.C.INTERACTIONS or rnd > rounds_of(ctx):
+            return False
+        if rnd == 1:
+            return True
+        done = interactions(ctx)
+        if index >= len(done):
+            return False
+        record = done[index]
+        return record.get("final_round") is None and len(record["rounds"]) == rnd - 1
+
+    @staticmethod
+    def vars_for_template(ctx: StepContext) -> dict:
+        index, rnd = slot(ctx.round_number)
+        done = interactions(ctx)
+        record = done[index] if index < len(done) else None
+        seed, difficulty = (record["seed"], record["difficulty"]) if record else image_of(ctx, index)
+        history = [{k: r[k] for k in ("answer", "confidence", "ai_set")} for r in (record or {}).get("rounds", [])]
+        mode = mode_of(ctx)
+        return {
+            "interaction": index + 1, "interactions": ctx.C.INTERACTIONS, "round": rnd, "rounds": rounds_of(ctx),
+            "mode": mode, "seed": seed, "difficulty": difficulty, "question": support.trial_question(seed, difficulty),
+            "history": history, "ai_set": history[-1]["ai_set"] if history else None,
+            "can_finalise": not (rnd == 1 and mode != "none"), "last_round": rnd == rounds_of(ctx),
+            "feedback": feedback_for(ctx, done[index - 1]) if rnd == 1 and 0 < index <= len(done) else "",
+        }
+
+    @staticmethod
+    def validate(ctx: StepContext, response: BaseModel) -> dict[str, str]:
+        _, rnd = slot(ctx.round_number)
+        if rnd == 1 and response.final and mode_of(ctx) != "none":
+            return {"final": "Please look at the AI's suggestion first; you can finalise from round 2."}
+        if rnd == rounds_of(ctx) and not response.final:
+            return {"final": "This is the last round for this image, so this answer is final."}
+        return {}
+
+    @staticmethod
+    def after_submit(ctx: StepContext, response: BaseModel) -> None:
+        index, rnd = slot(ctx.round_number)
+        mode = mode_of(ctx)
+        collab = copy.deepcopy(ctx.vars.get("collab") or {"interactions": []})
+        items = collab["interactions"]
+        if rnd == 1:
+            seed, difficulty = image_of(ctx, index)
+            record: dict[str, Any] = {"index": index, "seed": seed, "difficulty": difficulty, "mode": mode,
+                                      "stream": None, "q_harm": None, "q_comp": None, "rounds": []}
+            if mode != "none":
+                # Freeze the interaction's thresholds: the stream's state now, read in this transaction.
+                key = stream_key(ctx)
+                state = support.stream_state(ctx.session, key, support.initial_state(ctx.condition_params),
+                                             study_slug=ctx.study_slug, condition=ctx.condition)
+                record.update(stream=key, q_harm=state.q_harm, q_comp=state.q_comp)
+            del items[index:]  # a resubmission never reaches here (the runtime stores a step once)
+            items.append(record)
+        record = items[index]
+        final = bool(response.final) or rnd >= rounds_of(ctx)
+        this_round: dict[str, Any] = {"answer": response.answer, "confidence": response.confidence,
+                                      "protect": None, "supply": None, "ai_set": None}
+        record["rounds"].append(this_round)
+        case = support.trial_case(record["seed"], record["difficulty"])
+        if mode != "none" and not final:
+            rounds = record["rounds"]
+            protect, supply = support.round_masks(
+                ctx.C.PROTECT_RULE, ctx.C.SUPPLY_RULE, [r["answer"] for r in rounds], [r["confidence"] for r in rounds],
+                [r["ai_set"] for r in rounds[:-1]], scale_max=ctx.C.CONFIDENCE_MAX)
+            this_round.update(protect=support.labels_of(protect), supply=support.labels_of(supply),
+                              ai_set=support.ai_set(case.scores, protect, supply, record["q_harm"], record["q_comp"]))
+        if final:
+            record.update(final_round=rnd, final_answer=response.answer, true_count=case.count,
+                          correct=response.answer == case.count)
+            shown = [r for r in record["rounds"] if r["ai_set"] is not None]
+            if mode != "none" and shown:
+                errors = interaction_errors(
+                    case.scores, case.count, [support.mask_of(r["protect"]) for r in shown],
+                    [support.mask_of(r["supply"]) for r in shown], record["q_harm"], record["q_comp"])
+                update = store.record_interaction(
+                    record["stream"], f"{ctx.participant_id}:{index}", err_harm=errors.err_harm,
+                    err_comp=errors.err_comp, fired_harm=errors.fired_harm, fired_comp=errors.fired_comp,
+                    participant_id=ctx.participant_id, session=ctx.session)
+                record.update(err_harm=errors.err_harm, err_comp=errors.err_comp, fired_harm=errors.fired_harm,
+                              fired_comp=errors.fired_comp, stream_seq=update.seq,
+                              q_harm_after=update.after.q_harm, q_comp_after=update.after.q_comp)
+        ctx.vars["collab"] = collab
+
+
+class AttentionAfter(Step):
+    title = "Almost done"
+    body = "{feedback}"
+    Response = AttentionResponse
+    check = Check(answers={"answer": "Rarely"}, kind="attention", max_attempts=1, on_fail="continue")
+
+    @staticmethod
+    def vars_for_template(ctx: StepContext) -> dict:
+        done = interactions(ctx)
+        return {"feedback": feedback_for(ctx, done[-1]) if done else ""}
+
+
+class Survey(Step):
+    title = "A few last questions"
+    Response = SurveyResponse
+    submit_label = "Finish"
+
+
+class Completion(CompletionStep):
+    body = "Your answers are saved. Thank you for taking part!"
+
+
+step_sequence = [Consent, Instructions, Comprehension, AttentionBefore, Trial, AttentionAfter, Survey, Completion]
+
+from studies.collab_shapes.bot import PlayerBot as PlayerBot  # noqa: E402 - the bot needs the steps above

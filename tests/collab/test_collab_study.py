@@ -1,0 +1,240 @@
+"""The shape-counting collaboration study: streams, stored sets, conditions, idempotence, the page."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sqlmodel import select
+
+from engines.collab import store
+from engines.collab import study_support as support
+from engines.collab.controller import prediction_set
+from engines.platform import runtime, study_admin
+from engines.platform.bots import run_bot, stored_responses
+from engines.platform.db import read_session
+from engines.platform.models import Participant
+from studies.collab_shapes import C, PlayerBot, Trial, slot
+
+SLUG = "shapes"
+
+
+def participant_vars(participant_id: int) -> list[dict]:
+    with read_session() as session:
+        return session.get(Participant, participant_id).vars["collab"]["interactions"]
+
+
+def trial_rows(participant_id: int):
+    return [r for r in stored_responses(participant_id) if r.step_name == "Trial"]
+
+
+def advance_to_trials(participant_id: int) -> runtime.StepView:
+    view = runtime.current_view(participant_id)
+    for data in ({"agree": True}, {}, {"task": "How many triangles are in the image", "rounds": "Up to 3"},
+                 {"answer": "Rarely"}):
+        runtime.submit(participant_id, view.step.index, data)
+        view = runtime.current_view(participant_id)
+    assert view.step.step is Trial
+    return view
+
+
+@pytest.fixture
+def study(sqlite_db):
+    study_admin.create_study(SLUG, "collab_shapes")
+    return SLUG
+
+
+@pytest.fixture
+def six_bots(study):
+    """Six participants, two per condition (least filled, ties in C.CONDITIONS order)."""
+    reports = []
+    for n, case in enumerate(["follows_ai", "ignores_ai"] * 3):
+        bot = PlayerBot(case)
+        reports.append((run_bot(study, bot, f"p{n}"), bot))
+    return reports
+
+
+def test_conditions_are_balanced(six_bots):
+    conditions = [report.condition for report, _ in six_bots]
+    assert conditions == ["online", "fixed", "no_ai"] * 2
+    assert all(report.status == "completed" for report, _ in six_bots)
+
+
+def test_online_stream_gets_one_update_per_interaction_in_order(six_bots):
+    online = [bot.participant_id for report, bot in six_bots if report.condition == "online"]
+    updates = store.history(f"{SLUG}:online")
+    assert [u.seq for u in updates] == list(range(1, C.INTERACTIONS * len(online) + 1))
+    expected = [f"{pid}:{i}" for pid in online for i in range(C.INTERACTIONS)]  # participants ran one after the other
+    assert [u.interaction_key for u in updates] == expected
+    final = store.audit(f"{SLUG}:online")
+    assert final.t == len(updates)
+    for pid in online:
+        items = participant_vars(pid)
+        assert len(items) == C.INTERACTIONS
+        mine = [u for u in updates if u.participant_id == pid]
+        for item, update in zip(items, mine, strict=True):
+            # Sequential participants: the frozen thresholds are the stream's state when the update applied.
+            assert math.isclose(item["q_harm"], update.q_harm_before) and math.isclose(item["q_comp"], update.q_comp_before)
+            assert (item["err_harm"], item["err_comp"]) == (update.err_harm, update.err_comp)
+            assert item["stream_seq"] == update.seq
+
+
+def test_fixed_stream_counts_but_never_moves(six_bots):
+    fixed = store.audit(f"{SLUG}:fixed")
+    assert fixed.t == 2 * C.INTERACTIONS
+    params = C.CONDITIONS["fixed"]
+    assert (fixed.q_harm, fixed.q_comp) == (params["q_harm_init"], params["q_comp_init"])
+
+
+def test_the_set_shown_is_stored_and_recomputes_from_stored_answers(six_bots):
+    checked = 0
+    for report, bot in six_bots:
+        if report.condition == "no_ai":
+            continue
+        items = participant_vars(bot.participant_id)
+        rows = trial_rows(bot.participant_id)
+        by_interaction: dict[int, list[dict]] = {}
+        for row in rows:
+            index, rnd = slot(row.round_number)
+            by_interaction.setdefault(index, []).append(row.data)
+            assert len(by_interaction[index]) == rnd  # rounds stored in order, none skipped
+        for index, item in enumerate(items):
+            answers = [d["answer"] for d in by_interaction[index]]
+            confidences = [d["confidence"] for d in by_interaction[index]]
+            assert [r["answer"] for r in item["rounds"]] == answers
+            assert item["final_round"] == len(answers) and by_interaction[index][-1]["final"]
+            case = support.trial_case(item["seed"], item["difficulty"])
+            assert item["true_count"] == case.count
+            for k in range(1, len(answers)):  # rounds 1..final-1 showed a set
+                protect, supply = support.round_masks(C.PROTECT_RULE, C.SUPPLY_RULE, answers[:k], confidences[:k],
+                                                      [r["ai_set"] for r in item["rounds"][:k - 1]])
+                recomputed = prediction_set(case.scores, protect, item["q_harm"], item["q_comp"], supply)
+                assert support.labels_of(recomputed) == item["rounds"][k - 1]["ai_set"]
+                checked += 1
+            assert item["rounds"][-1]["ai_set"] is None  # no set after the final answer
+    assert checked >= 4 * C.INTERACTIONS
+
+
+def test_no_ai_condition_shows_no_set_and_has_no_stream(six_bots):
+    no_ai = [bot.participant_id for report, bot in six_bots if report.condition == "no_ai"]
+    for pid in no_ai:
+        items = participant_vars(pid)
+        assert len(items) == C.INTERACTIONS
+        assert all(r["ai_set"] is None for item in items for r in item["rounds"])
+        assert all(item["stream"] is None and "err_harm" not in item for item in items)
+    with pytest.raises(store.StreamError):
+        store.history(f"{SLUG}:no_ai")
+
+
+def test_double_submitting_a_round_stores_once_and_updates_once(study):
+    entered = runtime.enter(study, {"pid": "double"})
+    assert entered.condition == "online"
+    view = advance_to_trials(entered.participant_id)
+    first = runtime.submit(entered.participant_id, view.step.index, {"answer": 3, "confidence": 2})
+    again = runtime.submit(entered.participant_id, view.step.index, {"answer": 3, "confidence": 2})
+    assert first.accepted and again.duplicate
+    round2 = runtime.current_view(entered.participant_id)
+    assert round2.template_vars["round"] == 2 and round2.template_vars["ai_set"] is not None
+    data = {"answer": 3, "confidence": 4, "final": True}
+    assert not runtime.submit(entered.participant_id, round2.step.index, data).duplicate
+    assert runtime.submit(entered.participant_id, round2.step.index, data).duplicate
+    assert len(trial_rows(entered.participant_id)) == 2
+    updates = store.history(f"{study}:online")
+    assert [u.interaction_key for u in updates] == [f"{entered.participant_id}:0"]
+    assert len(participant_vars(entered.participant_id)) == 1
+    after = runtime.current_view(entered.participant_id)
+    assert after.template_vars["interaction"] == 2 and after.template_vars["round"] == 1
+    assert "correct count was" in after.template_vars["feedback"]  # C.FEEDBACK == "truth"
+
+
+def test_round_rules_are_validated(study):
+    entered = runtime.enter(study, {"pid": "rules"})
+    view = advance_to_trials(entered.participant_id)
+    with pytest.raises(runtime.InvalidResponse) as exc:
+        runtime.submit(entered.participant_id, view.step.index, {"answer": 3, "confidence": 2, "final": True})
+    assert set(exc.value.errors) == {"final"}  # AI conditions: see the set before finalising
+    with pytest.raises(runtime.InvalidResponse) as exc:
+        runtime.submit(entered.participant_id, view.step.index, {"answer": 10, "confidence": 6})
+    assert set(exc.value.errors) == {"answer", "confidence"}
+    assert trial_rows(entered.participant_id) == []
+
+
+def test_interleaved_participants_share_one_stream(study):
+    # Two online participants (a no-AI and a fixed one in between keep the balance).
+    ids = []
+    for name in ("a", "b", "c", "d"):
+        ids.append(runtime.enter(study, {"pid": name}))
+    online = [e.participant_id for e in ids if e.condition == "online"]
+    assert len(online) == 2
+    views = {pid: advance_to_trials(pid) for pid in online}
+    for pid in online:  # both start interaction 1 before either finishes it
+        runtime.submit(pid, views[pid].step.index, {"answer": 2, "confidence": 3})
+    for pid in online:
+        view = runtime.current_view(pid)
+        runtime.submit(pid, view.step.index, {"answer": 2, "confidence": 3, "final": True})
+    updates = store.history(f"{study}:online")
+    assert [u.interaction_key for u in updates] == [f"{pid}:0" for pid in online]
+    store.audit(f"{study}:online")
+    frozen = [participant_vars(pid)[0]["q_harm"] for pid in online]
+    assert frozen[0] == frozen[1] == C.CONDITIONS["online"]["q_harm_init"]  # both froze the initial state
+
+
+def test_images_are_deterministic_per_participant_and_interaction():
+    a = support.interaction_seed(C.IMAGE_SEED, SLUG, "p1", 0)
+    assert a == support.interaction_seed(C.IMAGE_SEED, SLUG, "p1", 0)
+    assert len({a, support.interaction_seed(C.IMAGE_SEED, SLUG, "p1", 1),
+                support.interaction_seed(C.IMAGE_SEED, SLUG, "p2", 0)}) == 3
+    d = support.interaction_difficulty(a, *C.DIFFICULTY)
+    assert C.DIFFICULTY[0] <= d <= C.DIFFICULTY[1]
+    case = support.trial_case(a, d)
+    assert 0 <= case.count <= 9 and math.isclose(sum(case.probs), 1.0)
+    assert np.all((case.scores >= 0) & (case.scores <= 1))
+
+
+def test_the_page_shows_the_stored_set_as_chips_and_none_without_ai(study):
+    from tests.apptest_driver import new_participant_app
+
+    shown = {}
+    for name in ("online-page", "fixed-page", "no-ai-page"):
+        at = new_participant_app(study, name)
+        pid = runtime.find_participant(study, name)
+        view = advance_to_trials(pid)
+        runtime.submit(pid, view.step.index, {"answer": 4, "confidence": 2})
+        at.run()
+        assert not at.exception
+        text = " ".join(m.value for m in at.markdown)
+        tv = runtime.current_view(pid).template_vars
+        shown[tv["mode"]] = (text, tv)
+        assert "round 2 of 3" in " ".join(c.value for c in at.caption)
+        assert len(at.get("image")) >= 1
+    for mode in ("online", "fixed"):
+        text, tv = shown[mode]
+        assert tv["ai_set"] is not None
+        if tv["ai_set"]:
+            assert "The AI's set of likely counts" in text
+            assert all(f":blue-badge[**{y}**]" in text for y in tv["ai_set"])
+        else:
+            assert "The AI's set is empty" in text
+    text, tv = shown["none"]
+    assert tv["ai_set"] is None and "The AI's set" not in text
+
+
+def test_interaction_rows_flatten_the_derived_data(six_bots):
+    with read_session() as session:
+        assert len(session.exec(select(Participant)).all()) == 6
+    rows = support.interaction_rows(SLUG)
+    assert len(rows) == 6 * C.INTERACTIONS
+    online = [r for r in rows if r["condition"] == "online"]
+    assert all(r["stream"] == f"{SLUG}:online" and r["stream_seq"] >= 1 for r in online)
+    assert {r["mode"] for r in rows} == {"online", "fixed", "none"}
+
+
+def test_a_study_instance_can_shorten_the_study(sqlite_db):
+    study_admin.create_study("short", "collab_shapes", config={"constants": {"INTERACTIONS": 3, "ROUNDS": 2}})
+    bot = PlayerBot("follows_ai")
+    report = run_bot("short", bot, "s1")
+    assert report.status == "completed"
+    items = participant_vars(bot.participant_id)
+    assert len(items) == 3 and all(item["final_round"] <= 2 for item in items)
+    assert len(store.history("short:online")) == 3
