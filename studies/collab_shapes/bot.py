@@ -1,8 +1,7 @@
 """Bot for the shape-counting study: a participant who follows the AI, one who ignores it, one screened out.
 
-The bot reads the page it is on with ``runtime.current_view`` (``self.view`` is set by the runner
-only after an item is yielded, so it shows the previous step while the next item is chosen) and
-knows the truth of each image from its seed, so its answers are deterministic.
+The bot reads the page it is on from ``self.view`` (the runners set it before each item is chosen)
+and knows the truth of each image from its seed, so its answers are deterministic.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ class PlayerBot(Bot):
     expected_status = {"fails_comprehension": "screened_out"}
 
     def current_vars(self) -> dict:
-        return runtime.current_view(self.participant_id).template_vars
+        return self.view.template_vars
 
     def first_guess(self, index: int, truth: int) -> int:
         if self.case == "follows_ai" and index % 3 == 0:
