@@ -41,6 +41,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench._results import write_result  # noqa: E402 - needs the repository on sys.path
+
 NAME = "collab"
 GOAL_PER_S = 100_000
 FULL_T, QUICK_T = 1_000_000, 20_000
@@ -207,13 +209,6 @@ def database_part(args: argparse.Namespace) -> list[dict]:
         except Exception as exc:  # noqa: BLE001 - an unreachable server is recorded, not fatal
             rows.append({"database": "postgresql", "skipped": f"{type(exc).__name__}: {exc}"[:300]})
     return rows
-
-
-def write_result(result: dict, out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(out)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,6 +34,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench._results import write_result  # noqa: E402 - needs the repository on sys.path
+
 NAME = "platform_store"
 LIMIT_P95_MS = 50.0
 GOAL_PARTICIPANTS = 50
@@ -189,13 +191,6 @@ def run(args: argparse.Namespace) -> dict:
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "duration_s": round(time.perf_counter() - started, 2),
     }
-
-
-def write_result(result: dict, out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(out)
 
 
 def main(argv: list[str] | None = None) -> int:

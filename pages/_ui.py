@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from engines.platform import auth, migrate
+from engines.platform import auth, migrate, runtime
 from engines.platform.auth import Identity
 from engines.platform.forms import FieldSpec
 from engines.platform.jobqueue import start_local_executor
@@ -188,7 +188,24 @@ def form_values(specs: list[FieldSpec], values: dict[str, Any]) -> dict[str, Any
     return data
 
 
-# Custom step renderers, by ``Step.template`` name: fn(view, submit) -> None.
+def submit_step_form(view, specs: list[FieldSpec], values: dict[str, Any]) -> None:
+    """Store a participant's form answer for the current step, then rerun to show the next one.
+
+    Invalid answers are shown as one error per field (labelled as on the form) and nothing moves.
+    """
+    try:
+        runtime.submit(view.participant_id, view.step.index, form_values(specs, values))
+    except runtime.InvalidResponse as exc:
+        labels = {spec.name: spec.label for spec in specs}
+        for name, message in exc.errors.items():
+            st.error(f"{labels.get(name, name)}: {message}")
+        return
+    except runtime.StepOutOfOrder:
+        pass  # another tab moved on; the rerun shows the current step
+    st.rerun()
+
+
+# Custom step renderers, by ``Step.template`` name: fn(view) -> None.
 STEP_RENDERERS: dict[str, Callable[..., None]] = {}
 
 

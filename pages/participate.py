@@ -71,16 +71,7 @@ def show_step(view: runtime.StepView) -> None:
         values = {spec.name: ui.render_field(spec, ui.widget_key(instance.index, spec.name)) for spec in specs}
         submitted = st.form_submit_button(step.submit_label, type="primary")
     if submitted:
-        try:
-            runtime.submit(view.participant_id, instance.index, ui.form_values(specs, values))
-        except runtime.InvalidResponse as exc:
-            labels = {spec.name: spec.label for spec in specs}
-            for name, message in exc.errors.items():
-                st.error(f"{labels.get(name, name)}: {message}")
-            return
-        except runtime.StepOutOfOrder:
-            pass  # another tab moved on; the rerun shows the current step
-        st.rerun()
+        ui.submit_step_form(view, specs, values)
 
 
 ui.boot()

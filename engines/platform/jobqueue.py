@@ -12,10 +12,8 @@ Job functions live in ``engines/<area>/jobs.py`` modules, which are discovered a
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
-import pkgutil
 import subprocess
 import sys
 import threading
@@ -33,6 +31,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from engines.platform.db import get_engine, read_session, write_transaction
+from engines.platform.discovery import import_area_modules
 from engines.platform.models import Job, JobStatus, utcnow
 from engines.platform.provenance import code_version
 from engines.platform.settings import REPO_ROOT, get_settings
@@ -79,15 +78,7 @@ def discover_job_kinds() -> dict[str, JobKind]:
     global _DISCOVERED
     with _DISCOVER_LOCK:
         if not _DISCOVERED:
-            import engines
-
-            for info in pkgutil.iter_modules(engines.__path__, prefix="engines."):
-                if info.ispkg:
-                    try:
-                        importlib.import_module(f"{info.name}.jobs")
-                    except ModuleNotFoundError as exc:
-                        if exc.name != f"{info.name}.jobs":
-                            raise
+            import_area_modules("jobs")
             _DISCOVERED = True
     return dict(_KINDS)
 

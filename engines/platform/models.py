@@ -169,15 +169,6 @@ class Job(SQLModel, table=True):
 
 def register_all_tables() -> None:
     """Import every ``engines.<area>.models`` module so all tables are on ``metadata`` (Alembic)."""
-    import importlib
-    import pkgutil
+    from engines.platform.discovery import import_area_modules
 
-    import engines
-
-    for info in pkgutil.iter_modules(engines.__path__, prefix="engines."):
-        if info.ispkg:
-            try:
-                importlib.import_module(f"{info.name}.models")
-            except ModuleNotFoundError as exc:
-                if exc.name != f"{info.name}.models":
-                    raise
+    import_area_modules("models")

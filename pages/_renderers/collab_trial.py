@@ -13,24 +13,11 @@ import streamlit as st
 from engines.collab import study_support as support
 from engines.platform import runtime
 from engines.platform.forms import field_specs
-from pages._ui import form_values, register_step_renderer, render_field, widget_key
+from pages._ui import register_step_renderer, render_field, submit_step_form, widget_key
 
 
 def chips(labels: list[int]) -> str:
     return " ".join(f":blue-badge[**{y}**]" for y in labels)
-
-
-def _submit(view: runtime.StepView, specs, values) -> None:
-    try:
-        runtime.submit(view.participant_id, view.step.index, form_values(specs, values))
-    except runtime.InvalidResponse as exc:
-        labels = {spec.name: spec.label for spec in specs}
-        for name, message in exc.errors.items():
-            st.error(f"{labels.get(name, name)}: {message}")
-        return
-    except runtime.StepOutOfOrder:
-        pass  # another tab moved on; the rerun shows the current step
-    st.rerun()
 
 
 @register_step_renderer("collab_trial")
@@ -69,7 +56,7 @@ def collab_trial(view: runtime.StepView) -> None:
         if tv["round"] == 1 and tv["mode"] != "none":
             st.caption("After your answer, the AI shows its set of likely counts and you can revise.")
     if submitted:
-        _submit(view, specs, values)
+        submit_step_form(view, specs, values)
 
 
 @register_step_renderer("collab_instructions")
@@ -80,4 +67,4 @@ def collab_instructions(view: runtime.StepView) -> None:
     with st.form(key=f"form-{view.step.index}"):
         submitted = st.form_submit_button(view.step.step.submit_label, type="primary")
     if submitted:
-        _submit(view, [], {})
+        submit_step_form(view, [], {})
