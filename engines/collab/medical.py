@@ -1,0 +1,526 @@
+"""A synthetic DDXPlus-like diagnosis task (SYNTHETIC data), and a loader for the real DDXPlus release.
+
+Spec ``shared/specs/collab.md`` §2 and §6: the precursor (arXiv:2510.23476) runs an LLM clinician on
+DDXPlus (Fansi Tchango et al., NeurIPS 2022 Datasets & Benchmarks; 49 pathologies, fields AGE, SEX,
+EVIDENCES, INITIAL_EVIDENCE, DIFFERENTIAL_DIAGNOSIS, PATHOLOGY). The multi-round version reveals
+more evidence each round. DDXPlus itself is not shipped here, so this module offers:
+
+- ``MedicalWorld`` — a small, seeded, **synthetic** disease–symptom model in the spirit of DDXPlus:
+  12 generic pathologies and 40 evidences (30 symptoms, 10 antecedents). It is *not* medical
+  knowledge; the probabilities are drawn from a seed around hand-picked characteristic findings.
+  Generative model of one case, per pathology p:
+
+  - p ~ prior; age bin ~ P(bin | p), age uniform in the bin; sex ~ Bernoulli(P(male | p));
+  - the chief complaint (INITIAL_EVIDENCE) e0 ~ Categorical(chief[p]) over the symptoms;
+  - every other evidence e is present independently with probability P(e | p).
+
+  ``posterior`` is exact Bayes under this model (the "AI" probabilities): it conditions on age bin,
+  sex, the chief complaint and the present/absent status of every *asked* evidence.
+- ``generate_cases(seed, n)`` — cases with DDXPlus-named fields; DIFFERENTIAL_DIAGNOSIS is the exact
+  posterior given all evidence. ``reveal(case, k, rounds)`` is the multi-round interview: round 1
+  knows the chief complaint only, the last round knows every answer. Questions are asked in a
+  per-case random order drawn independently of the answers, so the posterior stays exact.
+- ``describe(case, evidences)`` — the text an LLM clinician reads.
+- ``load_ddxplus(patients_csv, evidences_json, conditions_json)`` — the real release format.
+
+Examples::
+
+    >>> cases = generate_cases(0, 3)
+    >>> case = cases[0]
+    >>> known = reveal(case, 1, rounds=3)   # [INITIAL_EVIDENCE]
+    >>> p = posterior(case, known)          # (12,) sums to 1, ordered as case.world.pathologies
+    >>> print(describe(case, known))        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+# ---------------------------------------------------------------- the synthetic vocabulary
+AGE_BINS: tuple[tuple[int, int], ...] = ((1, 15), (16, 39), (40, 64), (65, 95))  # inclusive years
+
+# (name, question) per evidence; codes are E_1..E_40 in this order. The first 30 are symptoms.
+_EVIDENCES: tuple[tuple[str, str], ...] = (
+    ("fever", "Do you have a fever?"),
+    ("cough", "Do you have a cough?"),
+    ("sore throat", "Do you have a sore throat?"),
+    ("runny nose", "Do you have a runny or congested nose?"),
+    ("sneezing", "Have you been sneezing a lot?"),
+    ("shortness of breath", "Are you short of breath?"),
+    ("wheezing", "Do you hear a whistling sound when you breathe?"),
+    ("chest pain", "Do you have chest pain or tightness?"),
+    ("headache", "Do you have a headache?"),
+    ("facial pain", "Do you have pain or pressure in your face or forehead?"),
+    ("muscle aches", "Do you have muscle aches?"),
+    ("fatigue", "Do you feel unusually tired?"),
+    ("nausea", "Do you feel nauseous?"),
+    ("vomiting", "Have you vomited?"),
+    ("diarrhoea", "Do you have diarrhoea?"),
+    ("abdominal pain", "Do you have abdominal pain?"),
+    ("heartburn", "Do you have a burning feeling behind the breastbone?"),
+    ("burning urination", "Does it burn when you urinate?"),
+    ("frequent urination", "Do you urinate more often than usual?"),
+    ("light sensitivity", "Does light bother your eyes?"),
+    ("visual aura", "Did you see flashing lights or zigzags before the pain?"),
+    ("palpitations", "Do you feel your heart racing or pounding?"),
+    ("sweating", "Are you sweating more than usual?"),
+    ("dizziness", "Do you feel dizzy or light-headed?"),
+    ("itchy eyes", "Are your eyes itchy or watery?"),
+    ("productive sputum", "Do you cough up phlegm?"),
+    ("chills", "Do you have chills or shivers?"),
+    ("regurgitation", "Do you have a sour taste or food coming back up?"),
+    ("trembling", "Are you trembling or shaking?"),
+    ("fear of dying", "Do you have an intense fear that something terrible will happen?"),
+    ("smoker", "Do you smoke?"),
+    ("known asthma", "Have you been diagnosed with asthma?"),
+    ("seasonal allergies", "Do you have seasonal allergies?"),
+    ("sick contact", "Have you been in contact with someone who was sick recently?"),
+    ("recent travel", "Have you travelled in the last 4 weeks?"),
+    ("family history of migraine", "Does anyone in your family have migraines?"),
+    ("overweight", "Are you overweight?"),
+    ("anxiety history", "Have you been diagnosed with an anxiety disorder?"),
+    ("suspect food", "Did you eat food that might have been spoiled recently?"),
+    ("chronic lung disease", "Do you have a chronic lung disease such as COPD?"),
+)
+N_SYMPTOMS = 30
+
+# name -> (characteristic findings, age profile over AGE_BINS, P(male)). Coarse and generic on purpose.
+_PATHOLOGIES: tuple[tuple[str, tuple[str, ...], tuple[float, ...], float], ...] = (
+    ("Viral pharyngitis", ("sore throat", "fever", "runny nose", "fatigue", "sick contact"), (3, 3, 2, 1), 0.5),
+    ("Acute bronchitis", ("cough", "productive sputum", "fatigue", "wheezing", "chest pain", "smoker"), (1, 2, 3, 2), 0.5),
+    ("Pneumonia", ("fever", "cough", "productive sputum", "shortness of breath", "chills", "chest pain",
+                   "chronic lung disease"), (1, 1, 2, 4), 0.55),
+    ("Influenza", ("fever", "muscle aches", "chills", "headache", "fatigue", "cough", "sick contact"), (2, 3, 2, 2), 0.5),
+    ("Acute sinusitis", ("facial pain", "runny nose", "headache", "fatigue"), (1, 3, 3, 1), 0.45),
+    ("Allergic rhinitis", ("sneezing", "runny nose", "itchy eyes", "seasonal allergies"), (3, 3, 2, 1), 0.5),
+    ("Asthma exacerbation", ("wheezing", "shortness of breath", "cough", "chest pain", "known asthma",
+                             "seasonal allergies"), (4, 3, 1, 1), 0.5),
+    ("Gastroenteritis", ("diarrhoea", "vomiting", "nausea", "abdominal pain", "fever", "suspect food",
+                         "recent travel"), (3, 3, 2, 2), 0.5),
+    ("Gastro-oesophageal reflux", ("heartburn", "regurgitation", "chest pain", "cough", "overweight"), (1, 2, 3, 3), 0.55),
+    ("Migraine", ("headache", "light sensitivity", "visual aura", "nausea", "family history of migraine"),
+     (1, 4, 3, 1), 0.25),
+    ("Urinary tract infection", ("burning urination", "frequent urination", "abdominal pain", "fever"), (1, 3, 2, 3), 0.15),
+    ("Panic attack", ("palpitations", "sweating", "trembling", "fear of dying", "shortness of breath", "chest pain",
+                      "dizziness", "anxiety history"), (1, 4, 2, 1), 0.4),
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One evidence: a symptom (``kind="symptom"``) or an antecedent (history, ``kind="antecedent"``)."""
+
+    code: str
+    name: str
+    question: str
+    kind: str
+
+
+# ---------------------------------------------------------------- the world
+@dataclass(frozen=True, eq=False)
+class MedicalWorld:
+    """A naive-Bayes disease–symptom model with age/sex effects and a chief-complaint distribution.
+
+    Args:
+        pathologies: the P label names (the label space, in this order).
+        evidences: the E evidences; ``chief`` may put mass only on ``kind == "symptom"`` ones.
+        prior: (P,) prevalence, sums to 1.
+        evidence_prob: (P, E) P(evidence present | pathology), in (0, 1).
+        age_prob: (P, B) P(age bin | pathology) over ``age_bins``, rows sum to 1.
+        p_male: (P,) P(sex = M | pathology), in (0, 1).
+        chief: (P, E) P(INITIAL_EVIDENCE = e | pathology), rows sum to 1.
+        age_bins: B inclusive (low, high) year ranges covering every age a case may have.
+    """
+
+    pathologies: tuple[str, ...]
+    evidences: tuple[Evidence, ...]
+    prior: np.ndarray
+    evidence_prob: np.ndarray
+    age_prob: np.ndarray
+    p_male: np.ndarray
+    chief: np.ndarray
+    age_bins: tuple[tuple[int, int], ...] = AGE_BINS
+    index: Mapping[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self):
+        P, E, B = len(self.pathologies), len(self.evidences), len(self.age_bins)
+        shapes = {"prior": (P,), "evidence_prob": (P, E), "age_prob": (P, B), "p_male": (P,), "chief": (P, E)}
+        for name, shape in shapes.items():
+            value = np.asarray(getattr(self, name), dtype=float)
+            if value.shape != shape:
+                raise ValueError(f"{name} must have shape {shape}, got {value.shape}")
+            if not np.all(np.isfinite(value)) or np.any(value < 0):
+                raise ValueError(f"{name} must be finite and non-negative")
+            object.__setattr__(self, name, value)
+        if P < 2 or len(set(self.pathologies)) != P:
+            raise ValueError("need at least two distinct pathology names")
+        for name in ("prior", "age_prob", "chief"):
+            if not np.allclose(getattr(self, name).sum(axis=-1), 1.0):
+                raise ValueError(f"{name} must sum to 1 (per pathology)")
+        for name in ("evidence_prob", "p_male"):
+            if np.any(getattr(self, name) <= 0) or np.any(getattr(self, name) >= 1):
+                raise ValueError(f"{name} must lie strictly inside (0, 1)")
+        not_symptom = np.array([e.kind != "symptom" for e in self.evidences], dtype=bool)
+        if np.any(self.chief[:, not_symptom] > 0):
+            raise ValueError("chief complaints must be symptoms")
+        object.__setattr__(self, "index", {e.code: i for i, e in enumerate(self.evidences)})
+        if len(self.index) != E:
+            raise ValueError("evidence codes must be distinct")
+
+    @classmethod
+    def synthetic(cls, seed: int = 0) -> MedicalWorld:
+        """The default SYNTHETIC world: 12 pathologies, 40 evidences, probabilities drawn from ``seed``."""
+        rng = np.random.default_rng(seed)
+        evidences = tuple(Evidence(f"E_{i + 1}", name, question, "symptom" if i < N_SYMPTOMS else "antecedent")
+                          for i, (name, question) in enumerate(_EVIDENCES))
+        by_name = {e.name: i for i, e in enumerate(evidences)}
+        P, E = len(_PATHOLOGIES), len(evidences)
+        prob = rng.uniform(0.01, 0.08, (P, E))  # background rate of each finding
+        age = np.zeros((P, len(AGE_BINS)))
+        p_male = np.zeros(P)
+        for p, (_, findings, profile, male) in enumerate(_PATHOLOGIES):
+            for rank, name in enumerate(findings):
+                # The first-listed findings are the most typical ones.
+                prob[p, by_name[name]] = rng.uniform(0.55, 0.9) * (1.0 - 0.04 * rank)
+            age[p] = np.asarray(profile, dtype=float) / sum(profile)
+            p_male[p] = male
+        symptom = np.arange(E) < N_SYMPTOMS
+        chief = np.where(symptom, prob, 0.0) ** 3  # chief complaints are strongly the typical symptoms
+        chief /= chief.sum(axis=1, keepdims=True)
+        prior = rng.uniform(0.5, 1.5, P)
+        return cls(pathologies=tuple(p[0] for p in _PATHOLOGIES), evidences=evidences, prior=prior / prior.sum(),
+                   evidence_prob=prob, age_prob=age, p_male=p_male, chief=chief)
+
+    def age_bin(self, age: int) -> int:
+        for b, (low, high) in enumerate(self.age_bins):
+            if low <= age <= high:
+                return b
+        raise ValueError(f"age {age} is outside the world's age bins {self.age_bins}")
+
+    def evidence(self, code: str) -> Evidence:
+        if code not in self.index:
+            raise KeyError(f"unknown evidence code {code!r}")
+        return self.evidences[self.index[code]]
+
+    def evidence_text(self, code: str) -> str:
+        return self.evidence(code).name
+
+    def log_joint(self, age: int, sex: str, initial: str, known: Mapping[str, bool]) -> np.ndarray:
+        """(P,) log P(pathology, age bin, sex, chief complaint, statuses in ``known``)."""
+        log = np.log(self.prior) + np.log(self.age_prob[:, self.age_bin(age)])
+        log += np.log(self.p_male if sex == "M" else 1.0 - self.p_male)
+        with np.errstate(divide="ignore"):
+            log += np.log(self.chief[:, self.index[initial]])
+        for code, present in known.items():
+            if code == initial:
+                continue  # present by construction; its likelihood is the chief-complaint term
+            q = self.evidence_prob[:, self.index[code]]
+            log += np.log(q if present else 1.0 - q)
+        return log
+
+
+_DEFAULT_WORLD: MedicalWorld | None = None
+
+
+def default_world() -> MedicalWorld:
+    """``MedicalWorld.synthetic(0)``, built once."""
+    global _DEFAULT_WORLD
+    if _DEFAULT_WORLD is None:
+        _DEFAULT_WORLD = MedicalWorld.synthetic(0)
+    return _DEFAULT_WORLD
+
+
+# ---------------------------------------------------------------- cases
+@dataclass
+class MedicalCase:
+    """One patient, with DDXPlus's field names.
+
+    ``EVIDENCES`` lists the evidence codes present (INITIAL_EVIDENCE included), as in DDXPlus.
+    ``DIFFERENTIAL_DIAGNOSIS`` is [(pathology, probability)] sorted by decreasing probability.
+    ``interview`` is the order in which the other evidences are asked (synthetic cases: every code
+    but the chief complaint; loaded DDXPlus cases: the present ones, in file order).
+    ``world`` is the model the case came from (a ``MedicalWorld``) or the DDXPlus release it was
+    read from; ``case_id`` is its index (synthetic) or CSV line (DDXPlus).
+    """
+
+    AGE: int
+    SEX: str
+    EVIDENCES: list[str]
+    INITIAL_EVIDENCE: str
+    DIFFERENTIAL_DIAGNOSIS: list[tuple[str, float]]
+    PATHOLOGY: str
+    case_id: int = 0
+    interview: tuple[str, ...] = ()
+    world: MedicalWorld | DDXPlusRelease | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The label space (pathology names) of the case's world."""
+        if self.world is None:
+            raise ValueError("this case has no world or release attached; its label space is unknown")
+        return self.world.pathologies
+
+    @property
+    def label(self) -> int:
+        """Index of PATHOLOGY in ``labels``."""
+        return self.labels.index(self.PATHOLOGY)
+
+
+def generate_cases(seed: int, n: int, world: MedicalWorld | None = None) -> list[MedicalCase]:
+    """Sample ``n`` SYNTHETIC cases from ``world`` (default ``default_world()``), deterministically from ``seed``.
+
+    Args:
+        seed: seeds one ``numpy.random.Generator``; equal seeds give identical cases.
+        n: number of cases.
+        world: the generative model; its exact posterior fills DIFFERENTIAL_DIAGNOSIS.
+
+    Returns:
+        A list of ``MedicalCase`` with AGE, SEX, EVIDENCES, INITIAL_EVIDENCE, DIFFERENTIAL_DIAGNOSIS
+        and PATHOLOGY, plus the per-case interview order used by ``reveal``.
+    """
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    world = world or default_world()
+    rng = np.random.default_rng(seed)
+    codes = [e.code for e in world.evidences]
+    cases = []
+    for i in range(n):
+        p = int(rng.choice(len(world.pathologies), p=world.prior))
+        low, high = world.age_bins[int(rng.choice(len(world.age_bins), p=world.age_prob[p]))]
+        age = int(rng.integers(low, high + 1))
+        sex = "M" if rng.random() < world.p_male[p] else "F"
+        initial = codes[int(rng.choice(len(codes), p=world.chief[p]))]
+        present = rng.random(len(codes)) < world.evidence_prob[p]  # (E,)
+        present[world.index[initial]] = True
+        order = [codes[j] for j in rng.permutation(len(codes)) if codes[j] != initial]
+        case = MedicalCase(AGE=age, SEX=sex, EVIDENCES=[c for c, on in zip(codes, present, strict=True) if on],
+                           INITIAL_EVIDENCE=initial, DIFFERENTIAL_DIAGNOSIS=[], PATHOLOGY=world.pathologies[p],
+                           case_id=i, interview=tuple(order), world=world)
+        probs = posterior(case, codes)
+        ranked = np.argsort(-probs, kind="stable")
+        case.DIFFERENTIAL_DIAGNOSIS = [(world.pathologies[j], float(probs[j])) for j in ranked]
+        cases.append(case)
+    return cases
+
+
+def reveal(case: MedicalCase, round_k: int, rounds: int) -> list[str]:
+    """The evidence codes whose answer is known in round ``round_k`` (1-based) of ``rounds``.
+
+    Round 1 knows only INITIAL_EVIDENCE; round ``rounds`` knows every code of the interview; the
+    rounds between ask evenly spaced shares of the interview, in its order.
+    """
+    if rounds < 1 or not 1 <= round_k <= rounds:
+        raise ValueError(f"need 1 <= round_k <= rounds, got round_k={round_k}, rounds={rounds}")
+    order = case.interview or tuple(e for e in case.EVIDENCES if e != case.INITIAL_EVIDENCE)
+    n = len(order) if rounds == 1 else math.ceil(len(order) * (round_k - 1) / (rounds - 1))
+    return [case.INITIAL_EVIDENCE, *order[:n]]
+
+
+def posterior(case: MedicalCase, evidences_subset: Sequence[str], world: MedicalWorld | None = None) -> np.ndarray:
+    """Exact P(pathology | age, sex, chief complaint, the statuses of ``evidences_subset``).
+
+    Each code in ``evidences_subset`` counts as *asked*: present if it is in ``case.EVIDENCES``,
+    absent otherwise. Codes not listed are unobserved (marginalised out). INITIAL_EVIDENCE is
+    always known. This is the "AI" of the medical task.
+
+    Returns:
+        (P,) probabilities ordered as ``world.pathologies``; they sum to 1.
+    """
+    world = world or case.world
+    if not isinstance(world, MedicalWorld):
+        raise ValueError("posterior needs the MedicalWorld the case came from; loaded DDXPlus cases "
+                         "only carry their DIFFERENTIAL_DIAGNOSIS (see differential_vector)")
+    present = set(case.EVIDENCES)
+    known = {code: code in present for code in evidences_subset}
+    for code in known:
+        world.evidence(code)  # unknown codes fail loudly
+    log = world.log_joint(case.AGE, case.SEX, case.INITIAL_EVIDENCE, known)
+    if not np.isfinite(log.max()):
+        raise ValueError(f"the observation has probability 0 under every pathology (chief complaint "
+                         f"{case.INITIAL_EVIDENCE!r} is never a chief complaint in this world)")
+    log -= log.max()
+    probs = np.exp(log)
+    return probs / probs.sum()
+
+
+def differential_vector(case: MedicalCase, labels: Sequence[str] | None = None) -> np.ndarray:
+    """DIFFERENTIAL_DIAGNOSIS as a (K,) vector over ``labels`` (default ``case.labels``), renormalised."""
+    labels = list(labels if labels is not None else case.labels)
+    vec = np.zeros(len(labels))
+    for name, prob in case.DIFFERENTIAL_DIAGNOSIS:
+        vec[labels.index(name)] = prob
+    total = vec.sum()
+    return vec / total if total > 0 else np.full(len(labels), 1.0 / len(labels))
+
+
+def describe(case: MedicalCase, evidences: Sequence[str]) -> str:
+    """The text an LLM clinician reads: the patient, the chief complaint and the known answers.
+
+    Present evidences are listed as findings; for a synthetic case every other listed code is an
+    answered "no". The diagnosis and the differential are never included.
+    """
+    source = case.world
+    text = source.evidence_text if source is not None else (lambda code: code)
+    sex = {"M": "male", "F": "female"}.get(case.SEX, case.SEX)
+    lines = [f"Patient: {case.AGE}-year-old {sex}.", f"Chief complaint: {text(case.INITIAL_EVIDENCE)}."]
+    present = set(case.EVIDENCES)
+    known = [c for c in dict.fromkeys(evidences) if c != case.INITIAL_EVIDENCE]
+    yes = [text(c) for c in known if c in present]
+    no = [text(c) for c in known if c not in present]
+    lines.append("Other findings reported: " + ("; ".join(yes) if yes else "none yet") + ".")
+    if no:
+        lines.append("Asked and denied: " + "; ".join(no) + ".")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the real DDXPlus release
+@dataclass
+class DDXPlusRelease:
+    """The parsed DDXPlus release (Fansi Tchango et al., 2022): cases plus the code books.
+
+    ``pathologies`` are the keys of release_conditions.json, sorted (the label space).
+    """
+
+    cases: list[MedicalCase]
+    evidences: dict[str, dict]
+    conditions: dict[str, dict]
+    pathologies: tuple[str, ...] = ()
+
+    def evidence_text(self, code: str) -> str:
+        """'E_53_@_V_44' -> '<question_en>: <value meaning>'; a plain binary code -> its question."""
+        base, _, value = code.partition("_@_")
+        entry = self.evidences.get(base)
+        if entry is None:
+            return code
+        question = entry.get("question_en", base)
+        if not value:
+            return question
+        meaning = (entry.get("value_meaning") or {}).get(value)
+        if isinstance(meaning, dict):
+            meaning = meaning.get("en", value)
+        return f"{question}: {meaning if meaning else value}"
+
+
+class DDXPlusFormatError(ValueError):
+    """Malformed DDXPlus input; the message names the file, the line and the field."""
+
+
+PATIENT_COLUMNS = ("AGE", "SEX", "PATHOLOGY", "EVIDENCES", "INITIAL_EVIDENCE", "DIFFERENTIAL_DIAGNOSIS")
+
+
+def _read_json(path: Path, what: str) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DDXPlusFormatError(f"{path.name} line {exc.lineno}: not valid JSON ({exc.msg})") from exc
+    if not isinstance(data, dict):
+        raise DDXPlusFormatError(f"{path.name}: expected a JSON object mapping {what}")
+    return data
+
+
+def load_ddxplus(patients_csv: str | Path, evidences_json: str | Path, conditions_json: str | Path,
+                 limit: int | None = None) -> DDXPlusRelease:
+    """Read DDXPlus patients (e.g. release_test_patients.csv) and its two code books.
+
+    Args:
+        patients_csv: CSV with columns AGE, SEX, PATHOLOGY, EVIDENCES, INITIAL_EVIDENCE,
+            DIFFERENTIAL_DIAGNOSIS; EVIDENCES and DIFFERENTIAL_DIAGNOSIS are Python list literals
+            ("['E_91', 'E_53_@_V_44']", "[['URTI', 0.41], ...]").
+        evidences_json: release_evidences.json, code -> {"question_en", "data_type", ...}.
+        conditions_json: release_conditions.json, name -> {"cond-name-eng", "symptoms", "antecedents"}.
+        limit: read at most this many patients.
+
+    Returns:
+        A ``DDXPlusRelease``; every case's ``world`` is the release (names, label space).
+
+    Raises:
+        DDXPlusFormatError: naming the file, line and field, e.g.
+            "patients.csv line 7, field EVIDENCES: not a list literal".
+    """
+    patients_csv, evidences_json, conditions_json = Path(patients_csv), Path(evidences_json), Path(conditions_json)
+    evidences = _read_json(evidences_json, "evidence codes to their description")
+    for code, entry in evidences.items():
+        if not isinstance(entry, dict) or "question_en" not in entry:
+            raise DDXPlusFormatError(f"{evidences_json.name}, entry {code!r}: missing 'question_en'")
+        if entry.get("data_type", "B") not in ("B", "C", "M"):
+            raise DDXPlusFormatError(f"{evidences_json.name}, entry {code!r}: data_type must be B, C or M, "
+                                     f"got {entry.get('data_type')!r}")
+    conditions = _read_json(conditions_json, "pathology names to their description")
+    for name, entry in conditions.items():
+        if not isinstance(entry, dict):
+            raise DDXPlusFormatError(f"{conditions_json.name}, entry {name!r}: expected an object")
+    release = DDXPlusRelease(cases=[], evidences=evidences, conditions=conditions,
+                             pathologies=tuple(sorted(conditions)))
+
+    with patients_csv.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in PATIENT_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DDXPlusFormatError(f"{patients_csv.name} line 1: missing column(s) {', '.join(missing)}")
+        for row in reader:
+            if limit is not None and len(release.cases) >= limit:
+                break
+            line = reader.line_num
+
+            def fail(col: str, why: str, line=line):
+                raise DDXPlusFormatError(f"{patients_csv.name} line {line}, field {col}: {why}")
+
+            try:
+                age = int(str(row["AGE"]).strip())
+            except (TypeError, ValueError):
+                fail("AGE", f"not an integer ({row['AGE']!r})")
+            sex = (row["SEX"] or "").strip()
+            if sex not in ("M", "F"):
+                fail("SEX", f"must be M or F, got {sex!r}")
+            pathology = (row["PATHOLOGY"] or "").strip()
+            if pathology not in conditions:
+                fail("PATHOLOGY", f"unknown pathology {pathology!r} (not in {conditions_json.name})")
+            codes = _literal(row["EVIDENCES"], "EVIDENCES", fail)
+            if not all(isinstance(c, str) for c in codes):
+                fail("EVIDENCES", "every item must be a string code")
+            for code in codes:
+                if code.partition("_@_")[0] not in evidences:
+                    fail("EVIDENCES", f"unknown evidence code {code!r} (not in {evidences_json.name})")
+            initial = (row["INITIAL_EVIDENCE"] or "").strip()
+            if initial not in evidences:
+                fail("INITIAL_EVIDENCE", f"unknown evidence code {initial!r}")
+            differential = []
+            for item in _literal(row["DIFFERENTIAL_DIAGNOSIS"], "DIFFERENTIAL_DIAGNOSIS", fail):
+                if not (isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str)
+                        and isinstance(item[1], (int, float)) and not isinstance(item[1], bool)):
+                    fail("DIFFERENTIAL_DIAGNOSIS", f"items must be [name, probability], got {item!r}")
+                if item[0] not in conditions:
+                    fail("DIFFERENTIAL_DIAGNOSIS", f"unknown pathology {item[0]!r}")
+                if not 0.0 <= float(item[1]) <= 1.0:
+                    fail("DIFFERENTIAL_DIAGNOSIS", f"probability of {item[0]!r} must be in [0, 1], got {item[1]}")
+                differential.append((item[0], float(item[1])))
+            differential.sort(key=lambda pair: -pair[1])
+            release.cases.append(MedicalCase(
+                AGE=age, SEX=sex, EVIDENCES=list(codes), INITIAL_EVIDENCE=initial,
+                DIFFERENTIAL_DIAGNOSIS=differential, PATHOLOGY=pathology, case_id=line,
+                interview=tuple(c for c in codes if c != initial), world=release))
+    return release
+
+
+def _literal(text: str | None, column: str, fail) -> list:
+    try:
+        value = ast.literal_eval((text or "").strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        fail(column, "not a list literal")
+    if not isinstance(value, list):
+        fail(column, "not a list literal")
+    return value
+
+
+__all__ = [
+    "AGE_BINS", "DDXPlusFormatError", "DDXPlusRelease", "Evidence", "MedicalCase", "MedicalWorld", "default_world",
+    "describe", "differential_vector", "generate_cases", "load_ddxplus", "posterior", "reveal",
+]
