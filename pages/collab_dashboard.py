@@ -4,9 +4,9 @@ import json
 
 import streamlit as st
 
-from engines.collab import dashboard
+from engines.collab import dashboard, study_report
 from engines.collab.humans import HUMAN_PRESETS, SCHEDULES
-from engines.platform import jobqueue
+from engines.platform import jobqueue, study_admin
 from pages import _ui as ui
 
 PAGE = {"title": "Collaboration dashboard", "group": "Research", "roles": ["researcher"],
@@ -42,6 +42,29 @@ def live_stream() -> None:
 
 
 live_stream()
+
+# (a') STUDY PARTICIPANTS: accuracy by condition, over time, per participant
+
+st.header("Study participants")
+
+
+@st.fragment(run_every="10s")
+def study_section() -> None:
+    studies = [s.slug for s in study_admin.list_studies() if s.protocol == "collab_shapes"]
+    if not studies:
+        st.info("No collaboration study yet (Admin → Studies, protocol collab_shapes).")
+        return
+    slug = st.selectbox("Study", studies, key="collab-study")
+    frame = study_report.interactions_frame(slug)
+    st.dataframe(study_report.by_condition(frame), hide_index=True, width="stretch")
+    st.plotly_chart(study_report.accuracy_over_time_figure(frame), key="study-accuracy")
+    st.caption("Per participant")
+    st.dataframe(study_report.per_participant(frame), hide_index=True, width="stretch")
+    st.download_button("Download interactions (CSV)", frame.to_csv(index=False), file_name=f"{slug}-interactions.csv",
+                       mime="text/csv", key="study-csv")
+
+
+study_section()
 
 # (b) SIMULATIONS AS JOBS
 

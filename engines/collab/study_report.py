@@ -1,0 +1,83 @@
+"""What the researcher dashboard shows about a running collaboration study, from its stored data.
+
+Per interaction (``study_support.interaction_rows``): the participant's first answer (human alone,
+before any AI set), the final answer, the truth, the sets shown. Summaries: accuracy human alone
+vs final and mean set size by condition, the same over the interaction index, and one row per
+participant (spec ``shared/specs/collab.md`` §5, metrics 3–4).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+from sqlalchemy.engine import Engine
+
+from engines.collab.study_support import interaction_rows
+
+COLUMNS = ["participant_id", "external_id", "condition", "interaction", "human_alone_correct", "final_correct",
+           "changed_answer", "rounds_used", "mean_set_size", "err_harm", "err_comp"]
+
+
+def interactions_frame(study_slug: str, *, engine: Engine | None = None) -> pd.DataFrame:
+    """One row per finished interaction (interactions still in progress are left out)."""
+    rows = []
+    for item in interaction_rows(study_slug, engine=engine):
+        if item.get("final_answer") is None or item.get("true_count") is None:
+            continue
+        rounds = item.get("rounds") or []
+        sets = [r["ai_set"] for r in rounds if r.get("ai_set") is not None]
+        first = rounds[0]["answer"] if rounds else None
+        rows.append({
+            "participant_id": item["participant_id"], "external_id": item["external_id"],
+            "condition": item["condition"], "interaction": int(item["index"]) + 1,
+            "human_alone_correct": first == item["true_count"],
+            "final_correct": item["final_answer"] == item["true_count"],
+            "changed_answer": first != item["final_answer"],
+            "rounds_used": item.get("final_round") or len(rounds),
+            "mean_set_size": sum(len(s) for s in sets) / len(sets) if sets else None,
+            "err_harm": item.get("err_harm"), "err_comp": item.get("err_comp"),
+        })
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def by_condition(frame: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy human alone vs final, set size and violations per condition."""
+    if frame.empty:
+        return pd.DataFrame(columns=["condition", "participants", "interactions", "accuracy_human_alone",
+                                     "accuracy_final", "mean_set_size", "harm_rate", "comp_rate"])
+    grouped = frame.groupby("condition")
+    return pd.DataFrame({
+        "participants": grouped["participant_id"].nunique(),
+        "interactions": grouped.size(),
+        "accuracy_human_alone": grouped["human_alone_correct"].mean().round(3),
+        "accuracy_final": grouped["final_correct"].mean().round(3),
+        "mean_set_size": grouped["mean_set_size"].mean().round(2),
+        "harm_rate": grouped["err_harm"].mean().round(3),
+        "comp_rate": grouped["err_comp"].mean().round(3),
+    }).reset_index()
+
+
+def per_participant(frame: pd.DataFrame) -> pd.DataFrame:
+    if frame.empty:
+        return pd.DataFrame(columns=["external_id", "condition", "interactions", "accuracy_human_alone",
+                                     "accuracy_final", "changed_answers"])
+    grouped = frame.groupby(["external_id", "condition"])
+    return pd.DataFrame({
+        "interactions": grouped.size(),
+        "accuracy_human_alone": grouped["human_alone_correct"].mean().round(3),
+        "accuracy_final": grouped["final_correct"].mean().round(3),
+        "changed_answers": grouped["changed_answer"].sum(),
+    }).reset_index()
+
+
+def accuracy_over_time_figure(frame: pd.DataFrame) -> go.Figure:
+    """Accuracy (human alone and final) by interaction index, one line per condition."""
+    if frame.empty:
+        return go.Figure().update_layout(title="No finished interactions yet")
+    long = (frame.groupby(["condition", "interaction"])[["human_alone_correct", "final_correct"]].mean()
+            .reset_index().melt(id_vars=["condition", "interaction"], var_name="answer", value_name="accuracy"))
+    long["answer"] = long["answer"].map({"human_alone_correct": "human alone (round 1)", "final_correct": "final"})
+    figure = px.line(long, x="interaction", y="accuracy", color="condition", line_dash="answer", markers=True,
+                     title="Accuracy by interaction")
+    return figure.update_yaxes(range=[0, 1.05])

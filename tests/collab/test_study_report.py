@@ -1,0 +1,49 @@
+"""Study summaries for the dashboard: accuracy human alone vs final, by condition and participant."""
+
+from engines.collab import study_report
+from engines.platform import study_admin
+from engines.platform.bots import run_protocol_bots
+
+
+def test_summaries_match_the_stored_interactions(sqlite_db):
+    study_admin.create_study("c", "collab_shapes", config={"constants": {"INTERACTIONS": 2}})
+    reports = run_protocol_bots("collab_shapes", participants=3, slug="c")
+    completed = [r for r in reports if r.status == "completed"]
+    frame = study_report.interactions_frame("c")
+    assert len(frame) == 2 * len(completed)
+    table = study_report.by_condition(frame)
+    assert table["interactions"].sum() == len(frame)
+    row = table.iloc[0]
+    subset = frame[frame["condition"] == row["condition"]]
+    assert row["accuracy_final"] == round(subset["final_correct"].mean(), 3)
+    assert row["accuracy_human_alone"] == round(subset["human_alone_correct"].mean(), 3)
+    people = study_report.per_participant(frame)
+    assert sorted(people["external_id"]) == sorted(r.external_id for r in completed)
+    figure = study_report.accuracy_over_time_figure(frame)
+    assert len(figure.data) >= 2  # human alone and final, per condition
+
+
+def test_empty_study_gives_empty_tables(sqlite_db):
+    study_admin.create_study("empty", "collab_shapes")
+    frame = study_report.interactions_frame("empty")
+    assert frame.empty and study_report.by_condition(frame).empty and study_report.per_participant(frame).empty
+    assert study_report.accuracy_over_time_figure(frame).layout.title.text == "No finished interactions yet"
+
+
+def test_dashboard_page_shows_the_study_section(sqlite_db):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from engines.platform import auth
+
+    study_admin.create_study("c", "collab_shapes", config={"constants": {"INTERACTIONS": 2}})
+    run_protocol_bots("collab_shapes", participants=2, slug="c")
+    page = Path(__file__).resolve().parents[2] / "pages" / "collab_dashboard.py"
+    at = AppTest.from_file(str(page), default_timeout=60)
+    at.session_state["hai_identity"] = auth.create_user("res", "password-123", "researcher").__dict__
+    at.run()
+    assert not at.exception
+    assert "Study participants" in [h.value for h in at.header]
+    tables = [d.value for d in at.dataframe]
+    assert any("accuracy_final" in t.columns for t in tables)
