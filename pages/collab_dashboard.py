@@ -4,7 +4,7 @@ import json
 
 import streamlit as st
 
-from engines.collab import dashboard, study_report
+from engines.collab import dashboard, rules, study_report
 from engines.collab.humans import HUMAN_PRESETS, SCHEDULES
 from engines.platform import jobqueue, study_admin
 from pages import _ui as ui
@@ -69,7 +69,29 @@ study_section()
 # (b) SIMULATIONS AS JOBS
 
 st.header("Simulations")
+
+
+def rule_picker(role: str, default: str) -> tuple[str, dict]:
+    """A registered rule for ``role`` and its typed parameters (researchers never type code)."""
+    names = rules.available_rules(role)
+    name = st.selectbox(f"{role.capitalize()} rule", names, index=names.index(default), key=f"rule-{role}",
+                        help=rules.rule_schema(default)["doc"])
+    params = {}
+    for param in rules.rule_schema(name)["params"]:
+        number = float if param["type"] == "float" else int
+        params[param["name"]] = st.number_input(
+            f"{name}: {param['name']}", value=number(param["default"]), help=param.get("help"),
+            min_value=number(param["min"]) if "min" in param else None,
+            max_value=number(param["max"]) if "max" in param else None, key=f"rule-{role}-{param['name']}")
+    return name, params
+
+
 with st.expander("Start a simulation or sweep"):
+    pick_left, pick_right = st.columns(2)
+    with pick_left:
+        protect_rule, protect_params = rule_picker("protect", "human_holds")
+    with pick_right:
+        supply_rule, supply_params = rule_picker("supply", "human_lacks")
     with st.form("collab-job"):
         kind = st.radio("Job", ["collab.simulate", "collab.sweep"], horizontal=True,
                         format_func={"collab.simulate": "simulate (online vs fixed)",
@@ -85,7 +107,8 @@ with st.expander("Start a simulation or sweep"):
         comp_grid = right.text_input("alpha_comp grid (sweep)", "0.02, 0.1")
         if st.form_submit_button("Start job", type="primary"):
             params = {"schedule": schedule, "human": human, "T": int(T), "n_calibration": min(1000, max(10, int(T) // 10)),
-                      "seed": int(seed)}
+                      "seed": int(seed), "protect_rule": protect_rule, "protect_params": protect_params,
+                      "supply_rule": supply_rule, "supply_params": supply_params}
             try:
                 if kind == "collab.simulate":
                     params |= {"alpha_harm": alpha_harm, "alpha_comp": alpha_comp}

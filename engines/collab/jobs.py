@@ -37,6 +37,11 @@ class _SimulationParams(BaseModel):
     n_calibration: int = Field(default=500, ge=10, le=100_000, title="Calibration batch size")
     seed: int = Field(default=0, title="Seed")
     ai: str = Field(default="synthetic", title="AI scores: synthetic or cnn")
+    # Registered rule names and their parameters (engines.collab.rules); never code.
+    protect_rule: str = Field(default="human_holds", title="Harm rule: labels to protect")
+    protect_params: dict = Field(default_factory=dict, title="Parameters of the harm rule")
+    supply_rule: str = Field(default="human_lacks", title="Complementarity rule: labels to supply")
+    supply_params: dict = Field(default_factory=dict, title="Parameters of the complementarity rule")
 
     def base_config(self, **overrides) -> SimulationConfig:
         """The ``SimulationConfig`` these parameters describe (raises ValueError with the reason)."""

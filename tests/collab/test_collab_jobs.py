@@ -45,3 +45,16 @@ def test_invalid_parameters_are_refused_at_submit(sqlite_db):
         jobqueue.submit_job("collab.sweep", {"alpha_harm_grid": [0.1, 0.05]})
     with pytest.raises(jobqueue.JobError, match="alpha_harm"):
         jobqueue.submit_job("collab.simulate", {"alpha_harm": 1.5})
+
+
+def test_simulate_job_takes_rules_by_name_and_parameters(sqlite_db):
+    import pytest
+
+    from engines.platform import jobqueue
+
+    job_id = jobqueue.submit_job("collab.simulate", {
+        "T": 300, "n_calibration": 50, "protect_rule": "held_for_rounds", "protect_params": {"rounds": 2},
+        "supply_rule": "supply_when_low_confidence", "supply_params": {"threshold": 0.6}})
+    assert jobqueue.run_job(job_id) == "succeeded"
+    with pytest.raises(jobqueue.JobError, match="no_such_rule|unknown|Unknown"):
+        jobqueue.submit_job("collab.simulate", {"T": 300, "protect_rule": "no_such_rule"})

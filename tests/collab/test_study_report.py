@@ -47,3 +47,22 @@ def test_dashboard_page_shows_the_study_section(sqlite_db):
     assert "Study participants" in [h.value for h in at.header]
     tables = [d.value for d in at.dataframe]
     assert any("accuracy_final" in t.columns for t in tables)
+
+
+def test_dashboard_starts_a_simulation_with_a_chosen_rule(sqlite_db):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from engines.platform import auth, jobqueue
+
+    page = Path(__file__).resolve().parents[2] / "pages" / "collab_dashboard.py"
+    at = AppTest.from_file(str(page), default_timeout=60)
+    at.session_state["hai_identity"] = auth.create_user("res", "password-123", "researcher").__dict__
+    at.run()
+    at.selectbox(key="rule-protect").set_value("held_for_rounds").run()
+    at.number_input(key="rule-protect-rounds").set_value(3).run()
+    next(b for b in at.form_submit_button if b.label == "Start job").click().run()
+    assert not at.exception
+    (job,) = jobqueue.list_jobs()
+    assert job.params["protect_rule"] == "held_for_rounds" and job.params["protect_params"] == {"rounds": 3}
