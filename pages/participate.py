@@ -77,11 +77,17 @@ def show_step(view: runtime.StepView) -> None:
 ui.boot()
 params = {key: st.query_params.get_all(key) for key in st.query_params}
 slug = st.query_params.get("study", "")
-try:
-    entered = runtime.enter(slug, params)
-except (LinkError, runtime.StudyError) as exc:
-    st.error(str(exc))
-    st.stop()
+# Entering is a write (it may create the participant); once per browser session and link is
+# enough: every later rerun of this session shows the same participant.
+link_key = (slug, tuple(sorted((k, tuple(v)) for k, v in params.items())))
+entered = st.session_state.get("hai_entered", {}).get(link_key)
+if entered is None:
+    try:
+        entered = runtime.enter(slug, params)
+    except (LinkError, runtime.StudyError) as exc:
+        st.error(str(exc))
+        st.stop()
+    st.session_state.setdefault("hai_entered", {})[link_key] = entered
 
 if entered.preview:
     st.header("Preview")

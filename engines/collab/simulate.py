@@ -413,6 +413,18 @@ def _rule_mask(code, param, hist, answers, confs, k, out):  # pragma: no cover -
 
 
 @njit(cache=True)
+def _argmax_total(w, n_labels):  # pragma: no cover - compiled
+    # First largest weight, its value and the sum, summed in label order like the reference path.
+    best, best_w, total = 0, w[0], 0.0
+    for j in range(n_labels):
+        total += w[j]
+        if w[j] > best_w:
+            best_w = w[j]
+            best = j
+    return best, best_w, total
+
+
+@njit(cache=True)
 def _kernel(start, end, labels, scores, weights0, trust_f, attention, anchoring, belief_ratio, conf_bias,
             stop_conf, adversarial, u_attend, u_anchor, rounds, p_code, p_param, c_code, c_param,
             q_h, q_c, step_h, step_c, alpha_h, alpha_c, conditional,
@@ -460,14 +472,7 @@ def _kernel(start, end, labels, scores, weights0, trust_f, attention, anchoring,
                 conf = 0.0
                 wmax = 0.0
             else:
-                ans = 0
-                wmax = w[0]
-                total = 0.0
-                for j in range(n_labels):
-                    total += w[j]
-                    if w[j] > wmax:
-                        wmax = w[j]
-                        ans = j
+                ans, wmax, total = _argmax_total(w, n_labels)
                 level = belief_ratio[t] * wmax
                 for j in range(n_labels):
                     hist[k, j] = w[j] >= level
@@ -516,14 +521,7 @@ def _kernel(start, end, labels, scores, weights0, trust_f, attention, anchoring,
                     for j in range(n_labels):
                         if cset[j]:
                             w[j] *= trust_f[t]
-            new_ans = 0
-            new_max = w[0]
-            total = 0.0
-            for j in range(n_labels):
-                total += w[j]
-                if w[j] > new_max:
-                    new_max = w[j]
-                    new_ans = j
+            new_ans, new_max, total = _argmax_total(w, n_labels)
             if new_ans == ans and new_max / total >= stop_conf[t]:
                 break
         if adv:

@@ -130,21 +130,11 @@ def _constants(protocol: StudyProtocol, study: Study) -> Any:
     return protocol.constants((study.config or {}).get("constants"))
 
 
-def _responses_by_step(session: Session, participant_id: int) -> dict[str, list[dict[str, Any]]]:
-    rows = session.exec(
-        select(StepResponse).where(StepResponse.participant_id == participant_id).order_by(StepResponse.step_index)
-    ).all()
-    out: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        out.setdefault(row.step_name, []).append(row.data)
-    return out
-
-
 class _Responses(MutableMapping[str, list[dict[str, Any]]]):
     """A participant's answers to steps before ``before``, by step name, read on first use.
 
-    Most hooks never look at earlier answers, so ``submit`` no longer reads every earlier row
-    of the participant on every step (a query, and O(steps) rows per step).
+    Most hooks never look at earlier answers, so ``submit`` and ``current_view`` read a
+    participant's earlier rows only when a hook asks for them (a query, O(steps) rows).
     """
 
     def __init__(self, session: Session, participant_id: int, before: int) -> None:
@@ -346,26 +336,23 @@ def current_view(participant_id: int, *, engine: Engine | None = None) -> StepVi
             raise StudyError(f"No participant with id {participant_id}.")
         study = session.get(Study, participant.study_id)
         protocol = _study_protocol(study)
-        responses = _responses_by_step(session, participant_id)
-        failed = 0
+        responses = _Responses(session, participant_id, before=len(protocol.steps))
         instance: StepInstance | None = None
-        template_vars: dict[str, Any] = {}
-        completion = None
-        if participant.step_index < len(protocol.steps):
+        if participant.step_index < len(protocol.steps) and participant.status != ParticipantStatus.SCREENED_OUT:
             instance = protocol.steps[participant.step_index]
-        if participant.status == ParticipantStatus.ACTIVE and instance is not None:
+        template_vars: dict[str, Any] = {}
+        if instance is not None:
             ctx = _context(protocol, study, participant, instance, responses, session)
             template_vars = instance.step.vars_for_template(ctx)
+        failed = 0
+        completion = None
+        if participant.status != ParticipantStatus.ACTIVE:
+            completion = completion_target(participant.panel, participant.panel_params or {}, participant.completion_code or "")
+        elif instance is not None:
             failed = session.exec(
                 select(func.count()).select_from(StepAttempt)
                 .where(StepAttempt.participant_id == participant_id, StepAttempt.step_index == instance.index)
             ).one()
-        if participant.status != ParticipantStatus.ACTIVE:
-            completion = completion_target(participant.panel, participant.panel_params or {}, participant.completion_code or "")
-            if participant.status == ParticipantStatus.SCREENED_OUT:
-                instance = None
-            elif instance is not None:
-                template_vars = instance.step.vars_for_template(_context(protocol, study, participant, instance, responses, session))
         shown = [s for s in protocol.steps if s.step.kind != "completion"]
         return StepView(
             study_slug=study.slug, study_title=study.title or protocol.title, participant_id=participant.id,

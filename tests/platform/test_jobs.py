@@ -75,39 +75,46 @@ def test_stale_running_job_is_reaped_as_failed(sqlite_db):
     assert job.status == "failed" and "stopped responding" in job.error
 
 
-@pytest.mark.slow
-def test_local_executor_runs_jobs_in_child_processes(sqlite_db):
-    executor = jobqueue.LocalExecutor(max_workers=2, poll_s=0.2)
-    executor.start()
-    try:
-        ok = jobqueue.submit_job("platform.countdown", {"seconds": 0.5})
-        bad = jobqueue.submit_job("platform.countdown", {"seconds": 0.2, "fail": True})
-        slow = jobqueue.submit_job("platform.countdown", {"seconds": 60})
-        executor.wake()
-        assert jobqueue.wait_for_job(ok, timeout_s=60).status == "succeeded"
-        failed = jobqueue.wait_for_job(bad, timeout_s=60)
-        assert failed.status == "failed" and "failed on request" in failed.error
-        deadline = time.monotonic() + 30
-        while jobqueue.get_job(slow).status != "running" and time.monotonic() < deadline:
-            time.sleep(0.2)
-        jobqueue.cancel_job(slow)
-        assert jobqueue.wait_for_job(slow, timeout_s=30).status == "cancelled"
-        assert jobqueue.get_job(ok).worker == executor.worker
-    finally:
-        executor.shutdown()
+@pytest.fixture
+def start_executor(sqlite_db):
+    """A local executor on the test's database, shut down after the test."""
+
+    def start(max_workers: int) -> jobqueue.LocalExecutor:
+        started.append(jobqueue.LocalExecutor(max_workers=max_workers, poll_s=0.2))
+        started[-1].start()
+        return started[-1]
+
+    started: list[jobqueue.LocalExecutor] = []
+    yield start
+    for running in started:
+        running.shutdown()
 
 
 @pytest.mark.slow
-def test_job_whose_process_dies_is_marked_failed(sqlite_db):
-    executor = jobqueue.LocalExecutor(max_workers=1, poll_s=0.2)
-    executor.start()
-    try:
-        job_id = jobqueue.submit_job("platform.countdown", {"seconds": 120})
-        deadline = time.monotonic() + 30
-        while job_id not in executor._running and time.monotonic() < deadline:  # noqa: SLF001
-            time.sleep(0.1)
-        executor._running[job_id].kill()  # noqa: SLF001 - simulate a crash (segfault, OOM kill)
-        job = jobqueue.wait_for_job(job_id, timeout_s=30)
-        assert job.status == "failed" and "exited with code -9" in job.error
-    finally:
-        executor.shutdown()
+def test_local_executor_runs_jobs_in_child_processes(start_executor):
+    executor = start_executor(max_workers=2)
+    ok = jobqueue.submit_job("platform.countdown", {"seconds": 0.5})
+    bad = jobqueue.submit_job("platform.countdown", {"seconds": 0.2, "fail": True})
+    slow = jobqueue.submit_job("platform.countdown", {"seconds": 60})
+    executor.wake()
+    assert jobqueue.wait_for_job(ok, timeout_s=60).status == "succeeded"
+    failed = jobqueue.wait_for_job(bad, timeout_s=60)
+    assert failed.status == "failed" and "failed on request" in failed.error
+    deadline = time.monotonic() + 30
+    while jobqueue.get_job(slow).status != "running" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    jobqueue.cancel_job(slow)
+    assert jobqueue.wait_for_job(slow, timeout_s=30).status == "cancelled"
+    assert jobqueue.get_job(ok).worker == executor.worker
+
+
+@pytest.mark.slow
+def test_job_whose_process_dies_is_marked_failed(start_executor):
+    executor = start_executor(max_workers=1)
+    job_id = jobqueue.submit_job("platform.countdown", {"seconds": 120})
+    deadline = time.monotonic() + 30
+    while job_id not in executor._running and time.monotonic() < deadline:  # noqa: SLF001
+        time.sleep(0.1)
+    executor._running[job_id].kill()  # noqa: SLF001 - simulate a crash (segfault, OOM kill)
+    job = jobqueue.wait_for_job(job_id, timeout_s=30)
+    assert job.status == "failed" and "exited with code -9" in job.error
