@@ -39,6 +39,18 @@ the plain one when the rule fires in every interaction):
 
     (1/N) Σ_{fired} err_t >= α − max(0, q_1 + ηα) / (ηN)      (q_t >= min(q_1, −ηα) by the same induction).
 
+**Delayed updates** (many participants on one stream). In a live study interaction t freezes
+its thresholds when it starts and is applied when it finishes, so updates of interactions that
+finished in between land first: its errors are computed with q_{f(t)}, an older state, with
+d_t = t − f(t) updates in between (``store`` records f(t)). With D = max_t d_t the same argument
+goes through: err_t = 1 needs q_{f(t)} < B, and each of the d_t intervening updates adds at most
+η(1−α), so q_{t+1} < B + (D+1)η(1−α); hence
+
+    (1/T) Σ_{t<=T} err_t <= α + max(0, B + (D+1)η(1−α) − q_1) / (ηT)      (``upper_bound(..., delay=D)``),
+
+which is the bound above for D = 0. A study with a handful of overlapping participants has D of
+a few units, so the price of concurrency is a few extra steps' worth of slack.
+
 **Conditional variant** (``conditional=True``, as in the precursor): q moves only in interactions
 where the rule fired on the truth in some round, with step η/π̂, π̂ = the firing fraction on the
 calibration batch, frozen so the telescoping argument above applies verbatim with η/π̂ and the
@@ -246,15 +258,19 @@ def step(state: ControllerState, err_harm: bool, err_comp: bool,
     )
 
 
-def upper_bound(n: int, step_size: float, alpha: float, q1: float, score_bound: float) -> float:
-    """max(0, B + η(1−α) − q_1)/(η n): how far the mean violation over n interactions can exceed α.
+def upper_bound(n: int, step_size: float, alpha: float, q1: float, score_bound: float, delay: int = 0) -> float:
+    """max(0, B + (D+1)η(1−α) − q_1)/(η n): how far the mean violation over n interactions can exceed α.
 
     ``n`` counts all interactions (plain variant) or the firing ones (conditional variant, η = η/π̂).
+    ``delay`` is D, the most updates applied between an interaction freezing its thresholds and its
+    own update (0 when interactions run one after another; see "Delayed updates" above).
     Infinite for η = 0 (a fixed threshold has no guarantee) or n = 0.
     """
+    if delay < 0:
+        raise ValueError(f"delay must be >= 0, got {delay!r}")
     if step_size <= 0 or n <= 0:
         return math.inf
-    return max(0.0, score_bound + step_size * (1.0 - alpha) - q1) / (step_size * n)
+    return max(0.0, score_bound + (delay + 1) * step_size * (1.0 - alpha) - q1) / (step_size * n)
 
 
 def lower_bound(n: int, step_size: float, alpha: float, q1: float) -> float:

@@ -124,7 +124,7 @@ class RateTraces:
 
 def traces_from_errors(err: dict[str, np.ndarray], thresholds: dict[str, np.ndarray], state: ControllerState, *,
                        fired: dict[str, np.ndarray] | None = None, label: str = "stream",
-                       window: int = DEFAULT_WINDOW, centred: bool = True) -> RateTraces:
+                       window: int = DEFAULT_WINDOW, centred: bool = True, delay: int = 0) -> RateTraces:
     """Traces from per-interaction errors and the thresholds used, with the bound of ``state``'s controller.
 
     Args:
@@ -133,6 +133,7 @@ def traces_from_errors(err: dict[str, np.ndarray], thresholds: dict[str, np.ndar
         state: a controller state of the run (its config, q1_* and π̂ give targets and bound).
         fired: firing indicators; needed in the conditional variant (denominator = firing count).
         window, centred: the local rate (``rolling_rate``).
+        delay: D, the largest update delay of the run (``store.StreamAudit.max_delay``) for the band.
     """
     cfg = state.config
     T = len(err["harm"])
@@ -146,7 +147,7 @@ def traces_from_errors(err: dict[str, np.ndarray], thresholds: dict[str, np.ndar
         local[name] = rolling_rate(e, min(window, max(T, 1)), centred=centred) if T else np.zeros(0)
         if step_size > 0:
             # upper_bound(n) = upper_bound(1)/n: one call, then vectorised (inf before anything counted)
-            per_one = upper_bound(1, step_size, alpha, q1, cfg.score_bound)
+            per_one = upper_bound(1, step_size, alpha, q1, cfg.score_bound, delay=delay)
             bound[name] = np.divide(per_one, n_t, out=np.full(T, np.inf), where=n_t > 0)
         else:
             bound[name] = None
@@ -157,16 +158,20 @@ def traces_from_errors(err: dict[str, np.ndarray], thresholds: dict[str, np.ndar
 
 
 def traces_from_history(updates: Sequence[ControllerUpdate], state: ControllerState, *, window: int = DEFAULT_WINDOW,
-                        centred: bool = True) -> RateTraces:
-    """Traces of a controller stream from its stored updates (``store.history``) and a state of it."""
-    updates = sorted(updates, key=lambda u: u.seq)
+                        centred: bool = True, delay: int = 0) -> RateTraces:
+    """Traces of a controller stream's online part from its stored updates (``store.history``) and a state of it.
+
+    Calibration-batch and excluded updates are left out: the guarantee (and t = 1, 2, ...) starts at the fit.
+    """
+    updates = sorted((u for u in updates if u.phase == "online"), key=lambda u: u.seq)
     err = {"harm": np.array([u.err_harm for u in updates], dtype=bool),
            "comp": np.array([u.err_comp for u in updates], dtype=bool)}
     fired = {"harm": np.array([u.fired_harm for u in updates], dtype=bool),
              "comp": np.array([u.fired_comp for u in updates], dtype=bool)}
     thresholds = {"harm": np.array([u.q_harm_before for u in updates], dtype=float),
                   "comp": np.array([u.q_comp_before for u in updates], dtype=float)}
-    return traces_from_errors(err, thresholds, state, fired=fired, label="stream", window=window, centred=centred)
+    return traces_from_errors(err, thresholds, state, fired=fired, label="stream", window=window, centred=centred,
+                              delay=delay)
 
 
 def traces_from_result(result: dict, which: str = "online") -> RateTraces | None:
@@ -456,7 +461,7 @@ def list_streams(*, engine: Engine | None = None) -> list[StreamInfo]:
 
 @dataclass
 class StreamView:
-    """The live view of one stream: its traces, current state, figures and a final-rate table."""
+    """The live view of one stream: its traces, audited state, figures and tables."""
 
     key: str
     interactions: int
@@ -464,24 +469,41 @@ class StreamView:
     traces: RateTraces
     figures: dict[str, go.Figure]
     table: pd.DataFrame
+    audit: object = None  # store.StreamAudit
+    phases: pd.DataFrame | None = None
 
 
 def stream_view(key: str, *, window: int = DEFAULT_WINDOW, engine: Engine | None = None) -> StreamView:
-    """Read a stream (state and history) and build its figures; trailing window, as later data is still to come."""
+    """Read and audit a stream and build its figures; trailing window, as later data is still to come.
+
+    The band uses the delay-aware bound (the largest delay seen so far); the table also gives the
+    textbook bound, so the price of overlapping participants is visible.
+    """
     from engines.collab import store
 
-    state = store.current_state(key, engine=engine)
-    traces = traces_from_history(store.history(key, engine=engine), state, window=window, centred=False)
+    report = store.audit_report(key, engine=engine)
+    state = report.state
+    traces = traces_from_history(store.history(key, engine=engine), state, window=window, centred=False,
+                                 delay=report.max_delay)
     final = traces.final()
     table = pd.DataFrame([{"constraint": n, "violations": int(getattr(state, f"n_err_{n}")),
                            "running rate": final[n]["rate"], "target": final[n]["target"], "bound": final[n]["bound"],
+                           "bound without delay": report.bound_no_delay[n],
                            "within target + bound": final[n]["within"],
-                           "threshold now": getattr(state, f"q_{n}")} for n in CONSTRAINTS])
+                           "threshold now": getattr(state, f"q_{n}"), "q_1": getattr(state, f"q1_{n}")}
+                          for n in CONSTRAINTS])
+    calibration = report.calibration or {}
+    phases = pd.DataFrame([{
+        "calibration batch": f"{report.phases['calibration']} / {report.calibration_size}",
+        "fit": calibration.get("status", "pending" if report.calibration_size else "none"),
+        "online interactions": report.phases["online"], "excluded": report.phases["excluded"],
+        "max delay D": report.max_delay, "mean delay": round(report.mean_delay, 2),
+        "note": calibration.get("note") or ""}])
     figures = {}
     if len(traces.t):
         figures = {"violations": violation_figure([traces], title=f"{key}: running violation rate vs target"),
                    "thresholds": threshold_figure([traces], title=f"{key}: thresholds")}
-    return StreamView(key, len(traces.t), state, traces, figures, table)
+    return StreamView(key, len(traces.t), state, traces, figures, table, report, phases)
 
 
 def collab_jobs(*, limit: int = 20, engine: Engine | None = None) -> pd.DataFrame:

@@ -6,7 +6,8 @@
 - The AI: ``trial_case`` generates the image and runs the shipped CNN on it (model and cases
   cached per process; torch is imported only here, on first use).
 - The controller: ``stream_state`` reads (creating if needed) a condition's controller stream
-  *inside the caller's open write transaction*. ``engines.collab.store.ensure_stream`` opens a
+  *inside the caller's open write transaction*, with its update count (the interaction's
+  ``frozen_seq``) and whether it is still in its calibration batch. ``engines.collab.store.ensure_stream`` opens a
   transaction of its own, which would wait forever on SQLite's write lock held by a step's
   ``after_submit``; this function writes through the session it is given instead.
 - Rules: ``round_masks`` builds the prefix z_{t,k} from the participant's answers so far (belief
@@ -33,6 +34,7 @@ from engines.collab.controller import ControllerConfig, ControllerState, predict
 from engines.collab.models import ControllerStream
 from engines.collab.rules import Prefix, make_rule
 from engines.collab.shapes import N_LABELS, generate_task, to_png_bytes
+from engines.collab.store import StreamSnapshot, stream_snapshot
 from engines.platform.db import read_session
 from engines.platform.models import Participant, Study
 
@@ -98,6 +100,14 @@ def controller_config(params: Mapping[str, Any]) -> ControllerConfig:
     return ControllerConfig(**{k: params[k] for k in CONFIG_KEYS if k in params})
 
 
+def calibration_size(params: Mapping[str, Any]) -> int:
+    """How many of a condition's first interactions form its calibration batch (``calibration_interactions``, default 0)."""
+    size = params.get("calibration_interactions", 0)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise ValueError(f"calibration_interactions must be a whole number >= 0, got {size!r}")
+    return size
+
+
 def initial_state(params: Mapping[str, Any]) -> ControllerState:
     """q_1 from the condition's ``q_harm_init``/``q_comp_init``; ``mode="fixed"`` forces η = 0."""
     config = controller_config(params)
@@ -107,26 +117,28 @@ def initial_state(params: Mapping[str, Any]) -> ControllerState:
 
 
 def stream_state(session: Session, key: str, initial: ControllerState, *, study_slug: str | None = None,
-                 condition: str | None = None) -> ControllerState:
-    """The stream's current state, read (and created with ``initial`` if missing) in ``session``.
+                 condition: str | None = None, calibration_size: int = 0) -> StreamSnapshot:
+    """The stream's thresholds and update count now, read (and created with ``initial`` if missing) in ``session``.
 
     Use from a step's ``after_submit`` with ``ctx.session``: the read and a creation commit with
     the stored answer, and the row lock (PostgreSQL) orders it with concurrent updates.
+    ``calibration_size`` applies when the stream is created (``engines.collab.store``).
     """
     stream = session.exec(select(ControllerStream).where(ControllerStream.key == key).with_for_update()).first()
     if stream is not None:
-        return ControllerState.from_dict(stream.state)
+        return stream_snapshot(stream)
     study_id = None
     if study_slug:
         study_id = session.exec(select(Study.id).where(Study.slug == study_slug)).first()
+    created = ControllerStream(key=key, study_id=study_id, condition=condition, initial_state=initial.to_dict(),
+                               state=initial.to_dict(), calibration_size=calibration_size)
     try:
         with session.begin_nested():  # a savepoint: a concurrent creator (PostgreSQL) must not void the answer
-            session.add(ControllerStream(key=key, study_id=study_id, condition=condition,
-                                         initial_state=initial.to_dict(), state=initial.to_dict()))
+            session.add(created)
     except IntegrityError:
         stream = session.exec(select(ControllerStream).where(ControllerStream.key == key).with_for_update()).one()
-        return ControllerState.from_dict(stream.state)
-    return initial
+        return stream_snapshot(stream)
+    return stream_snapshot(created)
 
 
 def confidence_unit(confidence: int, scale_max: int = 5) -> float:
@@ -194,7 +206,7 @@ def mask_of(labels: Sequence[int]) -> np.ndarray:
 
 
 __all__ = [
-    "TrialCase", "ai_set", "confidence_unit", "controller_config", "initial_state", "interaction_difficulty",
+    "TrialCase", "ai_set", "calibration_size", "confidence_unit", "controller_config", "initial_state", "interaction_difficulty",
     "interaction_rows", "interaction_seed", "labels_of", "mask_of", "round_masks", "stream_state", "trial_case", "trial_png",
     "trial_question",
 ]

@@ -6,7 +6,9 @@ Files (all UTF-8):
 - ``responses.jsonl``: one JSON object per participant with all their step responses and study variables;
 - ``attempts.csv``: failed comprehension/attention attempts;
 - ``data_dictionary.csv``: every response field with its label, type and constraints;
-- ``study_config.json``: the protocol, its constants with overrides, conditions and code version.
+- ``study_config.json``: the protocol, its constants with overrides, conditions and code version;
+- whatever the study module's ``export_files(slug, engine)`` adds (e.g. the collaboration study's
+  interactions and controller-stream histories).
 """
 
 from __future__ import annotations
@@ -144,14 +146,20 @@ def export_study(slug: str, *, engine: Engine | None = None) -> StudyExport:
         "provenance": run_record(export="study", slug=slug),
         "counts": {"participants": len(participants), "responses": len(responses), "failed_attempts": len(attempts)},
     }
-    return StudyExport(slug, {
+    files = {
         "participants.csv": _csv(PARTICIPANT_COLUMNS, participant_rows),
         "responses.csv": _csv(RESPONSE_COLUMNS, response_rows),
         "responses.jsonl": jsonl.encode(),
         "attempts.csv": _csv(ATTEMPT_COLUMNS, attempt_rows),
         "data_dictionary.csv": _csv(DICTIONARY_COLUMNS, protocol.describe_fields()),
         "study_config.json": json.dumps(config, indent=2, sort_keys=True, default=str).encode(),
-    })
+    }
+    if protocol.export_files is not None:
+        for name, content in protocol.export_files(slug, engine=engine).items():
+            if name in files or "/" in name or name.startswith("."):
+                raise ValueError(f"study {protocol.name!r}: export_files returned the reserved or unsafe name {name!r}")
+            files[name] = bytes(content)
+    return StudyExport(slug, files)
 
 
 def _jsonable(value: Any) -> bool:

@@ -183,7 +183,7 @@ def _context(protocol: StudyProtocol, study: Study, participant: Participant, in
         participant_id=participant.id,
         external_id=participant.external_id,
         condition=participant.condition,
-        condition_params=protocol.condition_params(participant.condition),
+        condition_params=protocol.condition_params(participant.condition, _constants(protocol, study)),
         round_number=instance.round_number,
         C=_constants(protocol, study),
         vars=copy.deepcopy(participant.vars or {}),  # hooks may edit nested values in place
@@ -253,7 +253,7 @@ def condition_counts(session: Session, study: Study, protocol: StudyProtocol) ->
         .where(or_(Participant.status != ParticipantStatus.ACTIVE, Participant.last_seen_at >= cutoff))
         .group_by(Participant.condition)
     ).all()
-    counts = {name: 0 for name in protocol.conditions}
+    counts = {name: 0 for name in protocol.condition_names(_constants(protocol, study))}
     for condition, n in rows:
         if condition in counts:
             counts[condition] = n

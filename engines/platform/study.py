@@ -3,7 +3,8 @@
 A study module in ``studies/`` declares, in this order: a docstring; ``class C(Constants)`` with
 UPPER_CASE constants; response schemas as pydantic models whose fields carry ``title``,
 bounds and choices; plain functions; step classes; ``step_sequence = [...]``; optionally
-``assign_condition(counts, identity)``; and a ``PlayerBot`` (see ``engines.platform.bots``).
+``assign_condition(counts, identity)``; optionally ``export_files(slug, engine)`` returning extra
+files (name -> bytes) for the study's data export; and a ``PlayerBot`` (see ``engines.platform.bots``).
 One generic participant page interprets any protocol built from such a module.
 
 References: oTree's ``page_sequence`` / ``is_displayed`` / ``vars_for_template`` / bots
@@ -207,6 +208,7 @@ class StudyProtocol:
     assign_condition: AssignCondition = least_filled
     bot: type | None = None
     module: types.ModuleType | None = None
+    export_files: Callable[..., Mapping[str, bytes]] | None = None  # extra export files (study's own data)
     steps: list[StepInstance] = field(init=False)
     _constants_cache: dict[str, types.SimpleNamespace] = field(init=False, default_factory=dict, repr=False)
 
@@ -236,11 +238,16 @@ class StudyProtocol:
 
     @property
     def conditions(self) -> list[str]:
-        conditions = self.C.CONDITIONS
+        return self.condition_names()
+
+    def condition_names(self, constants: Any = None) -> list[str]:
+        """Condition names of the protocol, or of a study instance's ``constants`` (it may override CONDITIONS)."""
+        conditions = (constants or self.C).CONDITIONS
         return list(conditions.keys() if isinstance(conditions, Mapping) else conditions)
 
-    def condition_params(self, condition: str) -> dict[str, Any]:
-        conditions = self.C.CONDITIONS
+    def condition_params(self, condition: str, constants: Any = None) -> dict[str, Any]:
+        """A condition's parameters, from the instance's ``constants`` when given (overrides apply)."""
+        conditions = (constants or self.C).CONDITIONS
         if isinstance(conditions, Mapping):
             return dict(conditions.get(condition) or {})
         return {}
@@ -300,6 +307,7 @@ def protocol_from_module(module: types.ModuleType) -> StudyProtocol:
         assign_condition=getattr(module, "assign_condition", least_filled),
         bot=getattr(module, "PlayerBot", None),
         module=module,
+        export_files=getattr(module, "export_files", None),
     )
 
 

@@ -56,9 +56,11 @@ def create_study(slug: str, protocol: str, *, title: str = "", config: dict[str,
     if unknown:
         raise StudyError(f"Unknown study config keys: {', '.join(unknown)} (allowed: {', '.join(CONFIG_KEYS)}).")
     try:
-        proto.constants(config.get("constants"))
+        constants = proto.constants(config.get("constants"))
     except KeyError as exc:
         raise StudyError(str(exc.args[0])) from None
+    if not proto.condition_names(constants):
+        raise StudyError("constants.CONDITIONS overrides the conditions with none: a study needs at least one.")
     with write_transaction(engine) as session:
         if session.exec(select(Study).where(Study.slug == slug)).first() is not None:
             raise StudyError(f"A study called '{slug}' already exists.")
@@ -107,7 +109,8 @@ def progress(slug: str, *, engine: Engine | None = None) -> list[ConditionProgre
             select(Participant.condition, Participant.status, func.count())
             .where(Participant.study_id == study.id).group_by(Participant.condition, Participant.status)
         ).all()
-    table = {c: dict.fromkeys(ParticipantStatus.ALL, 0) for c in proto.conditions}
+    constants = proto.constants((study.config or {}).get("constants"))
+    table = {c: dict.fromkeys(ParticipantStatus.ALL, 0) for c in proto.condition_names(constants)}
     for condition, status, n in rows:
         table.setdefault(condition, dict.fromkeys(ParticipantStatus.ALL, 0))[status] = n
     return [ConditionProgress(c, v["active"], v["completed"], v["screened_out"]) for c, v in table.items()]

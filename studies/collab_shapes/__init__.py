@@ -18,9 +18,14 @@ Design, in the order the data flows:
 
 - Image: seed = sha256("{C.IMAGE_SEED}:{slug}:{external id}:{interaction index}") (63 bits), difficulty
   drawn from the seed in ``C.DIFFICULTY``; the AI is the shipped CNN on that image.
+- Calibration batch: a condition's first ``calibration_interactions`` finished interactions (over all
+  its participants) run at ``q_*_init`` and only record their outcome; the stream then fits q_1 on
+  them (split-conformal, ``engines.collab.store``) and the controller starts from it.
 - Frozen thresholds: when round 1 of interaction t is submitted, ``after_submit`` reads the stream's
-  current (q^H, q^C) in the same write transaction and stores them with the interaction; every set of
-  the interaction uses them. Nothing shown before that depends on the thresholds.
+  current (q^H, q^C) and update count (``frozen_seq``) in the same write transaction and stores them
+  with the interaction; every set of the interaction uses them. Nothing shown before that depends on
+  the thresholds. Updates of other participants landing before this one's are its delay, which the
+  stream's audit turns into the delay-aware bound.
 - Sets: the set of round k is computed once, in ``after_submit`` of round k, from the prefix (the
   participant's answers and confidences of rounds 1..k and the sets already shown) with the rules
   ``C.PROTECT_RULE``/``C.SUPPLY_RULE`` and ``controller.prediction_set``; it is stored, and round k+1
@@ -32,9 +37,9 @@ Design, in the order the data flows:
   stream has η = 0, so it only counts violations).
 - Stored: each round's typed answer (answer, confidence, final) as a step response; the derived
   data in the participant's vars under ``collab.interactions[i]``: seed, difficulty, mode, stream,
-  frozen q_harm/q_comp, per round {answer, confidence, protect, supply, ai_set}, and at the end
-  final_round, final_answer, true_count, correct, err/fired flags and the stream update's seq and
-  thresholds after it.
+  frozen q_harm/q_comp and frozen_seq, per round {answer, confidence, protect, supply, ai_set}, and at the end
+  final_round, final_answer, true_count, correct, err/fired flags and the stream update's seq, phase
+  and thresholds after it.
 """
 
 from __future__ import annotations
@@ -62,9 +67,12 @@ class C(Constants):
     CONFIDENCE_MAX = 5
     # Online first: least-filled assignment breaks ties by this order.
     CONDITIONS: ClassVar = {
+        # q_*_init serve the calibration batch (its first calibration_interactions interactions); then q_1
+        # is the split-conformal fit on that batch: online moves from there, fixed stays there.
         "online": {"mode": "online", "alpha_harm": 0.1, "alpha_comp": 0.1, "eta_harm": 0.05, "eta_comp": 0.05,
-                   "q_harm_init": 0.9, "q_comp_init": 0.8},
-        "fixed": {"mode": "fixed", "alpha_harm": 0.1, "alpha_comp": 0.1, "q_harm_init": 0.9, "q_comp_init": 0.8},
+                   "q_harm_init": 0.9, "q_comp_init": 0.8, "calibration_interactions": 40},
+        "fixed": {"mode": "fixed", "alpha_harm": 0.1, "alpha_comp": 0.1, "q_harm_init": 0.9, "q_comp_init": 0.8,
+                  "calibration_interactions": 40},
         "no_ai": {"mode": "none"},
     }
     PROTECT_RULE: ClassVar = {"name": "human_holds", "params": {}}
@@ -260,9 +268,12 @@ class Trial(Step):
             if mode != "none":
                 # Freeze the interaction's thresholds: the stream's state now, read in this transaction.
                 key = stream_key(ctx)
-                state = support.stream_state(ctx.session, key, support.initial_state(ctx.condition_params),
-                                             study_slug=ctx.study_slug, condition=ctx.condition)
-                record.update(stream=key, q_harm=state.q_harm, q_comp=state.q_comp)
+                params = ctx.condition_params
+                snapshot = support.stream_state(ctx.session, key, support.initial_state(params),
+                                                study_slug=ctx.study_slug, condition=ctx.condition,
+                                                calibration_size=support.calibration_size(params))
+                record.update(stream=key, q_harm=snapshot.state.q_harm, q_comp=snapshot.state.q_comp,
+                              frozen_seq=snapshot.updates, calibrating=snapshot.calibrating)
             del items[index:]  # a resubmission never reaches here (the runtime stores a step once)
             items.append(record)
         record = items[index]
@@ -289,9 +300,10 @@ class Trial(Step):
                 update = store.record_interaction(
                     record["stream"], f"{ctx.participant_id}:{index}", err_harm=errors.err_harm,
                     err_comp=errors.err_comp, fired_harm=errors.fired_harm, fired_comp=errors.fired_comp,
-                    participant_id=ctx.participant_id, session=ctx.session)
+                    participant_id=ctx.participant_id, frozen_seq=record.get("frozen_seq"),
+                    score_true=float(case.scores[case.count]), session=ctx.session)
                 record.update(err_harm=errors.err_harm, err_comp=errors.err_comp, fired_harm=errors.fired_harm,
-                              fired_comp=errors.fired_comp, stream_seq=update.seq,
+                              fired_comp=errors.fired_comp, stream_seq=update.seq, stream_phase=update.phase,
                               q_harm_after=update.after.q_harm, q_comp_after=update.after.q_comp)
         ctx.vars["collab"] = collab
 
@@ -316,6 +328,16 @@ class Survey(Step):
 
 class Completion(CompletionStep):
     body = "Your answers are saved. Thank you for taking part!"
+
+
+# EXPORT
+
+
+def export_files(slug: str, engine=None) -> dict[str, bytes]:
+    """Interactions, controller-stream histories and their audit, added to the study's data export."""
+    from engines.collab.study_export import study_files
+
+    return study_files(slug, engine=engine)
 
 
 step_sequence = [Consent, Instructions, Comprehension, AttentionBefore, Trial, AttentionAfter, Survey, Completion]

@@ -39,9 +39,17 @@ def advance_to_trials(participant_id: int) -> runtime.StepView:
     return view
 
 
+CALIBRATION = 10  # per condition stream, so the six bots (40 interactions per AI condition) go online
+
+
+def with_calibration(n: int) -> dict:
+    return {name: ({**params, "calibration_interactions": n} if params.get("mode") != "none" else params)
+            for name, params in C.CONDITIONS.items()}
+
+
 @pytest.fixture
 def study(sqlite_db):
-    study_admin.create_study(SLUG, "collab_shapes")
+    study_admin.create_study(SLUG, "collab_shapes", config={"constants": {"CONDITIONS": with_calibration(CALIBRATION)}})
     return SLUG
 
 
@@ -67,8 +75,12 @@ def test_online_stream_gets_one_update_per_interaction_in_order(six_bots):
     assert [u.seq for u in updates] == list(range(1, C.INTERACTIONS * len(online) + 1))
     expected = [f"{pid}:{i}" for pid in online for i in range(C.INTERACTIONS)]  # participants ran one after the other
     assert [u.interaction_key for u in updates] == expected
-    final = store.audit(f"{SLUG}:online")
-    assert final.t == len(updates)
+    report = store.audit_report(f"{SLUG}:online")
+    assert report.phases == {"calibration": CALIBRATION, "excluded": 0, "online": len(updates) - CALIBRATION}
+    assert report.state.t == len(updates) - CALIBRATION and report.max_delay == 0  # one after the other
+    assert report.calibration["status"] == "fitted"
+    assert all(u.q_harm_before == C.CONDITIONS["online"]["q_harm_init"] for u in updates[:CALIBRATION])
+    assert updates[CALIBRATION].q_harm_before == report.state.q1_harm  # online starts at the fitted q_1
     for pid in online:
         items = participant_vars(pid)
         assert len(items) == C.INTERACTIONS
@@ -77,14 +89,38 @@ def test_online_stream_gets_one_update_per_interaction_in_order(six_bots):
             # Sequential participants: the frozen thresholds are the stream's state when the update applied.
             assert math.isclose(item["q_harm"], update.q_harm_before) and math.isclose(item["q_comp"], update.q_comp_before)
             assert (item["err_harm"], item["err_comp"]) == (update.err_harm, update.err_comp)
-            assert item["stream_seq"] == update.seq
+            assert item["stream_seq"] == update.seq and item["frozen_seq"] == update.seq - 1
+            assert item["stream_phase"] == update.phase
 
 
-def test_fixed_stream_counts_but_never_moves(six_bots):
-    fixed = store.audit(f"{SLUG}:fixed")
-    assert fixed.t == 2 * C.INTERACTIONS
-    params = C.CONDITIONS["fixed"]
-    assert (fixed.q_harm, fixed.q_comp) == (params["q_harm_init"], params["q_comp_init"])
+def test_fixed_stream_is_calibrated_once_then_never_moves(six_bots):
+    report = store.audit_report(f"{SLUG}:fixed")
+    fixed = report.state
+    assert fixed.t == 2 * C.INTERACTIONS - CALIBRATION
+    assert (fixed.q_harm, fixed.q_comp) == (fixed.q1_harm, fixed.q1_comp)  # the fit, frozen
+    assert report.bound == {"harm": None, "comp": None}  # η = 0: no guarantee
+    online = [u for u in store.history(f"{SLUG}:fixed") if u.phase == "online"]
+    assert {(u.q_harm_before, u.q_comp_before) for u in online} == {(fixed.q1_harm, fixed.q1_comp)}
+
+
+def test_export_bundle_has_interactions_and_stream_histories(six_bots):
+    import csv
+    import io
+    import json
+
+    from engines.platform.export import export_study
+
+    files = export_study(SLUG).files
+    interactions = list(csv.DictReader(io.StringIO(files["interactions.csv"].decode())))
+    assert len(interactions) == 6 * C.INTERACTIONS
+    updates = list(csv.DictReader(io.StringIO(files["controller_updates.csv"].decode())))
+    assert {u["stream"] for u in updates} == {f"{SLUG}:online", f"{SLUG}:fixed"}
+    online = [u for u in updates if u["stream"] == f"{SLUG}:online"]
+    assert [int(u["seq"]) for u in online] == list(range(1, 2 * C.INTERACTIONS + 1))
+    assert [u["phase"] for u in online].count("calibration") == CALIBRATION
+    audits = json.loads(files["controller_streams.json"])
+    assert audits[f"{SLUG}:online"]["audit"]["phases"]["online"] == 2 * C.INTERACTIONS - CALIBRATION
+    assert audits[f"{SLUG}:online"]["audit"]["within_bound"]["harm"] in (True, False)
 
 
 def test_the_set_shown_is_stored_and_recomputes_from_stored_answers(six_bots):
@@ -178,6 +214,9 @@ def test_interleaved_participants_share_one_stream(study):
     store.audit(f"{study}:online")
     frozen = [participant_vars(pid)[0]["q_harm"] for pid in online]
     assert frozen[0] == frozen[1] == C.CONDITIONS["online"]["q_harm_init"]  # both froze the initial state
+    # Both froze after 0 updates: the second update landed one update after its freeze (delay 1).
+    assert [participant_vars(pid)[0]["frozen_seq"] for pid in online] == [0, 0]
+    assert [store.delay_of(u) for u in updates] == [0, 1]
 
 
 def test_images_are_deterministic_per_participant_and_interaction():

@@ -325,3 +325,46 @@ def test_plain_variant_has_no_lower_bound_when_the_rule_never_fires():
     assert ctl.violation_rates()[0] == 0.0
     assert 0.0 < cfg.alpha_harm - lower_bound(1000, 0.1, 0.1, 0.5)
     assert ctl.thresholds[0] == pytest.approx(0.5 - 1000 * 0.1 * 0.1)  # drifts down without limit
+
+
+# Delayed updates: many participants on one stream (thresholds frozen before others' updates land)
+
+@settings(max_examples=120, deadline=None)
+@given(cfg=configs(), max_delay=st.integers(0, 12), data=st.data())
+def test_delayed_updates_stay_within_the_delay_aware_bound(cfg, max_delay, data):
+    seq = data.draw(sequences(cfg.score_bound))
+    delays = data.draw(hnp.arrays(np.int64, seq["T"], elements=st.integers(0, max_delay)), label="delays")
+    ctl = OnlineController(cfg)
+    states = [ctl.state]  # states[i]: the thresholds after i updates
+    worst = 0
+    for t in range(seq["T"]):
+        d = int(min(delays[t], t))  # interaction t froze its thresholds d updates ago
+        worst = max(worst, d)
+        errs = _attacked(seq, t, OnlineController(states[t - d]), disjoint=False)
+        ctl.update(errs.err_harm, errs.err_comp, errs.fired_harm, errs.fired_comp)
+        states.append(ctl.state)
+        rate_h, rate_c = ctl.violation_rates()
+        s = ctl.state
+        assert rate_h <= cfg.alpha_harm + upper_bound(t + 1, s.step_harm, cfg.alpha_harm, s.q1_harm,
+                                                      cfg.score_bound, delay=worst) + 1e-9
+        assert rate_c <= cfg.alpha_comp + upper_bound(t + 1, s.step_comp, cfg.alpha_comp, s.q1_comp,
+                                                      cfg.score_bound, delay=worst) + 1e-9
+
+
+def test_delay_breaks_the_textbook_bound_but_not_the_delay_aware_one():
+    # 100 participants all freeze q_1 = 0 before any of them finishes, and each misses the truth.
+    cfg = ControllerConfig(alpha_harm=0.1, alpha_comp=0.1, eta_harm=0.05, eta_comp=0.05, q_harm_init=0.0,
+                           q_comp_init=0.0)
+    ctl = OnlineController(cfg)
+    frozen = ctl.state
+    for _ in range(100):
+        errs = interaction_errors(np.array([1.0, 1.0]), 0, np.array([[True, False]]), np.array([[False, False]]),
+                                  frozen.q_harm, frozen.q_comp)
+        assert errs.err_harm
+        ctl.update(errs.err_harm, errs.err_comp, errs.fired_harm, errs.fired_comp)
+    rate = ctl.violation_rates()[0]
+    assert rate == 1.0
+    assert rate > 0.1 + upper_bound(100, 0.05, 0.1, 0.0, 1.0)  # textbook bound (no delay): 0.31
+    assert rate <= 0.1 + upper_bound(100, 0.05, 0.1, 0.0, 1.0, delay=99)
+    with pytest.raises(ValueError, match="delay must be >= 0"):
+        upper_bound(10, 0.05, 0.1, 0.0, 1.0, delay=-1)

@@ -58,12 +58,30 @@ def test_stream_view_matches_the_analytic_rates_and_bound(stream):
     final = traces.final()
     assert final["harm"]["rate"] == pytest.approx(0.25) and final["harm"]["within"] is True
     assert view.table["violations"].tolist() == [2, 3]
+    assert view.phases.loc[0, "fit"] == "none" and view.phases.loc[0, "max delay D"] == 0
     fig = view.figures["violations"]
     names = {trace.name for trace in fig.data}
     assert {"stream: running rate", "stream: target + bound(t)", "target α", "stream: trailing rolling rate"} <= names
     assert len(view.figures["thresholds"].data) == 2
     empty = dashboard.stream_view("demo:empty")
     assert empty.interactions == 0 and empty.figures == {}
+
+
+def test_stream_view_leaves_out_the_calibration_batch_and_widens_the_band_by_the_delay(sqlite_db):
+    state = ControllerState.initial(ControllerConfig(alpha_harm=0.1, alpha_comp=0.2, eta_harm=0.5, eta_comp=0.25))
+    store.ensure_stream("demo:cal", state, calibration_size=3)
+    for i, s in enumerate((0.2, 0.4, 0.6)):
+        store.record_interaction("demo:cal", f"c{i}", err_harm=False, err_comp=False, score_true=s)
+    for i, h in enumerate(ERR_HARM[:4]):  # all four froze right after the fit: delays 0, 1, 2, 3
+        store.record_interaction("demo:cal", f"o{i}", err_harm=bool(h), err_comp=False, frozen_seq=3)
+    view = dashboard.stream_view("demo:cal")
+    assert view.interactions == 4 and view.traces.t.tolist() == [1, 2, 3, 4]
+    phases = view.phases.iloc[0]
+    assert phases["calibration batch"] == "3 / 3" and phases["fit"] == "fitted" and phases["max delay D"] == 3
+    fitted = view.state
+    assert view.traces.bound["harm"][-1] == pytest.approx(
+        upper_bound(4, 0.5, 0.1, fitted.q1_harm, 1.0, delay=3))
+    assert view.table.loc[0, "bound"] > view.table.loc[0, "bound without delay"]
 
 
 @pytest.fixture(scope="module")

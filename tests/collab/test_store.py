@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
 
 from engines.collab import store
@@ -76,3 +77,94 @@ def test_ensure_stream_keeps_existing_state(sqlite_db):
     store.ensure_stream("s:d", initial)
     store.record_interaction("s:d", "k", err_harm=True, err_comp=True)
     assert store.ensure_stream("s:d", initial).t == 1
+
+
+# Calibration batch and delays
+
+def _calibrate(key: str, scores, fired, start: int = 0):
+    for i, (s, f) in enumerate(zip(scores, fired, strict=True)):
+        store.record_interaction(key, f"cal:{start + i}", err_harm=False, err_comp=False, fired_harm=f, fired_comp=f,
+                                 score_true=s)
+
+
+def test_calibration_batch_fits_q1_then_goes_online(any_db):
+    from engines.collab.controller import calibrate_critical
+
+    initial = ControllerState.initial(CONFIG)
+    store.ensure_stream("s:cal", initial, calibration_size=20)
+    scores = [round(0.05 * i, 2) for i in range(20)]
+    fired = [i % 4 != 0 for i in range(20)]
+    _calibrate("s:cal", scores[:19], fired[:19])
+    assert store.current_state("s:cal") == initial  # the batch runs at the initial thresholds
+    _calibrate("s:cal", scores[19:], fired[19:], start=19)
+    fitted = store.current_state("s:cal")
+    expected = calibrate_critical(CONFIG, np.where(fired, scores, -np.inf), np.where(fired, scores, -np.inf))
+    assert fitted == expected and fitted.t == 0 and fitted.q1_harm == fitted.q_harm
+    online = store.record_interaction("s:cal", "p:1", err_harm=True, err_comp=False, frozen_seq=20)
+    assert online.phase == "online" and online.after == step(fitted, True, False)
+    report = store.audit_report("s:cal")
+    assert report.phases == {"calibration": 20, "excluded": 0, "online": 1}
+    assert report.calibration["status"] == "fitted" and report.state == online.after
+    assert [u.phase for u in store.history("s:cal")] == ["calibration"] * 20 + ["online"]
+
+
+def test_calibrating_stream_needs_the_true_score(sqlite_db):
+    store.ensure_stream("s:need", ControllerState.initial(CONFIG), calibration_size=3)
+    with pytest.raises(store.StreamError, match="calibrating: record_interaction needs score_true"):
+        store.record_interaction("s:need", "p:0", err_harm=False, err_comp=False)
+    assert store.history("s:need") == []  # nothing half-written
+
+
+def test_interaction_frozen_before_the_fit_is_recorded_but_not_applied(sqlite_db):
+    store.ensure_stream("s:exc", ControllerState.initial(CONFIG), calibration_size=5)
+    _calibrate("s:exc", [0.1, 0.2, 0.3, 0.4, 0.5], [True] * 5)
+    fitted = store.current_state("s:exc")
+    late = store.record_interaction("s:exc", "late", err_harm=True, err_comp=True, frozen_seq=2, score_true=0.9)
+    assert late.phase == "excluded" and late.after == fitted
+    assert store.current_state("s:exc") == fitted
+    report = store.audit_report("s:exc")
+    assert report.phases["excluded"] == 1 and report.state.t == 0
+
+
+def test_failed_fit_keeps_the_initial_thresholds_with_a_note(sqlite_db):
+    cfg = ControllerConfig(alpha_harm=0.1, alpha_comp=0.1, conditional=True)
+    initial = ControllerState.initial(cfg)
+    store.ensure_stream("s:never", initial, calibration_size=3)
+    _calibrate("s:never", [0.2, 0.3, 0.4], [False] * 3)  # the rule never fired: no π̂ for the conditional variant
+    report = store.audit_report("s:never")
+    assert report.calibration["status"] == "failed" and "never fires" in report.calibration["note"]
+    assert store.current_state("s:never") == initial
+
+
+def test_audit_reports_delays_and_the_delay_aware_bound(sqlite_db):
+    from engines.collab.controller import upper_bound
+
+    initial = ControllerState.initial(CONFIG)
+    store.ensure_stream("s:delay", initial)
+    # Three participants freeze at 0 updates; they finish one after another: delays 0, 1, 2.
+    for i in range(3):
+        store.record_interaction("s:delay", f"p{i}", err_harm=i == 2, err_comp=False, frozen_seq=0)
+    store.record_interaction("s:delay", "p3", err_harm=False, err_comp=False)  # no frozen_seq: taken as no delay
+    report = store.audit_report("s:delay")
+    assert report.max_delay == 2 and report.mean_delay == pytest.approx(0.75) and not report.delays_known
+    assert report.violation_rate["harm"] == pytest.approx(0.25)
+    assert report.bound["harm"] == pytest.approx(upper_bound(4, 0.05, 0.1, 0.5, 1.0, delay=2))
+    assert report.bound_no_delay["harm"] == pytest.approx(upper_bound(4, 0.05, 0.1, 0.5, 1.0))
+    assert report.bound["harm"] > report.bound_no_delay["harm"]
+    with pytest.raises(store.StreamError, match="frozen_seq 9 is not an earlier update count"):
+        store.record_interaction("s:delay", "p4", err_harm=False, err_comp=False, frozen_seq=9)
+
+
+def test_audit_detects_a_relabelled_phase(sqlite_db):
+    from engines.collab.models import ControllerUpdate
+    from engines.platform.db import write_transaction
+
+    store.ensure_stream("s:tamper", ControllerState.initial(CONFIG), calibration_size=2)
+    _calibrate("s:tamper", [0.1, 0.2], [True, True])
+    store.record_interaction("s:tamper", "p", err_harm=False, err_comp=False, frozen_seq=2)
+    with write_transaction() as session:
+        row = session.get(ControllerUpdate, store.history("s:tamper")[0].id)
+        row.phase = "online"
+        session.add(row)
+    with pytest.raises(store.StreamError, match="is marked 'online'"):
+        store.audit("s:tamper")

@@ -1,0 +1,85 @@
+"""The collaboration study's own export files: interactions, controller-stream histories and their audit.
+
+Added to the platform's study export (``engines.platform.export``) through the study module's
+``export_files`` hook, so one zip holds the answers, the derived interaction records and, per
+condition stream, every threshold update in the order it was applied, with its phase
+(calibration / excluded / online), delay and the audit of the guarantee (Noorani et al.,
+ICML 2026, arXiv:2602.17646; the audit is ``engines.collab.store.audit_report``).
+
+Files:
+- ``interactions.csv``: one row per started interaction (seed, difficulty, frozen thresholds and
+  ``frozen_seq``, the rounds as JSON, final answer, truth, errors, the stream update's seq and phase);
+- ``controller_updates.csv``: one row per stream update (key, seq, interaction, phase, delay, s(Y),
+  errors, thresholds before and after);
+- ``controller_streams.json``: per stream, the audit (calibration fit, phase counts, delays,
+  running rates, targets, the delay-aware and the textbook bound), or the reason the audit failed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from engines.collab import store
+from engines.collab.models import ControllerStream
+from engines.collab.study_support import interaction_rows
+from engines.platform.db import read_session
+from engines.platform.models import Study
+
+INTERACTION_COLUMNS = ["participant_id", "external_id", "condition", "index", "seed", "difficulty", "mode", "stream",
+                       "q_harm", "q_comp", "frozen_seq", "calibrating", "rounds", "final_round", "final_answer",
+                       "true_count", "correct", "err_harm", "err_comp", "fired_harm", "fired_comp", "stream_seq",
+                       "stream_phase", "q_harm_after", "q_comp_after"]
+UPDATE_COLUMNS = ["stream", "condition", "seq", "interaction_key", "participant_id", "phase", "frozen_seq", "delay",
+                  "score_true", "err_harm", "err_comp", "fired_harm", "fired_comp", "q_harm_before", "q_comp_before",
+                  "q_harm_after", "q_comp_after", "created_at"]
+
+
+def _csv(columns: list[str], rows: list[dict[str, Any]]) -> bytes:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()})
+    return buffer.getvalue().encode()
+
+
+def study_streams(study_slug: str, *, engine: Engine | None = None) -> list[tuple[str, str | None]]:
+    """(key, condition) of the study's controller streams."""
+    with read_session(engine) as session:
+        rows = session.exec(select(ControllerStream.key, ControllerStream.condition)
+                            .join(Study, Study.id == ControllerStream.study_id)
+                            .where(Study.slug == study_slug).order_by(ControllerStream.key)).all()
+    return [(key, condition) for key, condition in rows]
+
+
+def study_files(study_slug: str, *, engine: Engine | None = None) -> dict[str, bytes]:
+    """The three files of the module docstring for ``study_slug``."""
+    updates, audits = [], {}
+    for key, condition in study_streams(study_slug, engine=engine):
+        for u in store.history(key, engine=engine):
+            updates.append({"stream": key, "condition": condition, "seq": u.seq, "interaction_key": u.interaction_key,
+                            "participant_id": u.participant_id, "phase": u.phase, "frozen_seq": u.frozen_seq,
+                            "delay": store.delay_of(u) if u.frozen_seq is not None else None,
+                            "score_true": u.score_true, "err_harm": u.err_harm, "err_comp": u.err_comp,
+                            "fired_harm": u.fired_harm, "fired_comp": u.fired_comp,
+                            "q_harm_before": u.q_harm_before, "q_comp_before": u.q_comp_before,
+                            "q_harm_after": u.q_harm_after, "q_comp_after": u.q_comp_after,
+                            "created_at": u.created_at.isoformat() if u.created_at else None})
+        try:
+            audits[key] = {"condition": condition, "audit": store.audit_report(key, engine=engine).to_dict()}
+        except store.StreamError as exc:  # a broken history must still export, with the reason
+            audits[key] = {"condition": condition, "audit": None, "audit_error": str(exc)}
+    return {
+        "interactions.csv": _csv(INTERACTION_COLUMNS, interaction_rows(study_slug, engine=engine)),
+        "controller_updates.csv": _csv(UPDATE_COLUMNS, updates),
+        "controller_streams.json": json.dumps(audits, indent=2, sort_keys=True, default=str).encode(),
+    }
+
+
+__all__ = ["INTERACTION_COLUMNS", "UPDATE_COLUMNS", "study_files", "study_streams"]
