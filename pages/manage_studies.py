@@ -28,10 +28,18 @@ with st.expander("Create a study", expanded=not studies):
         title = st.text_input("Title shown to participants (optional)", key="create-title")
         code = st.text_input("Completion code (from Prolific; optional)", key="create-code")
         screened = st.text_input("Screened-out code (optional)", key="create-screened")
+        constants_text = st.text_area(
+            "Constants to change (JSON object, optional)", key="create-constants", height=120,
+            placeholder='{"INTERACTIONS": 10}',
+            help="Override the protocol's constants (see below) for this study only: targets, rounds, rules, "
+                 "conditions... Values are data, checked against the protocol; nothing typed here is run as code.")
         is_open = st.checkbox("Open for participants now", value=True)
         if st.form_submit_button("Create study", type="primary"):
             config = {k: v for k, v in {"completion_code": code.strip(), "screened_out_code": screened.strip()}.items() if v}
             try:
+                overrides = study_admin.parse_constants(constants_text)
+                if overrides:
+                    config["constants"] = overrides
                 study_admin.create_study(slug.strip(), protocol, title=title.strip(), config=config,
                                          is_open=is_open, created_by=identity.user_id)
             except (LinkError, StudyError) as exc:
@@ -39,6 +47,10 @@ with st.expander("Create a study", expanded=not studies):
             else:
                 st.success(f"Created study '{slug.strip()}'.")
                 st.rerun()
+
+    with st.popover("Protocol constants"):
+        st.caption("Defaults of each protocol; override any of them above.")
+        st.json(study_admin.default_constants(protocol), expanded=1)
 
 if not studies:
     st.info("No studies yet.")

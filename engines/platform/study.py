@@ -3,7 +3,9 @@
 A study module in ``studies/`` declares, in this order: a docstring; ``class C(Constants)`` with
 UPPER_CASE constants; response schemas as pydantic models whose fields carry ``title``,
 bounds and choices; plain functions; step classes; ``step_sequence = [...]``; optionally
-``assign_condition(counts, identity)``; optionally ``export_files(slug, engine)`` returning extra
+``assign_condition(counts, identity)``; optionally ``validate_constants(C)`` raising ``ValueError`` for
+constants (with a study instance's overrides) the study cannot run with; optionally
+``export_files(slug, engine)`` returning extra
 files (name -> bytes) for the study's data export; and a ``PlayerBot`` (see ``engines.platform.bots``).
 One generic participant page interprets any protocol built from such a module.
 
@@ -209,6 +211,7 @@ class StudyProtocol:
     bot: type | None = None
     module: types.ModuleType | None = None
     export_files: Callable[..., Mapping[str, bytes]] | None = None  # extra export files (study's own data)
+    validate_constants: Callable[[Any], None] | None = None  # raises ValueError for unusable constants
     steps: list[StepInstance] = field(init=False)
     _constants_cache: dict[str, types.SimpleNamespace] = field(init=False, default_factory=dict, repr=False)
 
@@ -266,6 +269,27 @@ class StudyProtocol:
         self._constants_cache[key] = namespace = types.SimpleNamespace(**values)
         return namespace
 
+    def checked_constants(self, overrides: Mapping[str, Any] | None) -> types.SimpleNamespace:
+        """The constants with ``overrides`` applied, after checking them (raises ``ValueError`` naming the constant).
+
+        An override must be of the default's JSON kind (a whole number where the default is one, a
+        number where it is a float, text, true/false, a list or an object), then the study's own
+        ``validate_constants`` hook judges the whole set.
+        """
+        if overrides is not None and not isinstance(overrides, Mapping):
+            raise ValueError(f"constants must be an object of NAME: value, got {type(overrides).__name__}")
+        for name, value in (overrides or {}).items():
+            if not hasattr(self.C, name) or not name.isupper():
+                raise ValueError(f"study {self.name!r} has no constant {name!r}")
+            expected = _json_kind(getattr(self.C, name))
+            if expected is not None and _json_kind(value) not in _COMPATIBLE[expected]:
+                raise ValueError(f"constant {name}: expected {expected}, got {_json_kind(value) or type(value).__name__}"
+                                 f" {value!r}")
+        constants = self.constants(overrides)
+        if self.validate_constants is not None:
+            self.validate_constants(constants)
+        return constants
+
     def describe_fields(self) -> list[dict[str, Any]]:
         """The data dictionary: one row per response field of every step."""
         rows = []
@@ -290,6 +314,28 @@ class StudyProtocol:
         return rows
 
 
+def _json_kind(value: Any) -> str | None:
+    """The JSON kind of a constant's value: what an override of it must be."""
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int):
+        return "a whole number"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return None  # None or anything else: not checked here
+
+
+_COMPATIBLE = {"true/false": {"true/false"}, "a whole number": {"a whole number"},
+               "a number": {"a number", "a whole number"}, "text": {"text"}, "an object": {"an object"},
+               "a list": {"a list"}}
+
+
 def protocol_from_module(module: types.ModuleType) -> StudyProtocol:
     """Build a protocol from a study module that follows the layout in this module's docstring."""
     C = getattr(module, "C", None)
@@ -308,6 +354,7 @@ def protocol_from_module(module: types.ModuleType) -> StudyProtocol:
         bot=getattr(module, "PlayerBot", None),
         module=module,
         export_files=getattr(module, "export_files", None),
+        validate_constants=getattr(module, "validate_constants", None),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,33 @@ class ConditionProgress:
         return self.active + self.completed + self.screened_out
 
 
+def parse_constants(text: str) -> dict[str, Any]:
+    """Constants overrides typed as a JSON object (empty text: none); StudyError with line and column otherwise."""
+    if not text or not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StudyError(f"Constants are not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.") from None
+    if not isinstance(value, dict):
+        raise StudyError(f"Constants must be a JSON object like {{\"INTERACTIONS\": 10}}, got {type(value).__name__}.")
+    return value
+
+
+def default_constants(protocol: str) -> dict[str, Any]:
+    """A protocol's constants as JSON-ready data (what ``parse_constants`` overrides)."""
+    constants = vars(get_protocol(protocol).constants())
+    return {k: v for k, v in sorted(constants.items()) if _jsonable(v)}
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except TypeError:
+        return False
+    return True
+
+
 def create_study(slug: str, protocol: str, *, title: str = "", config: dict[str, Any] | None = None,
                  is_open: bool = True, created_by: int | None = None, engine: Engine | None = None) -> Study:
     """Create a study instance of a registered protocol.
@@ -56,9 +84,9 @@ def create_study(slug: str, protocol: str, *, title: str = "", config: dict[str,
     if unknown:
         raise StudyError(f"Unknown study config keys: {', '.join(unknown)} (allowed: {', '.join(CONFIG_KEYS)}).")
     try:
-        constants = proto.constants(config.get("constants"))
-    except KeyError as exc:
-        raise StudyError(str(exc.args[0])) from None
+        constants = proto.checked_constants(config.get("constants"))
+    except ValueError as exc:
+        raise StudyError(f"Constants: {exc}") from None
     if not proto.condition_names(constants):
         raise StudyError("constants.CONDITIONS overrides the conditions with none: a study needs at least one.")
     with write_transaction(engine) as session:

@@ -154,6 +154,41 @@ def feedback_for(ctx: StepContext, record: dict[str, Any] | None) -> str:
             f"{record['final_answer']} was {verdict}.")
 
 
+def validate_constants(C) -> None:
+    """Reject constants (a study instance's overrides included) this study cannot run with, before anyone enters."""
+    from engines.collab.rules import make_rule
+
+    if not 1 <= C.INTERACTIONS <= Trial.repeat // Trial.rounds_declared:
+        raise ValueError(f"INTERACTIONS must be 1..{Trial.repeat // Trial.rounds_declared}, got {C.INTERACTIONS!r}")
+    if not 1 <= C.ROUNDS <= Trial.rounds_declared:
+        raise ValueError(f"ROUNDS must be 1..{Trial.rounds_declared}, got {C.ROUNDS!r}")
+    if C.FEEDBACK not in ("truth", "none"):
+        raise ValueError(f"FEEDBACK must be 'truth' or 'none', got {C.FEEDBACK!r}")
+    low, high = C.DIFFICULTY
+    if not 0.0 <= low <= high <= 1.0:
+        raise ValueError(f"DIFFICULTY must be (low, high) with 0 <= low <= high <= 1, got {C.DIFFICULTY!r}")
+    for role, rule in (("PROTECT_RULE", C.PROTECT_RULE), ("SUPPLY_RULE", C.SUPPLY_RULE)):
+        if not isinstance(rule, dict) or "name" not in rule:
+            raise ValueError(f'{role} must be {{"name": <registered rule>, "params": {{...}}}}, got {rule!r}')
+        try:
+            make_rule(rule["name"], **(rule.get("params") or {}))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{role}: {exc}") from None
+    allowed = {"mode", "calibration_interactions", *support.CONFIG_KEYS}
+    for name, params in C.CONDITIONS.items():
+        unknown = sorted(set(params) - allowed)
+        if unknown:
+            raise ValueError(f"CONDITIONS[{name!r}]: unknown keys {unknown} (allowed: {sorted(allowed)})")
+        if params.get("mode") not in ("online", "fixed", "none"):
+            raise ValueError(f"CONDITIONS[{name!r}].mode must be 'online', 'fixed' or 'none', got {params.get('mode')!r}")
+        if params["mode"] != "none":
+            try:
+                support.initial_state(params)
+                support.calibration_size(params)
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"CONDITIONS[{name!r}]: {exc}") from None
+
+
 # STEPS
 
 
@@ -214,6 +249,7 @@ class Trial(Step):
     title = ""
     Response = TrialResponse
     repeat = C.INTERACTIONS * C.ROUNDS
+    rounds_declared = C.ROUNDS  # an instance may lower ROUNDS and INTERACTIONS, not raise them
     template = "collab_trial"
     submit_label = "Submit answer"
 

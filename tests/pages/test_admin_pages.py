@@ -98,3 +98,23 @@ def test_jobs_page_reports_bad_json(sqlite_db):
     at.run()
     assert any("not valid JSON: line 1" in e.value for e in at.error)
     assert jobqueue.list_jobs() == []
+
+
+def test_study_constants_are_typed_json_checked_against_the_protocol(sqlite_db):
+    at = _page("manage_studies")
+    at.selectbox[0].select("collab_shapes")
+    at.text_input(key="create-slug").input("shapes-short")
+    at.text_area(key="create-constants").input('{"INTERACTIONS": 5,\n "PROTECT_RULE": {"name": "nope"}}')
+    at.form_submit_button[0].click()
+    at.run()
+    assert any("PROTECT_RULE" in e.value and "nope" in e.value for e in at.error)
+    at.text_area(key="create-constants").input('{"INTERACTIONS": 5,\n "ROUNDS": }')
+    at.form_submit_button[0].click()
+    at.run()
+    assert any("not valid JSON" in e.value and "line 2" in e.value for e in at.error)
+    assert study_admin.list_studies() == []  # nothing half-created
+    at.text_area(key="create-constants").input('{"INTERACTIONS": 5, "ROUNDS": 2}')
+    at.form_submit_button[0].click()
+    at.run()
+    assert not at.exception and not at.error
+    assert study_admin.get_study("shapes-short").config["constants"] == {"INTERACTIONS": 5, "ROUNDS": 2}
