@@ -12,5 +12,6 @@ Candès, Tibshirani 2023), Rolling Risk Control (Feldman et al. 2023). See ``sha
 Modules: ``shapes`` (the pictorial shape-counting task), ``counter`` (the CNN that counts),
 ``rules`` (harm / complementarity label rules), ``controller`` (the online two-threshold
 controller and its bound), ``humans`` (simulated collaborators and shift schedules),
-``simulate`` / ``sweep`` (the CLI experiments).
+``medical`` (the synthetic DDXPlus-style diagnosis task and the DDXPlus loader), ``llm_human`` (a
+language model as the collaborator), ``simulate`` / ``llm_simulate`` / ``sweep`` (the CLI experiments).
 """

@@ -70,17 +70,21 @@ class OpenAICompatibleBackend:
     model: str
     api_key: str | None = None
     timeout: float = 60.0
+    # One client for all requests: a new one per request costs ~25 ms (TLS context), more than a local model's reply.
+    _client: Any = field(default=None, init=False, repr=False, compare=False)
 
     def complete(self, messages: list[dict], *, temperature: float = 0.0, max_tokens: int = 128,
                  seed: int = 0) -> str:
         import httpx
 
+        if self._client is None:
+            self._client = httpx.Client(timeout=self.timeout)
         url = self.base_url.rstrip("/") + "/chat/completions"
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         payload = {"model": self.model, "messages": messages, "temperature": temperature,
                    "max_tokens": max_tokens, "seed": seed}
         try:
-            response = httpx.post(url, json=payload, headers=headers, timeout=self.timeout)
+            response = self._client.post(url, json=payload, headers=headers)
         except httpx.HTTPError as exc:
             raise BackendError(f"POST {url} failed: {type(exc).__name__}: {exc}") from exc
         if response.status_code >= 400:
@@ -160,11 +164,15 @@ class TaskView:
     role: str = "a careful participant in a study"
 
 
-def shape_view(task) -> TaskView:
-    """The shape-counting task (``engines.collab.shapes.ShapeTask``) as text; labels "0".."9"."""
+def shape_view(task, detail: str = "exact") -> TaskView:
+    """The shape-counting task (``engines.collab.shapes.ShapeTask``) as text; labels "0".."9".
+
+    ``detail`` is passed to ``ShapeTask.describe``: "exact" names every shape's kind, "perceived"
+    leaves the kinds of hard-to-see shapes ambiguous (so hard images stay hard for the reader).
+    """
     from engines.collab.shapes import LABELS
 
-    return TaskView(task.describe(), task.question, tuple(str(c) for c in LABELS),
+    return TaskView(task.describe(detail), task.question, tuple(str(c) for c in LABELS),
                     role="a participant in a visual counting study who only sees a description of the image")
 
 

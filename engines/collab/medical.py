@@ -21,7 +21,12 @@ more evidence each round. DDXPlus itself is not shipped here, so this module off
   knows the chief complaint only, the last round knows every answer. Questions are asked in a
   per-case random order drawn independently of the answers, so the posterior stays exact.
 - ``describe(case, evidences)`` — the text an LLM clinician reads.
-- ``load_ddxplus(patients_csv, evidences_json, conditions_json)`` — the real release format.
+- ``load_ddxplus(patients_csv, evidences_json, conditions_json)`` — the real release format;
+  ``load_ddxplus_dir(folder)`` finds the test split and the code books in a release folder.
+
+The simulator (``python -m engines.collab simulate --task medical``) uses the exact posterior as the
+AI: given part of the interview (``evidence_share``) for the parametric humans, given the round's
+evidence (``reveal``) for an LLM clinician.
 
 Examples::
 
@@ -324,6 +329,18 @@ def reveal(case: MedicalCase, round_k: int, rounds: int) -> list[str]:
     return [case.INITIAL_EVIDENCE, *order[:n]]
 
 
+def evidence_share(case: MedicalCase, fraction: float) -> list[str]:
+    """INITIAL_EVIDENCE and the first ceil(fraction · n) codes of the case's n-question interview.
+
+    What a clinician knows part-way through the questions (``reveal`` with a continuous share):
+    0 is the chief complaint only, 1 every answer.
+    """
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"fraction must be in [0, 1], got {fraction!r}")
+    order = case.interview or tuple(e for e in case.EVIDENCES if e != case.INITIAL_EVIDENCE)
+    return [case.INITIAL_EVIDENCE, *order[:math.ceil(len(order) * fraction)]]
+
+
 def posterior(case: MedicalCase, evidences_subset: Sequence[str], world: MedicalWorld | None = None) -> np.ndarray:
     """Exact P(pathology | age, sex, chief complaint, the statuses of ``evidences_subset``).
 
@@ -510,6 +527,37 @@ def load_ddxplus(patients_csv: str | Path, evidences_json: str | Path, condition
     return release
 
 
+DDXPLUS_CODE_BOOKS = ("release_evidences.json", "release_conditions.json")
+# The test split: the CSV inside release_test_patients.zip (no extension in the release), or renamed to .csv.
+DDXPLUS_PATIENTS = ("release_test_patients", "release_test_patients.csv")
+
+
+def ddxplus_paths(directory: str | Path) -> tuple[Path, Path, Path]:
+    """(patients, evidences, conditions) files of a DDXPlus release folder; ValueError naming what is missing."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ValueError(f"DDXPlus folder not found: {directory}")
+    evidences, conditions = (directory / name for name in DDXPLUS_CODE_BOOKS)
+    patients = next((directory / name for name in DDXPLUS_PATIENTS if (directory / name).is_file()), None)
+    missing = [p.name for p in (evidences, conditions) if not p.is_file()]
+    if patients is None:
+        missing.append(" or ".join(DDXPLUS_PATIENTS) + " (unzipped from release_test_patients.zip)")
+    if missing:
+        raise ValueError(f"DDXPlus folder {directory} lacks {', '.join(missing)}")
+    return patients, evidences, conditions
+
+
+def ddxplus_pathologies(directory: str | Path) -> tuple[str, ...]:
+    """The label space of a DDXPlus release folder (the sorted keys of release_conditions.json), without the patients."""
+    _, _, conditions = ddxplus_paths(directory)
+    return tuple(sorted(_read_json(conditions, "pathology names to their description")))
+
+
+def load_ddxplus_dir(directory: str | Path, limit: int | None = None) -> DDXPlusRelease:
+    """``load_ddxplus`` on a release folder: the test patients and the two code books (see ``ddxplus_paths``)."""
+    return load_ddxplus(*ddxplus_paths(directory), limit=limit)
+
+
 def _literal(text: str | None, column: str, fail) -> list:
     try:
         value = ast.literal_eval((text or "").strip())
@@ -521,6 +569,8 @@ def _literal(text: str | None, column: str, fail) -> list:
 
 
 __all__ = [
-    "AGE_BINS", "DDXPlusFormatError", "DDXPlusRelease", "Evidence", "MedicalCase", "MedicalWorld", "default_world",
-    "describe", "differential_vector", "generate_cases", "load_ddxplus", "posterior", "reveal",
+    "AGE_BINS", "DDXPLUS_CODE_BOOKS", "DDXPLUS_PATIENTS", "DDXPlusFormatError", "DDXPlusRelease", "Evidence",
+    "MedicalCase", "MedicalWorld", "ddxplus_paths", "ddxplus_pathologies", "default_world", "describe",
+    "differential_vector", "evidence_share", "generate_cases", "load_ddxplus", "load_ddxplus_dir", "posterior",
+    "reveal",
 ]

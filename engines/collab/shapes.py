@@ -42,6 +42,12 @@ N_LABELS = len(LABELS)
 SHAPE_KINDS = ("triangle", "circle", "square", "diamond", "pentagon", "trapezoid")
 DISTRACTOR_ORDER = ("circle", "square", "diamond", "pentagon", "trapezoid")
 
+# What a shape that is hard to make out may be mistaken for (``ShapeTask.describe(detail="perceived")``).
+_LOOKALIKES = {"triangle": ("trapezoid", "diamond"), "trapezoid": ("triangle", "square"),
+               "diamond": ("triangle", "square"), "square": ("diamond", "pentagon"),
+               "pentagon": ("circle", "square"), "circle": ("pentagon", "square")}
+DESCRIBE_DETAILS = ("exact", "perceived")
+
 _PLURAL = {"triangle": "triangles", "circle": "circles", "square": "squares", "diamond": "diamonds",
            "pentagon": "pentagons", "trapezoid": "trapezoids"}
 
@@ -231,15 +237,32 @@ class ShapeTask:
     shapes: tuple[Shape, ...] = field(default_factory=tuple)
     clutter_lines: int = 0
 
-    def describe(self) -> str:
+    def describe(self, detail: str = "exact") -> str:
         """A text description of the scene for a text-only collaborator.
 
         Lists every shape (kind, rough place, pixel position, size, brightness, overlaps) in
         reading order, without stating how many targets there are: a careful reader can count
         them, a careless one can miscount, as with the image.
+
+        Args:
+            detail: "exact" names every shape's kind, so a text-only reader can always count
+                exactly, even on hard images. "perceived" describes what a viewer could make
+                out: a shape that is hard to see (``hard_to_make_out``: small, faint, partly
+                covered, in a noisy image) is named as two look-alike kinds, e.g. "a small faint
+                shape ..., hard to make out: maybe a triangle or a trapezoid", so hard images are
+                hard for a text reader too. Easy images have no such shapes. Deterministic: the
+                look-alike and the order of the two names come from the task's seed.
         """
+        if detail not in DESCRIBE_DETAILS:
+            raise ValueError(f"detail must be one of {DESCRIBE_DETAILS}, got {detail!r}")
         n = self.config.image_size
         lo, hi = self.config.size
+        vague = self.unclear_kinds() if detail == "perceived" else {}
+
+        def name(j: int) -> str:  # how other lines refer to shape j (a vague shape's kind stays unknown)
+            o = self.shapes[j]
+            return f"the {'shape' if j in vague else o.kind} at ({o.x:.0f}, {o.y:.0f})"
+
         lines = [
             f"A {n}x{n} grayscale image (x to the right, y downward) of bright shapes on a dark background.",
             "Shapes, in reading order (top to bottom, left to right):",
@@ -249,16 +272,20 @@ class ShapeTask:
             rel = (s.size - lo) / (hi - lo) if hi > lo else 0.5
             size_word = "small" if rel < 1 / 3 else ("medium-sized" if rel < 2 / 3 else "large")
             shade = "faint" if s.brightness < 0.45 else ("grey" if s.brightness < 0.7 else "bright")
-            text = f"- a {size_word} {shade} {s.kind} {_place_word(s.x, s.y, n)} (x≈{s.x:.0f}, y≈{s.y:.0f})"
+            kind = "shape" if i in vague else s.kind
+            text = f"- a {size_word} {shade} {kind} {_place_word(s.x, s.y, n)} (x≈{s.x:.0f}, y≈{s.y:.0f})"
             turn = _visible_turn(s.kind, s.angle)
-            if turn >= 10:
+            if turn >= 10 and i not in vague:  # the turn modulo the kind's symmetry would give the kind away
                 text += f", turned about {turn:.0f}° from upright"
-            covered = [self.shapes[j] for j in s.overlaps if self.shapes[j].order > s.order]
-            covers = [self.shapes[j] for j in s.overlaps if self.shapes[j].order < s.order]
+            covered = [j for j in s.overlaps if self.shapes[j].order > s.order]
+            covers = [j for j in s.overlaps if self.shapes[j].order < s.order]
             if covered:
-                text += ", partly covered by " + _join(f"the {o.kind} at ({o.x:.0f}, {o.y:.0f})" for o in covered)
+                text += ", partly covered by " + _join(name(j) for j in covered)
             if covers:
-                text += ", lying over " + _join(f"the {o.kind} at ({o.x:.0f}, {o.y:.0f})" for o in covers)
+                text += ", lying over " + _join(name(j) for j in covers)
+            if i in vague:
+                first, second = vague[i]
+                text += f", hard to make out: maybe a {first} or a {second}"
             lines.append(text)
         if not self.shapes:
             lines.append("- (no shapes)")
@@ -270,6 +297,44 @@ class ShapeTask:
         if extras:
             lines.append("The image also has " + " and ".join(extras) + ".")
         return "\n".join(lines)
+
+    def hard_to_make_out(self) -> list[bool]:
+        """Per shape (in ``shapes`` order): is its kind hard to make out in the image?
+
+        Four visibility handicaps, each scored in [0, 1]: small (1 at 8 px, 0 from 12 px),
+        faint (1 at brightness 0.35, 0 from 0.6), covered (1 when 30% of it lies under shapes
+        drawn on top) and pixel noise (1 at the hard preset's std 0.12). A shape is hard to make
+        out when they add up to 2 or more: never on easy images (no noise, no overlap, bright,
+        large), for about 2% of the shapes at medium difficulty and 16% at hard.
+        """
+        noise = _unit(self.config.noise_std / 0.12)
+        out = []
+        for i, s in enumerate(self.shapes):
+            score = (_unit((12.0 - s.size) / 4.0) + _unit((0.6 - s.brightness) / 0.25)
+                     + _unit(_covered_fraction(self.shapes, i) / 0.3) + noise)
+            out.append(score >= 2.0)
+        return out
+
+    def unclear_kinds(self) -> dict[int, tuple[str, str]]:
+        """{shape index: (kind, kind)} for the shapes hard to make out: the true kind and a look-alike, in seeded order.
+
+        The look-alike is the counted target when the shape is one of the target's look-alikes
+        (a vague trapezoid may be a triangle), otherwise one of the shape's own look-alikes.
+        """
+        rng = np.random.default_rng([int(self.seed), 0x5EE])  # its own stream: the image's draws stay untouched
+        out = {}
+        for i, hard in enumerate(self.hard_to_make_out()):
+            if not hard:
+                continue
+            kind = self.shapes[i].kind
+            target = self.config.target
+            if kind != target and target in _LOOKALIKES[kind]:
+                other = target
+            else:
+                choices = _LOOKALIKES[kind]
+                other = choices[int(rng.integers(len(choices)))]
+            out[i] = (kind, other) if rng.random() < 0.5 else (other, kind)
+        return out
 
 
 class ShapeBatch(NamedTuple):
@@ -486,6 +551,28 @@ def _visible_turn(kind: str, angle: float) -> float:
     return min(folded, period - folded)
 
 
+def _unit(value: float) -> float:
+    return min(max(value, 0.0), 1.0)
+
+
+# Points filling the unit disc, for the covered share of a shape (a 15x15 grid: ~1% resolution).
+_GRID = np.linspace(-1.0, 1.0, 15)
+_DISC = np.stack(np.meshgrid(_GRID, _GRID), axis=-1).reshape(-1, 2)
+_DISC = _DISC[(_DISC ** 2).sum(axis=1) <= 1.0]  # (P, 2)
+
+
+def _covered_fraction(shapes: Sequence[Shape], i: int) -> float:
+    """Share of shape i's outline disc (85% of its circumradius, as in ``_with_overlaps``) under shapes drawn on top."""
+    s = shapes[i]
+    pts = _DISC * (0.85 * s.size / 2) + np.array([s.x, s.y])  # (P, 2)
+    hidden = np.zeros(len(pts), dtype=bool)
+    for j in s.overlaps:
+        o = shapes[j]
+        if o.order > s.order:
+            hidden |= np.hypot(pts[:, 0] - o.x, pts[:, 1] - o.y) < 0.85 * o.size / 2
+    return float(hidden.mean())
+
+
 def _reading_order(shapes: Sequence[Shape], n: int) -> list[int]:
     band = max(n / 8, 1.0)  # rows of an eighth of the image, left to right within a row
     return sorted(range(len(shapes)), key=lambda i: (int(shapes[i].y // band), shapes[i].x))
@@ -505,7 +592,7 @@ def _join(items) -> str:
 
 
 __all__ = [
-    "DIFFICULTY_PRESETS", "DISTRACTOR_ORDER", "LABELS", "MAX_COUNT", "N_LABELS", "PRESET_DIFFICULTY", "SHAPE_KINDS",
+    "DESCRIBE_DETAILS", "DIFFICULTY_PRESETS", "DISTRACTOR_ORDER", "LABELS", "MAX_COUNT", "N_LABELS", "PRESET_DIFFICULTY", "SHAPE_KINDS",
     "Shape", "ShapeBatch", "ShapeTask", "ShapeTaskConfig", "config_for_difficulty", "generate_batch",
     "generate_task", "resolve_config", "to_png_bytes",
 ]

@@ -22,8 +22,14 @@ Two implementations of the loop, with identical results (tested):
 All randomness is drawn beforehand in vectorised numpy and shared by both paths; the human's
 weights are multiplied and summed in the same order in both, so results are bit-identical.
 
+Tasks: "shapes" (the counting task; AI ``SyntheticAI`` or the CNN's held-out scores,
+``PrecomputedAI``) and "medical" (the synthetic DDXPlus-style world's exact posterior,
+``MedicalAI``, or real DDXPlus differentials, ``DDXPlusAI``); ``n_labels`` follows the task.
+``--human llm`` (a language model as the human) runs in ``engines.collab.llm_simulate``.
+
     python -m engines.collab simulate --schedule drift --T 100000 --out runs/drift.json
     python -m engines.collab --json simulate --quick
+    python -m engines.collab simulate --quick --task medical
 """
 
 from __future__ import annotations
@@ -76,7 +82,8 @@ except ImportError:  # pragma: no cover - exercised only where numba is absent
 N_LABELS = 10  # counts 0..9 in the shape-counting task
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_AI_SCORES = "assets/collab/counter_scores.npz"
-TASKS = ("shapes",)
+TASKS = ("shapes", "medical")
+LLM_HUMAN = "llm"  # --human llm: a language model plays the human (engines.collab.llm_simulate)
 ENGINES = ("auto", "fast", "reference")
 QUICK_T, QUICK_CALIBRATION = 2_000, 200
 
@@ -162,13 +169,95 @@ class PrecomputedAI:
                              difficulty=np.clip(difficulty.astype(float), 0.0, 1.0))
 
     def draw(self, n: int, rng: np.random.Generator, hardness: np.ndarray | None = None) -> AICases:
-        if hardness is None:
-            idx = rng.integers(0, len(self.cases.labels), n)
-        else:  # the case at the tilted difficulty quantile
-            by_difficulty = np.argsort(self.cases.difficulty, kind="stable")
-            rank = (tilt(rng.random(n), hardness) * len(by_difficulty)).astype(np.int64)
-            idx = by_difficulty[np.minimum(rank, len(by_difficulty) - 1)]
-        return AICases(self.cases.probs[idx], self.cases.labels[idx], self.cases.difficulty[idx])
+        return resample(self.cases, n, rng, hardness)
+
+
+def resample(pool: AICases, n: int, rng: np.random.Generator, hardness: np.ndarray | None = None) -> AICases:
+    """n rows of ``pool`` with replacement: uniformly, or the rows at tilted difficulty quantiles (``tilt``)."""
+    if hardness is None:
+        idx = rng.integers(0, len(pool.labels), n)
+    else:  # the case at the tilted difficulty quantile
+        by_difficulty = np.argsort(pool.difficulty, kind="stable")
+        rank = (tilt(rng.random(n), hardness) * len(by_difficulty)).astype(np.int64)
+        idx = by_difficulty[np.minimum(rank, len(by_difficulty) - 1)]
+    return AICases(pool.probs[idx], pool.labels[idx], pool.difficulty[idx])
+
+
+def confidence_difficulty(probs: np.ndarray) -> np.ndarray:
+    """(1 − max p)·K/(K − 1) per row of (n, K) probabilities: 0 when the AI is certain, 1 when it is uniform."""
+    k = probs.shape[1]
+    return np.clip((1.0 - probs.max(axis=1)) * k / (k - 1), 0.0, 1.0)
+
+
+@dataclass(frozen=True)
+class MedicalAI:
+    """The medical task's AI: the exact Bayes posterior of the SYNTHETIC DDXPlus-style world (``engines.collab.medical``).
+
+    Cases come from ``medical.generate_cases`` (seeded from the generator passed to ``draw``). The
+    AI knows the patient's age and sex, the chief complaint and the first ``evidence_fraction`` of
+    the interview (``medical.evidence_share``), like a clinician part-way through the questions;
+    p_AI = ``medical.posterior`` given that. At 0.2 its top-1 accuracy is ~80%, like the synthetic
+    counting AI (0: the chief complaint only, ~67%; 1: DIFFERENTIAL_DIAGNOSIS, ~97%). Labels are
+    pathology indices (12); difficulty = (1 − max p_AI)·K/(K − 1) (``confidence_difficulty``).
+
+    The parametric humans perceive labels as ordinal (``engines.collab.humans``), so on this task
+    they confuse pathologies with neighbouring indices, an arbitrary but fixed confusion structure.
+    """
+
+    evidence_fraction: float = 0.2
+
+    def __post_init__(self):
+        if not 0.0 <= self.evidence_fraction <= 1.0:
+            raise ValueError(f"evidence_fraction must be in [0, 1], got {self.evidence_fraction!r}")
+
+    @property
+    def n_labels(self) -> int:
+        from engines.collab.medical import default_world
+
+        return len(default_world().pathologies)
+
+    def draw(self, n: int, rng: np.random.Generator, hardness: np.ndarray | None = None) -> AICases:
+        from engines.collab.medical import evidence_share, generate_cases, posterior
+
+        cases = generate_cases(int(rng.integers(2**63)), n)
+        probs = np.array([posterior(c, evidence_share(c, self.evidence_fraction)) for c in cases]).reshape(n, -1)
+        pool = AICases(probs=probs, labels=np.array([c.label for c in cases], dtype=np.int64),
+                       difficulty=confidence_difficulty(probs))
+        return pool if hardness is None else resample(pool, n, rng, hardness)
+
+
+@dataclass
+class DDXPlusAI:
+    """Real DDXPlus patients (Fansi Tchango et al., 2022) from a release folder (``medical.load_ddxplus_dir``).
+
+    p_AI is each patient's DIFFERENTIAL_DIAGNOSIS (the release's own differential, given all of the
+    patient's evidence) over the 49 pathologies; labels are PATHOLOGY indices in sorted order;
+    difficulty as for ``MedicalAI``. The first ``limit`` patients of the test split are read and
+    ``draw`` resamples them with replacement, as ``PrecomputedAI`` does.
+    """
+
+    directory: Path
+    limit: int | None = None
+    cases: AICases = field(init=False)
+    pathologies: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self):
+        from engines.collab.medical import differential_vector, load_ddxplus_dir
+
+        release = load_ddxplus_dir(self.directory, limit=self.limit)
+        if not release.cases:
+            raise ValueError(f"no patients in the DDXPlus folder {self.directory}")
+        probs = np.array([differential_vector(c) for c in release.cases])
+        self.pathologies = release.pathologies
+        self.cases = AICases(probs=probs, labels=np.array([c.label for c in release.cases], dtype=np.int64),
+                             difficulty=confidence_difficulty(probs))
+
+    @property
+    def n_labels(self) -> int:
+        return len(self.pathologies)
+
+    def draw(self, n: int, rng: np.random.Generator, hardness: np.ndarray | None = None) -> AICases:
+        return resample(self.cases, n, rng, hardness)
 
 
 def tilt(quantiles: np.ndarray, hardness: np.ndarray | None) -> np.ndarray:
@@ -176,8 +265,20 @@ def tilt(quantiles: np.ndarray, hardness: np.ndarray | None) -> np.ndarray:
     return quantiles if hardness is None else quantiles ** np.exp(-2.0 * np.asarray(hardness))
 
 
-def make_ai_source(kind: str, path: str | Path = DEFAULT_AI_SCORES, n_labels: int = N_LABELS):
-    """``synthetic`` (parametric AI) or ``cnn`` (precomputed probabilities from ``path``, relative to the repo)."""
+def make_ai_source(kind: str, path: str | Path = DEFAULT_AI_SCORES, n_labels: int = N_LABELS, task: str = "shapes",
+                   ddxplus_dir: str | Path | None = None, limit: int | None = None):
+    """The AI score source of a task.
+
+    shapes: ``synthetic`` (parametric AI) or ``cnn`` (precomputed probabilities from ``path``,
+    relative to the repo). medical: the exact posterior of the synthetic world (``MedicalAI``), or
+    with ``ddxplus_dir`` the real release's differentials (``DDXPlusAI``, first ``limit`` patients).
+    """
+    if task == "medical":
+        if kind != "synthetic":
+            raise ValueError(f"the medical task's AI is the Bayes posterior of its world; --ai {kind} is for shapes")
+        return DDXPlusAI(Path(ddxplus_dir), limit=limit) if ddxplus_dir else MedicalAI()
+    if ddxplus_dir:
+        raise ValueError("--ddxplus-dir needs --task medical")
     if kind == "synthetic":
         return SyntheticAI(n_labels=n_labels)
     if kind == "cnn":
@@ -193,8 +294,10 @@ class SimulationConfig:
     """One simulated experiment (what the ``simulate`` command runs).
 
     Args:
-        task: only "shapes" (pictorial counting) for now.
-        human: a preset of ``engines.collab.humans.HUMAN_PRESETS``.
+        task: "shapes" (pictorial counting) or "medical" (diagnosis; ``MedicalAI``, or ``DDXPlusAI``
+            with ``ddxplus_dir``).
+        human: a preset of ``engines.collab.humans.HUMAN_PRESETS``, or "llm" (a language model,
+            run by ``engines.collab.llm_simulate``, which needs a backend: ``simulate`` refuses it).
         schedule: a schedule of ``engines.collab.humans.SCHEDULES``; switch_at, strength, block
             parameterise it.
         alpha_harm, alpha_comp, eta_harm, eta_comp, conditional: the controller (``ControllerConfig``).
@@ -204,7 +307,11 @@ class SimulationConfig:
             replays the pilot's full multi-round interactions at the current thresholds and
             recalibrates on their critical scores (a fixed-point iteration: the rounds a rule
             fires in depend on the sets shown).
-        ai: "synthetic" or "cnn" (probabilities from ``ai_scores``).
+        n_labels: K; None (default) takes the task's: 10 counts, 12 synthetic pathologies, or the
+            release's (49) with ``ddxplus_dir``. Only the shapes task accepts another value.
+        ai: shapes: "synthetic" or "cnn" (probabilities from ``ai_scores``); medical: "synthetic"
+            (the world's posterior).
+        ddxplus_dir: a DDXPlus release folder for the medical task (``medical.ddxplus_paths``).
         protect_rule, supply_rule (+ _params): registered rule names and parameters.
         engine: "fast", "reference" or "auto" (fast unless a rule is custom).
         with_fixed: also run the fixed-threshold baseline.
@@ -229,9 +336,10 @@ class SimulationConfig:
     n_calibration: int = 1000
     calibration_passes: int = 2
     seed: int = 0
-    n_labels: int = N_LABELS
+    n_labels: int | None = None  # resolved to the task's label count
     ai: str = "synthetic"
     ai_scores: str = DEFAULT_AI_SCORES
+    ddxplus_dir: str | None = None
     protect_rule: str = "human_holds"
     protect_params: dict = field(default_factory=dict)
     supply_rule: str = "human_lacks"
@@ -244,10 +352,15 @@ class SimulationConfig:
 
     def __post_init__(self):
         if self.task not in TASKS:
-            raise ValueError(f"task {self.task!r} is not available: only {', '.join(TASKS)} for now "
-                             "(the medical task comes later)")
-        human_preset(self.human)
+            raise ValueError(f"task {self.task!r} is not available (known: {', '.join(TASKS)})")
+        if self.human == LLM_HUMAN:
+            if self.schedule != "stationary":
+                raise ValueError(f"schedule {self.schedule!r} moves the parametric human's parameters; the LLM "
+                                 "human runs 'stationary' (a persona switch: --llm-persona-switch)")
+        else:
+            human_preset(self.human)
         ScheduleConfig(self.schedule, switch_at=self.switch_at, strength=self.strength, block=self.block)
+        self._resolve_n_labels()
         self.controller_config()
         for name in ("rounds", "T", "n_calibration", "trace_points", "window"):
             if getattr(self, name) < 1:
@@ -258,9 +371,25 @@ class SimulationConfig:
             raise ValueError(f"n_labels must be >= 2, got {self.n_labels!r}")
         if self.ai not in ("synthetic", "cnn"):
             raise ValueError(f"ai must be 'synthetic' or 'cnn', got {self.ai!r}")
+        if self.task == "medical" and self.ai != "synthetic":
+            raise ValueError("the medical task's AI is the Bayes posterior of its world: ai must be 'synthetic'")
+        if self.ddxplus_dir and self.task != "medical":
+            raise ValueError("ddxplus_dir needs task 'medical'")
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         self.rules()
+
+    def _resolve_n_labels(self) -> None:
+        """n_labels follows the task: the medical label space is fixed by its world or release."""
+        expected = None
+        if self.task == "medical":
+            from engines.collab.medical import ddxplus_pathologies, default_world
+
+            expected = len(ddxplus_pathologies(self.ddxplus_dir) if self.ddxplus_dir else default_world().pathologies)
+        if self.n_labels is None:
+            object.__setattr__(self, "n_labels", expected or N_LABELS)  # frozen: set once, here
+        elif expected is not None and self.n_labels != expected:
+            raise ValueError(f"the {self.task} task has {expected} labels, got n_labels={self.n_labels!r}")
 
     def controller_config(self) -> ControllerConfig:
         return ControllerConfig(alpha_harm=self.alpha_harm, alpha_comp=self.alpha_comp, eta_harm=self.eta_harm,
@@ -721,7 +850,8 @@ def prepare(config: SimulationConfig) -> Prepared:
     (frozen) thresholds and recalibrates on their critical scores.
     """
     ai_seed, cal_seed, schedule_seed, human_seed = np.random.SeedSequence(config.seed).spawn(4)
-    ai = make_ai_source(config.ai, config.ai_scores, config.n_labels)
+    ai = make_ai_source(config.ai, config.ai_scores, config.n_labels, config.task, config.ddxplus_dir,
+                        limit=config.T + config.n_calibration)
     ai_rng = np.random.default_rng(ai_seed)
     cal_cases = ai.draw(config.n_calibration, ai_rng)
     protect, supply = config.rules()
@@ -766,6 +896,9 @@ def simulate(config: SimulationConfig, progress: bool = False, on_progress=None)
     """
     from tqdm import tqdm
 
+    if config.human == LLM_HUMAN:
+        raise ValueError("the LLM human needs a chat backend: run engines.collab.llm_simulate.simulate_llm "
+                         "(command line: simulate --human llm --llm-base-url URL --llm-model NAME, or --llm-local PATH)")
     engine = config.resolved_engine()
     if engine == "fast":
         for rule in config.rules():
@@ -832,8 +965,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     d = SimulationConfig()
     parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                         help="print one JSON object instead of a summary")
-    parser.add_argument("--task", default=d.task, help="task whose cases are simulated (only 'shapes' for now)")
-    parser.add_argument("--human", default=d.human, choices=sorted(HUMAN_PRESETS), help="simulated human model")
+    parser.add_argument("--task", default=d.task, help=f"task whose cases are simulated ({', '.join(TASKS)})")
+    parser.add_argument("--human", default=d.human, choices=[*sorted(HUMAN_PRESETS), LLM_HUMAN],
+                        help="simulated human model; 'llm': a language model (simulate only, see --llm-*)")
     parser.add_argument("--schedule", default=d.schedule, choices=sorted(SCHEDULES), help="shift schedule over t")
     parser.add_argument("--switch-at", type=float, default=d.switch_at, help="fraction of T where switches happen")
     parser.add_argument("--strength", type=float, default=d.strength, help="size of the schedule's shift")
@@ -841,19 +975,25 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eta-comp", type=float, default=d.eta_comp, help="step size of the complementarity threshold")
     parser.add_argument("--conditional", action="store_true", help="conditional variant (update when the rule fires)")
     parser.add_argument("--rounds", type=int, default=d.rounds, help="maximum rounds per interaction")
-    parser.add_argument("--T", type=int, default=None, help=f"interactions (default {d.T}; --quick: {QUICK_T})")
+    parser.add_argument("--T", type=int, default=None,
+                        help=f"interactions (default {d.T}; --quick: {QUICK_T}; --human llm: 200, --quick 20)")
     parser.add_argument("--n-calibration", type=int, default=None,
-                        help=f"calibration batch size (default {d.n_calibration}; --quick: {QUICK_CALIBRATION})")
+                        help=f"calibration batch size (default {d.n_calibration}; --quick: {QUICK_CALIBRATION}; "
+                             "--human llm: 50, --quick 10)")
     parser.add_argument("--seed", type=int, default=d.seed)
     parser.add_argument("--ai", default=d.ai, choices=["synthetic", "cnn"],
                         help="AI scores: parametric synthetic AI, or the counting CNN's held-out scores")
     parser.add_argument("--ai-scores", default=d.ai_scores, help="npz of probs/labels/difficulty for --ai cnn")
+    parser.add_argument("--ddxplus-dir", default=None,
+                        help="--task medical on the real DDXPlus release in this folder (release_evidences.json, "
+                             "release_conditions.json, release_test_patients[.csv]) instead of the synthetic world")
     parser.add_argument("--protect-rule", default=d.protect_rule, help="registered protect (harm) rule")
     parser.add_argument("--protect-params", type=_key_values, default={}, help="e.g. rounds=2")
     parser.add_argument("--supply-rule", default=d.supply_rule, help="registered supply (complementarity) rule")
     parser.add_argument("--supply-params", type=_key_values, default={}, help="e.g. threshold=0.6")
     parser.add_argument("--engine", default=d.engine, choices=ENGINES, help="fast (compiled), reference, or auto")
-    parser.add_argument("--quick", action="store_true", help=f"small run: T={QUICK_T}, calibration {QUICK_CALIBRATION}")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"small run: T={QUICK_T}, calibration {QUICK_CALIBRATION} (--human llm: 20 and 10)")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON result to this file")
 
 
@@ -863,6 +1003,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha-harm", type=float, default=d.alpha_harm, help="target counterfactual-harm rate")
     parser.add_argument("--alpha-comp", type=float, default=d.alpha_comp, help="target complementarity-failure rate")
     parser.add_argument("--no-fixed", action="store_true", help="skip the fixed-threshold baseline")
+    from engines.collab import llm_simulate  # imported here: it builds on this module
+
+    llm_simulate.add_llm_arguments(parser)
 
 
 def config_from_args(args: argparse.Namespace, **overrides) -> SimulationConfig:
@@ -873,7 +1016,8 @@ def config_from_args(args: argparse.Namespace, **overrides) -> SimulationConfig:
         T=args.T if args.T is not None else (QUICK_T if args.quick else d.T),
         n_calibration=args.n_calibration if args.n_calibration is not None else (
             QUICK_CALIBRATION if args.quick else d.n_calibration),
-        seed=args.seed, ai=args.ai, ai_scores=args.ai_scores, protect_rule=args.protect_rule,
+        seed=args.seed, ai=args.ai, ai_scores=args.ai_scores, ddxplus_dir=args.ddxplus_dir,
+        protect_rule=args.protect_rule,
         protect_params=args.protect_params, supply_rule=args.supply_rule, supply_params=args.supply_params,
         engine=args.engine)
     values.update(overrides)
@@ -889,6 +1033,10 @@ def write_json(result: dict, out: Path | None) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    if args.human == LLM_HUMAN:
+        from engines.collab import llm_simulate
+
+        return llm_simulate.run(args)
     config = config_from_args(args, alpha_harm=args.alpha_harm, alpha_comp=args.alpha_comp,
                               with_fixed=not getattr(args, "no_fixed", False))
     result = simulate(config, progress=True).to_dict()

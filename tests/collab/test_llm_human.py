@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -26,46 +24,7 @@ from engines.collab.llm_human import (
 from engines.collab.medical import generate_cases
 from engines.collab.rules import Prefix
 from engines.collab.shapes import N_LABELS, generate_task
-
-
-class FakeServer:
-    """An OpenAI-compatible /chat/completions endpoint on 127.0.0.1 that replays canned replies."""
-
-    def __init__(self):
-        self.replies: list[str] = []
-        self.requests: list[dict] = []
-        self.status = 200
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
-                if server.status != 200:
-                    payload = b'{"error": {"message": "model crashed"}}'
-                else:
-                    content = server.replies.pop(0) if server.replies else "no more canned replies"
-                    payload = json.dumps({"id": "x", "object": "chat.completion", "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": content},
-                         "finish_reason": "stop"}]}).encode()
-                self.send_response(server.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # port 0: a random free port
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
-        self.thread.start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+from tests.collab.fake_llm import FakeServer
 
 
 @pytest.fixture

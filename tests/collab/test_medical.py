@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
 import itertools
 import json
@@ -10,6 +11,8 @@ import numpy as np
 import pytest
 
 from engines.collab import medical
+from engines.collab import simulate as sim
+from engines.collab.controller import fixed_baseline
 from engines.collab.medical import (
     DDXPlusFormatError,
     Evidence,
@@ -192,3 +195,71 @@ def test_load_ddxplus_malformed_files(tmp_path):
     patients.write_text("AGE,SEX\n30,F\n")
     with pytest.raises(DDXPlusFormatError, match=r"patients.csv line 1: missing column\(s\) PATHOLOGY"):
         load_ddxplus(patients, evidences, conditions)
+
+
+def ddxplus_folder(tmp_path):
+    """A DDXPlus release folder as ``--ddxplus-dir`` expects it (two patients, two pathologies)."""
+    patients, _, _ = _fixture(tmp_path)
+    patients.rename(tmp_path / "release_test_patients.csv")
+    return tmp_path
+
+
+def test_ddxplus_folder(tmp_path):
+    with pytest.raises(ValueError, match="lacks release_test_patients or release_test_patients.csv"):
+        medical.ddxplus_paths(_fixture(tmp_path)[0].parent)
+    folder = ddxplus_folder(tmp_path)
+    assert medical.ddxplus_pathologies(folder) == ("Bronchite", "URTI")
+    assert [c.PATHOLOGY for c in medical.load_ddxplus_dir(folder).cases] == ["URTI", "Bronchite"]
+    (folder / "release_conditions.json").unlink()
+    with pytest.raises(ValueError, match=r"lacks release_conditions.json"):
+        medical.ddxplus_paths(folder)
+    with pytest.raises(ValueError, match="DDXPlus folder not found"):
+        medical.ddxplus_paths(folder / "nope")
+
+
+# ---------------------------------------------------------------- the medical task in the simulator
+
+
+def test_medical_ai_source_is_the_partial_evidence_posterior():
+    ai = sim.MedicalAI()
+    cases = ai.draw(400, np.random.default_rng(0))
+    assert cases.probs.shape == (400, 12) and np.allclose(cases.probs.sum(axis=1), 1)
+    assert np.mean(cases.probs.argmax(axis=1) == cases.labels) == pytest.approx(0.8, abs=0.06)
+    assert 0 <= cases.difficulty.min() and cases.difficulty.max() <= 1
+    np.testing.assert_allclose(cases.difficulty, (1 - cases.probs.max(axis=1)) * 12 / 11)
+    # The posterior given the chief complaint and the first fifth of the interview.
+    case = generate_cases(5, 1)[0]
+    known = medical.evidence_share(case, 0.2)
+    assert known[0] == case.INITIAL_EVIDENCE and len(known) == 1 + int(np.ceil(0.2 * len(case.interview)))
+    assert medical.evidence_share(case, 1.0) == reveal(case, 3, 3)
+    tilted = ai.draw(400, np.random.default_rng(0), hardness=np.ones(400))
+    assert tilted.difficulty.mean() > cases.difficulty.mean()
+
+
+@pytest.mark.parametrize("schedule", ["stationary", "drift", "adversarial"])
+def test_medical_fast_path_is_identical_to_reference(schedule):
+    cfg = sim.SimulationConfig(task="medical", schedule=schedule, T=150, n_calibration=80, rounds=3, seed=7)
+    assert cfg.n_labels == 12
+    p = sim.prepare(cfg)
+    assert p.cases.probs.shape == (150, 12) and p.draws.weights.shape == (150, 12)
+    for state in (p.state, fixed_baseline(p.state)):
+        fast = sim.run_controller(p.cases, p.draws, p.params, p.protect, p.supply, state, cfg.rounds, "fast")
+        ref = sim.run_controller(p.cases, p.draws, p.params, p.protect, p.supply, state, cfg.rounds, "reference")
+        for name, values in fast.arrays().items():
+            np.testing.assert_array_equal(values, ref.arrays()[name], err_msg=name)
+        assert fast.final_state == ref.final_state
+
+
+def test_medical_task_from_the_command_line(tmp_path):
+    parser = argparse.ArgumentParser()
+    sim.add_arguments(parser)
+    result = sim.run(parser.parse_args(["--task", "medical", "--quick", "--T", "1000", "--n-calibration", "200"]))
+    assert result["config"]["task"] == "medical" and result["config"]["n_labels"] == 12
+    assert result["engine"] == "fast" and result["online"]["within_bound"] == {"harm": True, "comp": True}
+    assert result["collab_accuracy"]["online"] > max(result["human_alone_accuracy"], result["ai_alone_accuracy"])
+    # The real release's format, through --ddxplus-dir: its pathologies are the labels.
+    folder = ddxplus_folder(tmp_path)
+    result = sim.run(parser.parse_args(["--task", "medical", "--ddxplus-dir", str(folder), "--T", "50",
+                                        "--n-calibration", "20", "--no-fixed"]))
+    assert result["config"]["n_labels"] == 2 and result["config"]["ddxplus_dir"] == str(folder)
+    assert result["ai_alone_accuracy"] == 1.0  # the fixture's differentials rank the pathology first

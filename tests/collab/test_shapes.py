@@ -122,6 +122,41 @@ def test_describe_lists_shapes_without_stating_the_count():
         assert kinds.count("triangle") == task.count
 
 
+AMBIGUOUS = re.compile(r"^- a (?:small|medium-sized|large) (?:faint|grey|bright) shape .*hard to make out: "
+                       r"maybe an? (\w+) or an? (\w+)$", re.M)
+CLEAR = re.compile(r"^- a (?:small|medium-sized|large) (?:faint|grey|bright) (\w+) ", re.M)
+
+
+def test_perceived_descriptions_are_ambiguous_on_hard_images_only():
+    hard = [generate_task(seed, "hard") for seed in range(30)]
+    easy = [generate_task(seed, "easy") for seed in range(30)]
+    assert not any(any(t.hard_to_make_out()) for t in easy)
+    assert all(t.describe("perceived") == t.describe() for t in easy)  # nothing to hide on easy images
+    n_vague = 0
+    for task in hard:
+        text = task.describe("perceived")
+        assert text == generate_task(task.seed, "hard").describe("perceived")  # deterministic
+        vague = task.unclear_kinds()
+        assert sorted(vague) == [i for i, h in enumerate(task.hard_to_make_out()) if h]
+        n_vague += len(vague)
+        pairs = AMBIGUOUS.findall(text)
+        clear = [k for k in CLEAR.findall(text) if k != "shape"]
+        assert len(pairs) == len(vague) and len(clear) + len(pairs) == len(task.shapes)
+        # Each vague shape is named with its true kind and a look-alike; the clear ones exactly.
+        assert sorted(tuple(sorted(p)) for p in pairs) == sorted(tuple(sorted(v)) for v in vague.values())
+        assert all(task.shapes[i].kind in pair and pair[0] != pair[1] for i, pair in vague.items())
+        clear_triangles = clear.count("triangle")
+        maybe_triangles = sum("triangle" in p for p in pairs)
+        assert clear_triangles <= task.count <= clear_triangles + maybe_triangles
+        # Other lines never give a vague shape's kind away.
+        for i in vague:
+            s = task.shapes[i]
+            assert f"the {s.kind} at ({s.x:.0f}, {s.y:.0f})" not in text
+    assert n_vague >= 0.1 * sum(len(t.shapes) for t in hard)  # ~16% of the shapes on hard images
+    with pytest.raises(ValueError, match="detail must be one of"):
+        hard[0].describe("blurry")
+
+
 def test_batch_is_deterministic_and_matches_single_tasks():
     images, counts, difficulty = generate_batch(5, 12)
     again = generate_batch(5, 12)

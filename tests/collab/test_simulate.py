@@ -197,7 +197,11 @@ def test_precomputed_ai_scores(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(task="medical"), "task 'medical' is not available: only shapes"),
+    (dict(task="chemistry"), r"task 'chemistry' is not available \(known: shapes, medical\)"),
+    (dict(task="medical", n_labels=10), "the medical task has 12 labels"),
+    (dict(task="medical", ai="cnn"), "medical task's AI is the Bayes posterior"),
+    (dict(ddxplus_dir="/nowhere"), "ddxplus_dir needs task 'medical'"),
+    (dict(human="llm", schedule="drift"), "the LLM human runs 'stationary'"),
     (dict(human="robot"), "unknown human model 'robot'"),
     (dict(schedule="sudden"), "unknown schedule 'sudden'"),
     (dict(alpha_harm=1.5), r"alpha_harm must be in \(0, 1\)"),
@@ -251,9 +255,9 @@ def test_cli_sweep_quick_json():
 
 
 def test_cli_errors_exit_2_with_the_message():
-    proc = _run_cli("simulate", "--quick", "--task", "medical")
+    proc = _run_cli("simulate", "--quick", "--task", "chemistry")
     assert proc.returncode == 2
-    assert "only shapes" in proc.stderr
+    assert "task 'chemistry' is not available (known: shapes, medical)" in proc.stderr
 
 
 def test_run_functions_take_parsed_arguments(tmp_path):

@@ -1,0 +1,255 @@
+"""``simulate --human llm``: an LLM plays the human, against a local fake endpoint and a tiny random model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from engines.collab.__main__ import main
+from engines.collab.dashboard import result_view
+from engines.collab.llm_simulate import LLMConfig, simulate_llm
+from engines.collab.medical import default_world
+from engines.collab.simulate import SimulationConfig, simulate
+from tests.collab.fake_llm import FakeServer, ScriptedClinician
+from tests.collab.test_medical import ddxplus_folder
+
+
+def _llm_config(**kwargs) -> SimulationConfig:
+    return SimulationConfig(human="llm", rounds=2, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def shapes_run():
+    """16 shape interactions, online and fixed, with a persona switch at t = 8."""
+    model = ScriptedClinician()
+    server = FakeServer(respond=model)
+    llm = LLMConfig(base_url=server.url, model="fake-model", transcripts=3, persona="You are calm.",
+                    persona_switch="You are in a hurry.")
+    result = simulate_llm(_llm_config(T=16, n_calibration=10), llm)
+    yield result, json.loads(json.dumps(result.to_dict(), allow_nan=False)), server
+    server.close()
+
+
+def test_result_has_the_simulate_fields_and_the_llm_ones(shapes_run):
+    result, data, server = shapes_run
+    view = result_view(data)  # the dashboard draws it like any simulate result
+    assert view.kind == "simulate" and "human llm" in view.title and "violations" in view.figures
+    assert data["engine"] == "llm" and data["config"]["human"] == "llm" and data["config"]["n_labels"] == 10
+    assert data["calibration"]["n"] == 10 and data["calibration"]["passes"] == 0
+    for run in ("online", "fixed"):
+        for key in ("violation_rate", "target", "bound", "within_bound", "accuracy", "trace", "mean_set_size"):
+            assert key in data[run]
+    llm = data["llm"]
+    assert (llm["backend"], llm["model"], llm["base_url"]) == ("openai_compatible", "fake-model", server.url)
+    assert llm["labels"] == [str(c) for c in range(10)]
+    assert llm["calls"] == len(server.requests) == 10 + 2 * 16 * 3  # calibration + 2 runs x (rounds + 1) answers
+    assert (llm["unusable_replies"], llm["retries"], llm["fallbacks"]) == (0, 0, 0)
+    assert "api_key" not in json.dumps(llm).replace("api_key_env", "")
+    for run in ("online", "fixed"):
+        records = llm["interactions"][run]
+        assert [r["t"] for r in records] == list(range(16))
+        assert ["replies" in r for r in records] == [True] * 3 + [False] * 13  # --llm-transcripts 3
+        assert len(records[0]["replies"]) == len(records[0]["answers"]) == 3
+    assert "LLM openai_compatible (fake-model): 106 calls" in data["summary"]
+
+
+def test_rates_and_accuracies_come_from_the_stored_interactions(shapes_run):
+    _, data, _ = shapes_run
+    for run in ("online", "fixed"):
+        records = data["llm"]["interactions"][run]
+        for name in ("harm", "comp"):
+            assert data[run]["violation_rate"][name] == pytest.approx(np.mean([r[f"err_{name}"] for r in records]))
+        assert data[run]["accuracy"] == pytest.approx(np.mean([r["answers"][-1] == r["label"] for r in records]))
+        assert data["collab_accuracy"][run] == data[run]["accuracy"]
+    online = data["llm"]["interactions"]["online"]
+    assert data["human_alone_accuracy"] == pytest.approx(np.mean([r["answers"][0] == r["label"] for r in online]))
+    bound = data["online"]["bound"]["harm"]
+    assert data["online"]["within_bound"]["harm"] == (data["online"]["violation_rate"]["harm"] <= 0.05 + bound)
+
+
+def test_online_thresholds_move_and_fixed_ones_do_not(shapes_run):
+    _, data, _ = shapes_run
+    q1 = data["calibration"]["q_harm"]
+    online = [r["q_harm"] for r in data["llm"]["interactions"]["online"]]
+    fixed = [r["q_harm"] for r in data["llm"]["interactions"]["fixed"]]
+    assert online[0] == fixed[0] == q1
+    assert len(set(online)) == 16  # q <- q + η(err − α) changes it after every interaction
+    assert set(fixed) == {q1} and data["fixed"]["final_thresholds"]["harm"] == q1
+    assert data["online"]["final_thresholds"]["harm"] != q1
+
+
+def test_persona_switch_and_prompts(shapes_run):
+    _, data, server = shapes_run
+    assert data["shift_points"] == [8] and "persona switch" in data["schedule_description"]
+    systems = [r["body"]["messages"][0]["content"] for r in server.requests]
+    assert sum("You are in a hurry." in s for s in systems) == 2 * 8 * 3  # t >= 8 in both runs
+    assert all(r["body"]["model"] == "fake-model" and r["auth"] is None for r in server.requests)
+
+
+def test_perceived_descriptions_make_hard_images_hard_for_a_text_reader():
+    """The scripted reader counts the triangles named outright: exact on "exact" scenes, not on "perceived" ones."""
+    server = FakeServer(respond=ScriptedClinician())
+    try:
+        runs = {detail: simulate_llm(_llm_config(T=30, n_calibration=5, with_fixed=False, seed=3),
+                                     LLMConfig(base_url=server.url, model="m", shape_detail=detail))
+                for detail in ("exact", "perceived")}
+    finally:
+        server.close()
+    assert runs["exact"].result.human_alone_accuracy == 1.0
+    assert runs["perceived"].result.human_alone_accuracy < 1.0
+    first = {d: np.array([r["answers"][0] for r in run.interactions["online"]]) for d, run in runs.items()}
+    assert np.all(first["perceived"] <= first["exact"])  # ambiguous triangles are not counted
+
+
+def test_following_the_ai_set_improves_a_poor_clinician():
+    """Alone the scripted clinician always names the first pathology; shown a set without it, it takes the set's first."""
+    server = FakeServer(respond=ScriptedClinician())
+    try:
+        result = simulate_llm(_llm_config(task="medical", T=20, n_calibration=10, with_fixed=False),
+                              LLMConfig(base_url=server.url, model="m"))
+    finally:
+        server.close()
+    assert result.result.config.n_labels == len(default_world().pathologies) == 12
+    assert result.labels == default_world().pathologies
+    assert result.online.accuracy > result.result.human_alone_accuracy + 0.4
+    # Evidence is revealed round by round: the round-2 prompt knows more than the round-1 one.
+    first, second = (r for r in server.requests[10:12])
+    assert len(second["body"]["messages"][1]["content"]) > len(first["body"]["messages"][1]["content"])
+
+
+def test_real_ddxplus_patients(tmp_path):
+    server = FakeServer(respond=ScriptedClinician())
+    try:
+        result = simulate_llm(_llm_config(task="medical", ddxplus_dir=str(ddxplus_folder(tmp_path)), T=6,
+                                          n_calibration=4, with_fixed=False), LLMConfig(base_url=server.url, model="m"))
+    finally:
+        server.close()
+    assert result.labels == ("Bronchite", "URTI") and result.result.config.n_labels == 2
+    assert result.result.ai_alone_accuracy == 1.0  # the fixture's differentials rank the pathology first
+    prompt = server.requests[-1]["body"]["messages"][1]["content"]
+    assert "Allowed answers: Bronchite, URTI." in prompt and "Do you have a fever?" in prompt
+
+
+def test_parse_failures_are_counted():
+    model = ScriptedClinician(garbage_rounds=(2,))
+    server = FakeServer(respond=model)
+    try:
+        result = simulate_llm(_llm_config(task="medical", T=6, n_calibration=4),
+                              LLMConfig(base_url=server.url, model="m", transcripts=1))
+    finally:
+        server.close()
+    data = result.to_dict()
+    assert data["llm"]["counts"]["calibration"]["unusable_replies"] == 0  # round 1 only
+    assert data["llm"]["counts"]["online"] == {"answers": 18, "replies": 24, "unusable_replies": 12,
+                                               "retries": 6, "fallbacks": 6}
+    assert (data["llm"]["unusable_replies"], data["llm"]["retries"], data["llm"]["fallbacks"]) == (24, 12, 12)
+    record = data["llm"]["interactions"]["online"][0]
+    assert record["fallbacks"] == 1 and record["answers"][1] == record["answers"][0]  # kept its previous answer
+    assert record["parse_errors"] == ["no JSON object found in the reply"]
+    assert record["replies"][1] == ["Let me think about it. Probably the second one."] * 2
+    assert "12 fallbacks" in data["summary"]
+
+
+# Command line
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def closed_url():
+    server = FakeServer()
+    url = server.url
+    server.close()
+    return url
+
+
+@pytest.mark.parametrize("extra, message", [
+    ((), "--human llm needs an LLM backend: --llm-base-url URL --llm-model NAME"),
+    (("--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m", "--llm-local", "/models/x"), "not both"),
+    (("--llm-base-url", "http://127.0.0.1:9/v1"), "needs --llm-model"),
+    (("--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m", "--llm-api-key-env", "HAI_TEST_NO_SUCH_KEY"),
+     "environment variable HAI_TEST_NO_SUCH_KEY (--llm-api-key-env) is not set"),
+    (("--llm-local", "/nonexistent/model"), "no local model folder at /nonexistent/model"),
+    (("--llm-local", "/nonexistent/model", "--schedule", "drift"), "the LLM human runs 'stationary'"),
+])
+def test_cli_rejects_bad_backend_options(capsys, extra, message):
+    code, out, err = _cli(capsys, "simulate", "--human", "llm", "--task", "medical", "--quick", *extra)
+    assert code == 2 and out == ""
+    assert message in err
+
+
+def test_cli_names_an_unreachable_endpoint(capsys, closed_url):
+    code, _, err = _cli(capsys, "simulate", "--human", "llm", "--task", "medical", "--quick",
+                        "--llm-base-url", closed_url, "--llm-model", "m")
+    assert code == 2 and f"error: the LLM backend at {closed_url} failed" in err
+
+
+def test_parametric_entry_points_refuse_the_llm_human(capsys):
+    with pytest.raises(ValueError, match="needs a chat backend"):
+        simulate(SimulationConfig(human="llm", T=5))
+    code, _, err = _cli(capsys, "sweep", "--quick", "--human", "llm")
+    assert code == 2 and "needs a chat backend" in err
+
+
+def test_cli_with_an_api_key_from_the_environment(capsys, monkeypatch, tmp_path):
+    server = FakeServer(respond=ScriptedClinician())
+    monkeypatch.setenv("HAI_TEST_LLM_KEY", "sk-local-test")
+    try:
+        code, out, err = _cli(capsys, "--json", "simulate", "--human", "llm", "--task", "medical", "--T", "4",
+                              "--n-calibration", "3", "--rounds", "1", "--no-fixed", "--llm-base-url", server.url,
+                              "--llm-model", "m", "--llm-api-key-env", "HAI_TEST_LLM_KEY",
+                              "--out", str(tmp_path / "run.json"))
+    finally:
+        server.close()
+    assert code == 0, err
+    data = json.loads(out)
+    assert json.loads((tmp_path / "run.json").read_text()) == data
+    assert data["fixed"] is None and data["config"]["T"] == 4 and data["llm"]["calls"] == 3 + 4 * 2
+    assert {r["auth"] for r in server.requests} == {"Bearer sk-local-test"}
+    assert "sk-local-test" not in out  # the key never reaches the result
+
+
+# A tiny random GPT-2 through the transformers backend (local files only)
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    words = ["[UNK]", "[EOS]", "{", "}", '"answer"', ":", ",", "3", "the", "patient", "round", "json"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", eos_token="[EOS]")
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=len(words), n_positions=256,
+                        bos_token_id=1, eos_token_id=1)
+    path = tmp_path_factory.mktemp("tiny-gpt2")
+    GPT2LMHeadModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def test_tiny_local_model_end_to_end(capsys, tiny_model_dir):
+    code, out, err = _cli(capsys, "--json", "simulate", "--human", "llm", "--task", "medical", "--llm-local",
+                          str(tiny_model_dir), "--T", "3", "--n-calibration", "3", "--rounds", "1",
+                          "--llm-max-tokens", "4", "--llm-transcripts", "1")
+    assert code == 0, err
+    data = json.loads(out)
+    llm = data["llm"]
+    assert llm["backend"] == "transformers" and llm["local"] == str(tiny_model_dir)
+    # A random model never writes valid JSON: every answer is retried, then falls back (to the first label).
+    answers = sum(part["answers"] for part in llm["counts"].values())
+    assert answers == 3 + 2 * 3 * 2 and llm["calls"] == 2 * answers
+    assert llm["fallbacks"] == llm["retries"] == answers and llm["unusable_replies"] == 2 * answers
+    assert all(r["answers"] == [0, 0] for r in llm["interactions"]["online"])
+    assert len(llm["interactions"]["online"][0]["replies"]) == 2
