@@ -105,10 +105,15 @@ with st.expander("Start a simulation or sweep"):
         alpha_comp = right.number_input("alpha_comp (simulate)", 0.001, 0.5, 0.05, step=0.01, format="%.3f")
         harm_grid = left.text_input("alpha_harm grid (sweep)", "0.01, 0.02, 0.05")
         comp_grid = right.text_input("alpha_comp grid (sweep)", "0.02, 0.1")
+        ai_choices = dashboard.ai_score_choices()
+        ai_source = st.selectbox("AI scores", list(ai_choices), format_func=ai_choices.get, key="collab-ai",
+                                 help="The AI's probabilities: synthetic, or a counting CNN's held-out scores "
+                                      "(the shipped model, or one trained below).")
         if st.form_submit_button("Start job", type="primary"):
             params = {"schedule": schedule, "human": human, "T": int(T), "n_calibration": min(1000, max(10, int(T) // 10)),
                       "seed": int(seed), "protect_rule": protect_rule, "protect_params": protect_params,
-                      "supply_rule": supply_rule, "supply_params": supply_params}
+                      "supply_rule": supply_rule, "supply_params": supply_params,
+                      **dashboard.ai_score_params(ai_source)}
             try:
                 if kind == "collab.simulate":
                     params |= {"alpha_harm": alpha_harm, "alpha_comp": alpha_comp}
@@ -133,6 +138,73 @@ def recent_jobs() -> None:
 
 
 recent_jobs()
+
+# (d) AI MODEL: the counting CNN, shipped or trained by a background job
+
+st.header("AI model (counting CNN)")
+shipped = dashboard.shipped_counter_view()
+if shipped is None:
+    st.info("No shipped model report (assets/collab/counter_report.json).")
+else:
+    st.caption(shipped.title)
+    st.dataframe(shipped.table, hide_index=True, width="stretch")
+
+with st.expander("Train a counting CNN"):
+    defaults = dashboard.train_counter_defaults()
+    with st.form("collab-train"):
+        left, right = st.columns(2)
+        train_size = left.number_input("Training images", min_value=256, max_value=200_000,
+                                       value=defaults["train_size"], step=1_000)
+        epochs = right.number_input("Epochs", min_value=1, max_value=100, value=defaults["epochs"])
+        train_seed = left.number_input("Seed", min_value=0, value=defaults["seed"], step=1, key="collab-train-seed")
+        lr = right.number_input("Peak learning rate", min_value=1e-4, max_value=1.0, value=defaults["lr"],
+                                format="%.4f")
+        difficulty = st.slider("Training images' difficulty range (evaluation always uses 0–1)", 0.0, 1.0,
+                               tuple(defaults["train_difficulty"]), step=0.05)
+        quick = st.checkbox("Quick: tiny sizes, seconds (a useless model, to check the pipeline)")
+        if st.form_submit_button("Start training", type="primary"):
+            try:
+                job_id = jobqueue.submit_job("collab.train_counter", {
+                    "train_size": int(train_size), "epochs": int(epochs), "seed": int(train_seed), "lr": float(lr),
+                    "train_difficulty": list(difficulty), "quick": quick}, submitted_by=identity.user_id)
+            except ValueError as exc:
+                st.error(str(exc))
+            else:
+                st.success(f"Queued training job {job_id}; it appears below.")
+
+
+@st.fragment(run_every="2s")
+def training_jobs() -> None:
+    jobs = dashboard.counter_jobs(limit=20)
+    if jobs.empty:
+        st.info("No training jobs yet.")
+        return
+    st.dataframe(jobs, hide_index=True, width="stretch",
+                 column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0)})
+
+
+training_jobs()
+
+
+def use_scores(key: str) -> None:
+    st.session_state["collab-ai"] = key  # the simulation form's "AI scores" select
+
+
+trained = {key: label for key, label in dashboard.ai_score_choices().items() if key.startswith("job:")}
+if trained:
+    counter_key = st.selectbox("Trained model", list(trained), key="collab-counter-job", format_func=trained.get)
+    try:
+        view = dashboard.counter_job_view(dashboard.ai_score_params(counter_key)["counter_job_id"])
+    except dashboard.ResultFileError as exc:
+        st.error(str(exc))
+    else:
+        st.caption(view.title)
+        st.dataframe(view.table, hide_index=True, width="stretch")
+        for column, path in zip(st.columns(len(view.plots)) if view.plots else [], view.plots, strict=True):
+            column.image(str(path))
+        st.code(view.summary, language=None)
+        st.button("Use this model's scores in simulations", key="collab-use-scores", on_click=use_scores,
+                  args=(counter_key,), help="Selects it under “AI scores” in the simulation form above.")
 
 # RESULT FIGURES: a finished job, or an uploaded result JSON
 

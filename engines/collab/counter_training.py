@@ -21,6 +21,9 @@ Writes, next to ``--out`` (default ``assets/collab/counter.pt``):
 - ``<stem>_scores.npz``: the model's probabilities on held-out images for the simulation
   engine -- ``probs`` (n, 10) float32, ``labels`` (n,) int64, ``difficulty`` (n,) float32 and
   ``seed`` (uint64); ``shapes.generate_batch(int(seed), n)`` regenerates exactly those images.
+
+``write_plots`` draws a reliability diagram and accuracy/ECE by difficulty from these files
+(the ``collab.train_counter`` background job writes them beside its model).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import shlex
 import sys
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -64,6 +68,9 @@ class TrainConfig:
             for the simulation engine; also the "overall" row of the report.
         threads: torch CPU threads.
         device: torch device for training ("cpu" keeps the run reproducible bit for bit).
+        train_difficulty: (lo, hi): training images' difficulty ~ U[lo, hi]. The evaluation
+            and score images keep U[0, 1] and the presets, so models trained on different
+            mixes are compared on the same cases.
         model: the network's shape.
     """
 
@@ -78,6 +85,7 @@ class TrainConfig:
     scores_size: int = 5_000
     threads: int = 2
     device: str = "cpu"
+    train_difficulty: tuple[float, float] = (0.0, 1.0)
     model: CounterConfig = field(default_factory=CounterConfig)
 
     def __post_init__(self) -> None:
@@ -89,7 +97,13 @@ class TrainConfig:
             raise ValueError("val_size, test_size and scores_size must be positive")
         if self.lr <= 0 or self.weight_decay < 0 or self.threads < 1:
             raise ValueError("lr must be > 0, weight_decay >= 0, threads >= 1")
+        lo, hi = self.train_difficulty
+        if not 0.0 <= lo <= hi <= 1.0:
+            raise ValueError(f"train_difficulty must be (lo, hi) with 0 <= lo <= hi <= 1, got {self.train_difficulty!r}")
 
+
+# Shares of on_progress's [0, 1] (data generation before, calibration and evaluation after).
+TRAIN_SHARE = (0.05, 0.85)
 
 # A --quick run: seconds on a laptop, enough to check the pipeline end to end (not a useful model).
 QUICK = {"train_size": 256, "epochs": 1, "batch_size": 64, "val_size": 128, "test_size": 64, "scores_size": 128}
@@ -177,6 +191,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=d.epochs, help=f"passes over the training images (default {d.epochs})")
     parser.add_argument("--batch-size", type=int, default=d.batch_size, help=f"default {d.batch_size}")
     parser.add_argument("--lr", type=float, default=d.lr, help=f"peak learning rate (default {d.lr})")
+    parser.add_argument("--train-difficulty", type=_difficulty_range, default=d.train_difficulty, metavar="LO,HI",
+                        help="training images' difficulty ~ U[LO, HI] (default 0,1; evaluation always uses 0,1)")
     parser.add_argument("--out", type=Path, default=DEFAULT_WEIGHTS,
                         help="weights file; the report and scores are written next to it (default assets/collab/counter.pt)")
     parser.add_argument("--quick", action="store_true",
@@ -188,7 +204,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     values = {"seed": args.seed, "train_size": args.train_size, "epochs": args.epochs, "batch_size": args.batch_size,
-              "lr": args.lr, "device": args.device, "threads": args.threads}
+              "lr": args.lr, "device": args.device, "threads": args.threads,
+              "train_difficulty": tuple(getattr(args, "train_difficulty", TrainConfig.train_difficulty))}
     if args.quick:
         values.update(QUICK)
     return TrainConfig(**values)
@@ -202,8 +219,19 @@ def reproduce_command(config: TrainConfig, out: Path, quick: bool) -> str:
     else:
         parts += ["--train-size", str(config.train_size), "--epochs", str(config.epochs),
                   "--batch-size", str(config.batch_size), "--lr", str(config.lr)]
+    if tuple(config.train_difficulty) != TrainConfig.train_difficulty:
+        parts += ["--train-difficulty", ",".join(f"{v:g}" for v in config.train_difficulty)]
     parts += ["--device", config.device, "--threads", str(config.threads), "--out", _display_path(out)]
     return shlex.join(parts)
+
+
+def _difficulty_range(text: str) -> tuple[float, float]:
+    """``"LO,HI"`` -> (lo, hi) for ``--train-difficulty``."""
+    try:
+        lo, hi = (float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LO,HI (two numbers in [0, 1]), got {text!r}") from None
+    return lo, hi
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -240,8 +268,24 @@ def _logits(model: ShapeCounter, images: np.ndarray, device: torch.device, batch
     return torch.cat(out)
 
 
-def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progress: bool = True) -> dict:
-    """Run one training and write ``out`` plus its ``_report.json`` and ``_scores.npz``; return the report."""
+def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progress: bool = True,
+                  on_progress: Callable[[float, str | None], None] | None = None) -> dict:
+    """Run one training and write ``out`` plus its ``_report.json`` and ``_scores.npz``; return the report.
+
+    Args:
+        config: the run.
+        out: the weights file; the report and scores go next to it.
+        quick: recorded in the report and its command (the sizes are already in ``config``).
+        progress: a tqdm bar on stderr.
+        on_progress: ``on_progress(fraction, message)``, fraction of the whole run in [0, 1]:
+            after every optimiser step (message None) and every epoch (loss and accuracy), then
+            before calibration and evaluation. It may raise to stop the run (a background job
+            raises ``JobCancelled`` when a cancel was requested); nothing is written then.
+    """
+    def report_progress(fraction: float, message: str | None = None) -> None:
+        if on_progress is not None:
+            on_progress(fraction, message)
+
     start = time.perf_counter()
     previous_threads = torch.get_num_threads()
     previous_deterministic = torch.are_deterministic_algorithms_enabled()
@@ -250,7 +294,10 @@ def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progre
     try:
         torch.manual_seed(config.seed)
         device = torch.device(config.device)
-        train = generate_batch(_stream_seed(config.seed, "train"), config.train_size, difficulty=None)
+        report_progress(0.0, f"generating {config.train_size:,} training images")
+        lo, hi = config.train_difficulty
+        mix = None if (lo, hi) == (0.0, 1.0) else (lambda rng, n: rng.uniform(lo, hi, n))  # None: U[0, 1]
+        train = generate_batch(_stream_seed(config.seed, "train"), config.train_size, difficulty=mix)
         data_time = time.perf_counter() - start
 
         model = ShapeCounter(config.model).to(device).to(memory_format=torch.channels_last)
@@ -263,7 +310,8 @@ def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progre
         images = torch.from_numpy(train.images).unsqueeze(1)  # (n, 1, H, W) uint8; floats made per batch
         labels = torch.from_numpy(train.counts)
 
-        bar = tqdm(total=steps_per_epoch * config.epochs, desc="train-counter", file=sys.stderr,
+        total_steps = steps_per_epoch * config.epochs
+        bar = tqdm(total=total_steps, desc="train-counter", file=sys.stderr,
                    disable=not progress, mininterval=1.0)
         history = []
         for epoch in range(config.epochs):
@@ -284,13 +332,19 @@ def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progre
                 loss_sum += loss.item() * len(idx)
                 correct += int((logits.argmax(1) == yb).sum())
                 bar.update(1)
+                done = epoch * steps_per_epoch + step + 1
+                report_progress(TRAIN_SHARE[0] + (TRAIN_SHARE[1] - TRAIN_SHARE[0]) * done / total_steps)
             seen = steps_per_epoch * config.batch_size
             history.append({"epoch": epoch + 1, "loss": round(loss_sum / seen, 4), "accuracy": round(correct / seen, 4)})
             bar.set_postfix(epoch=epoch + 1, loss=f"{loss_sum / seen:.3f}", acc=f"{correct / seen:.3f}")
+            report_progress(TRAIN_SHARE[0] + (TRAIN_SHARE[1] - TRAIN_SHARE[0]) * (epoch + 1) / config.epochs,
+                            f"epoch {epoch + 1}/{config.epochs}: loss {loss_sum / seen:.3f}, "
+                            f"training accuracy {correct / seen:.3f}")
         bar.close()
         train_time = time.perf_counter() - start - data_time
 
         # Temperature scaling on held-out images (the training accuracy is optimistic).
+        report_progress(TRAIN_SHARE[1], "calibrating the temperature and evaluating on held-out images")
         val = generate_batch(_stream_seed(config.seed, "validation"), config.val_size, difficulty=None)
         val_logits = _logits(model, val.images, device)
         temperature = fit_temperature(val_logits, torch.from_numpy(val.counts))
@@ -331,7 +385,7 @@ def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progre
             "temperature": temperature,
             "labels": list(LABELS),
             "generator_presets": {name: _jsonable(asdict(cfg)) for name, cfg in DIFFICULTY_PRESETS.items()},
-            "train_difficulty": "uniform on [0, 1] (shapes.config_for_difficulty)",
+            "train_difficulty": f"uniform on [{lo:g}, {hi:g}] (shapes.config_for_difficulty)",
             "metrics": metrics,
             "history": history,
             "scores": {"path": scores_path.name, "seed": scores_seed, "n": config.scores_size,
@@ -351,6 +405,91 @@ def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progre
     finally:
         torch.set_num_threads(previous_threads)
         torch.use_deterministic_algorithms(previous_deterministic)
+
+
+# ---------------------------------------------------------------- plots
+def reliability_bins(probs: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> dict[str, np.ndarray]:
+    """Count, mean confidence and accuracy of the top-1 prediction per confidence bin.
+
+    The bins of ``expected_calibration_error`` ((lo, hi], equal width); empty bins have count 0
+    and NaN means. ECE is ``sum(count * |accuracy - confidence|) / n`` over the non-empty bins.
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    confidence = probs.max(axis=1)
+    correct = (probs.argmax(axis=1) == np.asarray(labels)).astype(np.float64)
+    bins = np.clip(np.ceil(confidence * n_bins - 1e-9).astype(int) - 1, 0, n_bins - 1)
+    count = np.bincount(bins, minlength=n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_confidence = np.bincount(bins, weights=confidence, minlength=n_bins) / count
+        accuracy = np.bincount(bins, weights=correct, minlength=n_bins) / count
+    return {"edges": np.linspace(0.0, 1.0, n_bins + 1), "count": count, "confidence": mean_confidence,
+            "accuracy": accuracy}
+
+
+def write_plots(report: dict, out_dir: Path, stem: str = "counter") -> list[Path]:
+    """Draw a run's reliability diagram and its accuracy/ECE per difficulty as PNGs in ``out_dir``.
+
+    Args:
+        report: the report ``train_counter`` returned or wrote.
+        out_dir: the folder of the run's files (its scores file is read from there).
+        stem: file names are ``<stem>_reliability.png`` and ``<stem>_accuracy.png``.
+
+    Returns:
+        The paths written.
+    """
+    from matplotlib.figure import Figure  # no pyplot: no global backend state
+
+    out_dir = Path(out_dir)
+    with np.load(out_dir / report["scores"]["path"]) as scores:
+        probs, labels = scores["probs"], scores["labels"]
+    overall = report["metrics"]["overall"]
+    b = reliability_bins(probs, labels)
+    centres = (b["edges"][:-1] + b["edges"][1:]) / 2
+    width = b["edges"][1] - b["edges"][0]
+    filled = b["count"] > 0
+
+    fig = Figure(figsize=(6.5, 6.0))
+    ax, hist = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    ax.plot([0, 1], [0, 1], color="grey", ls="--", lw=1, label="perfect calibration")
+    ax.bar(centres[filled], b["accuracy"][filled], width=width * 0.9, color="tab:blue", alpha=0.8,
+           label="accuracy in bin")
+    ax.plot(b["confidence"][filled], b["accuracy"][filled], "o", color="black", ms=4,
+            label="(mean confidence, accuracy)")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("accuracy")
+    ax.set_title(f"Reliability on {overall['n']:,} held-out images: accuracy {overall['accuracy']:.3f}, "
+                 f"ECE {overall['ece']:.3f}", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(alpha=0.3)
+    hist.bar(centres, b["count"], width=width * 0.9, color="tab:grey")
+    hist.set_xlim(0, 1)
+    hist.set_xlabel("confidence (max probability)")
+    hist.set_ylabel("images")
+    fig.tight_layout()
+    reliability = out_dir / f"{stem}_reliability.png"
+    fig.savefig(reliability, dpi=100)
+
+    names = [n for n in report["metrics"] if n in DIFFICULTY_PRESETS or n.startswith("difficulty ")]
+    rows = [report["metrics"][n] for n in names]
+    x = np.arange(len(names))
+    fig = Figure(figsize=(8.0, 4.5))
+    acc_ax, ece_ax = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
+    acc_ax.bar(x - 0.2, [r["accuracy"] for r in rows], width=0.4, color="tab:blue", label="accuracy")
+    acc_ax.bar(x + 0.2, [r["mean_confidence"] for r in rows], width=0.4, color="tab:orange",
+               label="mean confidence")
+    acc_ax.axhline(overall["accuracy"], color="grey", ls="--", lw=1, label="overall accuracy")
+    acc_ax.set_ylim(0, 1)
+    acc_ax.set_title("Accuracy by difficulty", fontsize=10)
+    acc_ax.legend(fontsize=8)
+    ece_ax.bar(x, [r["ece"] for r in rows], color="tab:red")
+    ece_ax.set_title("ECE by difficulty", fontsize=10)
+    for a in (acc_ax, ece_ax):
+        a.set_xticks(x, [n.replace("difficulty ", "d ") for n in names], rotation=30, ha="right", fontsize=8)
+        a.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    accuracy = out_dir / f"{stem}_accuracy.png"
+    fig.savefig(accuracy, dpi=100)
+    return [reliability, accuracy]
 
 
 def format_summary(report: dict) -> str:
@@ -382,5 +521,5 @@ def _display_path(path: Path) -> str:
         return str(path)
 
 
-__all__ = ["EvalMetrics", "TrainConfig", "add_arguments", "expected_calibration_error", "fit_temperature", "run",
-           "train_counter"]
+__all__ = ["EvalMetrics", "TrainConfig", "add_arguments", "expected_calibration_error", "fit_temperature",
+           "reliability_bins", "run", "train_counter", "write_plots"]

@@ -13,7 +13,9 @@ metrics and plots 1–4:
 
 Three sources feed the same figures: a live controller stream in the database
 (``traces_from_history``), the JSON ``simulate`` writes (``traces_from_result``), and the JSON
-``sweep`` writes (``sweep_figures``). As captum keeps ``visualize_image_attr`` beside its
+``sweep`` writes (``sweep_figures``). The AI's side: the counting CNN's report (accuracy and
+ECE by difficulty), shipped or from a ``collab.train_counter`` job, and which AI scores a
+simulation job can use (``ai_score_choices``). As captum keeps ``visualize_image_attr`` beside its
 algorithms, the plotting lives here and the page only lays it out.
 """
 
@@ -506,11 +508,15 @@ def stream_view(key: str, *, window: int = DEFAULT_WINDOW, engine: Engine | None
     return StreamView(key, len(traces.t), state, traces, figures, table, report, phases)
 
 
-def collab_jobs(*, limit: int = 20, engine: Engine | None = None) -> pd.DataFrame:
-    """Recent ``collab.*`` jobs with status and progress (newest first)."""
+SIMULATION_KINDS = ("collab.simulate", "collab.sweep")  # the jobs whose result.json the figures above draw
+
+
+def collab_jobs(*, limit: int = 20, kinds: Sequence[str] = SIMULATION_KINDS,
+                engine: Engine | None = None) -> pd.DataFrame:
+    """Recent collaboration jobs of ``kinds`` (simulations by default) with status and progress, newest first."""
     from engines.platform.jobqueue import list_jobs
 
-    jobs = [j for j in list_jobs(limit=200, engine=engine) if j.kind.startswith("collab.")][:limit]
+    jobs = [j for j in list_jobs(limit=200, engine=engine) if j.kind in kinds][:limit]
     return pd.DataFrame([{"id": j.id, "kind": j.kind, "status": j.status, "progress": j.progress,
                           "message": j.message, "created": j.created_at, "result_path": j.result_path}
                          for j in jobs], columns=["id", "kind", "status", "progress", "message", "created",
@@ -527,3 +533,129 @@ def job_result(job_id: int, *, engine: Engine | None = None) -> tuple[str, dict,
     raw = Path(job.result_path).read_bytes()
     kind, data = load_result(raw)
     return kind, data, raw
+
+
+# THE AI MODEL: the counting CNN's report, shipped or trained by a collab.train_counter job
+
+SHIPPED_COUNTER_REPORT = Path(__file__).resolve().parents[2] / "assets" / "collab" / "counter_report.json"
+TRAIN_COUNTER = "collab.train_counter"
+
+
+def counter_metrics_table(report: dict) -> pd.DataFrame:
+    """One row per evaluation set of a training report: n, accuracy, ECE, mean confidence, NLL."""
+    return pd.DataFrame([{"set": name, "n": m["n"], "accuracy": m["accuracy"], "ECE": m["ece"],
+                          "mean confidence": m["mean_confidence"], "NLL": m["nll"]}
+                         for name, m in report["metrics"].items()],
+                        columns=["set", "n", "accuracy", "ECE", "mean confidence", "NLL"])
+
+
+@dataclass
+class CounterView:
+    """What the page shows of one trained counter: metrics per set, training curve, plots, how to rerun it."""
+
+    title: str
+    table: pd.DataFrame
+    history: pd.DataFrame
+    plots: list[Path]
+    summary: str
+    report: dict
+
+
+def _counter_view(report: dict, title: str, plots: list[Path]) -> CounterView:
+    train = report.get("train_config", {})
+    summary = "\n".join([
+        f"{report['n_parameters']:,} parameters, temperature {report['temperature']}, "
+        f"{train.get('train_size', '?')} training images, {train.get('epochs', '?')} epochs, "
+        f"difficulty {report.get('train_difficulty', '?')}" + (" (quick: not a useful model)" if report.get("quick") else ""),
+        f"reproduce: {report['command']}"])
+    return CounterView(title, counter_metrics_table(report), pd.DataFrame(report.get("history", [])), plots, summary,
+                       report)
+
+
+def shipped_counter_view(path: Path = SHIPPED_COUNTER_REPORT) -> CounterView | None:
+    """The shipped model's report (``assets/collab/counter_report.json``); None if it is not there."""
+    if not Path(path).is_file():
+        return None
+    report = json.loads(Path(path).read_text())
+    overall = report["metrics"]["overall"]
+    return _counter_view(report, f"Shipped model (assets/collab/counter.pt): accuracy {overall['accuracy']:.3f}, "
+                                 f"ECE {overall['ece']:.3f} on {overall['n']:,} held-out images", [])
+
+
+def counter_job_view(job_id: int, *, engine: Engine | None = None) -> CounterView:
+    """The report and plots a succeeded ``collab.train_counter`` job wrote into its folder.
+
+    Raises:
+        ResultFileError: no such job, not succeeded, or its report is missing.
+    """
+    from engines.collab.jobs import COUNTER_STEM, REPORT_FILE, job_folder
+    from engines.platform.jobqueue import JobError, get_job
+
+    try:
+        job = get_job(job_id, engine=engine)
+    except JobError as exc:
+        raise ResultFileError(str(exc)) from None
+    if job.kind != TRAIN_COUNTER or job.status != "succeeded":
+        raise ResultFileError(f"job #{job_id} is not a succeeded {TRAIN_COUNTER} job ({job.kind}, {job.status})")
+    folder = job_folder(job_id)
+    path = folder / REPORT_FILE
+    if not path.is_file():
+        raise ResultFileError(f"training job #{job_id} has no {REPORT_FILE} in its folder")
+    plots = [p for p in (folder / f"{COUNTER_STEM}_reliability.png", folder / f"{COUNTER_STEM}_accuracy.png")
+             if p.is_file()]
+    report = json.loads(path.read_text())
+    overall = report["metrics"]["overall"]
+    return _counter_view(report, f"Job #{job_id}: accuracy {overall['accuracy']:.3f}, ECE {overall['ece']:.3f} "
+                                 f"on {overall['n']:,} held-out images", plots)
+
+
+def counter_jobs(*, limit: int = 20, engine: Engine | None = None) -> pd.DataFrame:
+    """Recent ``collab.train_counter`` jobs, newest first: status, progress, main parameters and accuracy/ECE."""
+    from engines.platform.jobqueue import list_jobs
+
+    rows = []
+    for j in list_jobs(limit=limit, kind=TRAIN_COUNTER, engine=engine):
+        params, overall = j.params or {}, (j.result or {}).get("overall", {})
+        rows.append({"id": j.id, "status": j.status, "progress": j.progress, "message": j.message,
+                     "training images": "quick" if params.get("quick") else params.get("train_size"),
+                     "epochs": "quick" if params.get("quick") else params.get("epochs"),
+                     "difficulty": "–".join(f"{v:g}" for v in params.get("train_difficulty", (0.0, 1.0))),
+                     "accuracy": overall.get("accuracy"), "ECE": overall.get("ece"), "created": j.created_at})
+    return pd.DataFrame(rows, columns=["id", "status", "progress", "message", "training images", "epochs",
+                                       "difficulty", "accuracy", "ECE", "created"])
+
+
+def train_counter_defaults() -> dict:
+    """The default parameters of a ``collab.train_counter`` job (what the page's form starts from)."""
+    from engines.collab.jobs import TrainCounterParams
+
+    return TrainCounterParams().model_dump()
+
+
+def ai_score_choices(*, limit: int = 50, engine: Engine | None = None) -> dict[str, str]:
+    """AI score sources a simulation job can use, as {key: label}: synthetic, the shipped CNN, each trained CNN.
+
+    Keys are "synthetic", "shipped" and "job:<id>" (succeeded training jobs, newest first);
+    ``ai_score_params`` turns a key into job parameters.
+    """
+    from engines.platform.jobqueue import list_jobs
+
+    choices = {"synthetic": "synthetic AI (parametric)", "shipped": "shipped CNN (assets/collab)"}
+    for j in list_jobs(limit=limit, kind=TRAIN_COUNTER, engine=engine):
+        if j.status == "succeeded":
+            overall = (j.result or {}).get("overall", {})
+            accuracy = f", accuracy {overall['accuracy']:.3f}" if "accuracy" in overall else ""
+            quick = ", quick" if (j.params or {}).get("quick") else ""
+            choices[f"job:{j.id}"] = f"CNN from job #{j.id}{accuracy}{quick}"
+    return choices
+
+
+def ai_score_params(key: str) -> dict:
+    """Simulation job parameters for a key of ``ai_score_choices``: ``ai`` and, for a trained CNN, ``counter_job_id``."""
+    if key == "synthetic":
+        return {"ai": "synthetic"}
+    if key == "shipped":
+        return {"ai": "cnn"}
+    if key.startswith("job:") and key[4:].isdigit():
+        return {"ai": "cnn", "counter_job_id": int(key[4:])}
+    raise ValueError(f"unknown AI score source {key!r} (synthetic, shipped or job:<id>)")

@@ -1,10 +1,18 @@
-"""Background jobs of the collaboration engine: ``collab.simulate`` and ``collab.sweep``.
+"""Background jobs of the collaboration engine: ``collab.simulate``, ``collab.sweep`` and ``collab.train_counter``.
 
-Each job is the command line's ``simulate`` / ``sweep`` run in the job queue
+Each job is the command line's ``simulate`` / ``sweep`` / ``train-counter`` run in the job queue
 (``engines.platform.jobqueue``): the parameters mirror the main CLI options, with small defaults
-so a job started from the dashboard finishes in seconds; the full JSON result (the same object
-``--out`` writes) goes to ``result.json`` in the job's folder, and the job's own result is a
-compact summary with ``result_path``.
+so a job started from the dashboard finishes in seconds (simulations) or about a minute
+(training); the job's own result is a compact summary with ``result_path``.
+
+- ``collab.simulate`` / ``collab.sweep``: the full JSON result (the same object ``--out``
+  writes) goes to ``result.json`` in the job's folder. ``ai="cnn"`` uses the counting CNN's
+  held-out scores: the shipped ones (``assets/collab/counter_scores.npz``) or, with
+  ``counter_job_id``, those of a succeeded ``collab.train_counter`` job. No other file can be
+  named: a job never reads a path it was given.
+- ``collab.train_counter``: trains the CNN (``engines.collab.counter_training``) and writes
+  ``counter.pt``, ``counter_report.json``, ``counter_scores.npz`` and two PNG plots into its
+  own folder; the shipped files in ``assets/collab/`` are never touched.
 """
 
 from __future__ import annotations
@@ -12,18 +20,55 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from engines.collab.simulate import SimulationConfig, simulate
+from engines.collab.simulate import DEFAULT_AI_SCORES, SimulationConfig, simulate
 from engines.collab.sweep import SweepConfig, run_sweep
-from engines.platform.jobqueue import JobContext, register_job
+from engines.platform.jobqueue import JobContext, JobError, get_job, register_job
+from engines.platform.models import JobStatus
+from engines.platform.settings import get_settings
 
 RESULT_FILE = "result.json"
+TRAIN_COUNTER = "collab.train_counter"
+COUNTER_STEM = "counter"  # the training job writes counter.pt, counter_report.json, counter_scores.npz
+REPORT_FILE = f"{COUNTER_STEM}_report.json"
+SCORES_FILE = f"{COUNTER_STEM}_scores.npz"
+
+
+def job_folder(job_id: int) -> Path:
+    """Where job ``job_id`` writes its files (``JobContext.result_dir``, without creating it)."""
+    return get_settings().data_dir / "jobs" / str(int(job_id))
+
+
+def counter_scores_path(job_id: int) -> Path:
+    """The held-out scores file of a succeeded ``collab.train_counter`` job.
+
+    Raises:
+        ValueError: no such job, another kind of job, not (yet) succeeded, or its scores file is
+            gone; the message says which.
+    """
+    try:
+        job = get_job(job_id)
+    except JobError:
+        raise ValueError(f"counter_job_id {job_id}: there is no job #{job_id}") from None
+    if job.kind != TRAIN_COUNTER:
+        raise ValueError(f"counter_job_id {job_id}: job #{job_id} is a {job.kind} job, not {TRAIN_COUNTER}")
+    if job.status != JobStatus.SUCCEEDED:
+        raise ValueError(f"counter_job_id {job_id}: training job #{job_id} has status {job.status!r}; "
+                         "only a succeeded training job's scores can be used")
+    path = job_folder(job_id) / SCORES_FILE
+    if not path.is_file():
+        raise ValueError(f"counter_job_id {job_id}: training job #{job_id} has no {SCORES_FILE} in its folder")
+    return path
 
 
 class _SimulationParams(BaseModel):
     """Options shared by both jobs (the CLI's ``add_common_arguments``), small defaults."""
+
+    # A misspelt or unknown option is refused, not ignored (there is no way to pass a file path).
+    model_config = ConfigDict(extra="forbid")
 
     schedule: str = Field(default="drift", title="Shift schedule over t")
     human: str = Field(default="parametric", title="Simulated human model")
@@ -36,7 +81,10 @@ class _SimulationParams(BaseModel):
     T: int = Field(default=5_000, ge=10, le=2_000_000, title="Interactions")
     n_calibration: int = Field(default=500, ge=10, le=100_000, title="Calibration batch size")
     seed: int = Field(default=0, title="Seed")
-    ai: str = Field(default="synthetic", title="AI scores: synthetic or cnn")
+    ai: Literal["synthetic", "cnn"] = Field(default="synthetic", title="AI scores: synthetic, or the counting CNN's")
+    counter_job_id: int | None = Field(default=None, ge=1,
+                                       title="With ai='cnn': the succeeded collab.train_counter job whose scores "
+                                             "to use (none: the shipped model's)")
     # Registered rule names and their parameters (engines.collab.rules); never code.
     protect_rule: str = Field(default="human_holds", title="Harm rule: labels to protect")
     protect_params: dict = Field(default_factory=dict, title="Parameters of the harm rule")
@@ -47,8 +95,17 @@ class _SimulationParams(BaseModel):
         """The ``SimulationConfig`` these parameters describe (raises ValueError with the reason)."""
         fields = set(SimulationConfig.__dataclass_fields__)
         values = {k: v for k, v in self.model_dump().items() if k in fields}
+        values["ai_scores"] = self.ai_scores_path()
         values.update(overrides)
         return SimulationConfig(**values)
+
+    def ai_scores_path(self) -> str:
+        """The scores file ``ai="cnn"`` reads: the shipped one, or the ``counter_job_id`` job's."""
+        if self.counter_job_id is None:
+            return DEFAULT_AI_SCORES
+        if self.ai != "cnn":
+            raise ValueError(f"counter_job_id {self.counter_job_id} needs ai='cnn' (got ai={self.ai!r})")
+        return str(counter_scores_path(self.counter_job_id))
 
 
 class SimulateParams(_SimulationParams):
@@ -98,6 +155,7 @@ def simulate_job(ctx: JobContext, **params) -> dict:
     ctx.log(data["summary"])
     return {
         "result_path": str(path), "kind": "simulate", "schedule": config.schedule, "T": config.T,
+        "ai": config.ai, "counter_job_id": params.get("counter_job_id"),
         "violation_rate": {"online": result.online.violation_rate,
                            "fixed": result.fixed.violation_rate if result.fixed else None},
         "within_bound": result.online.within_bound,
@@ -119,5 +177,91 @@ def sweep_job(ctx: JobContext, **params) -> dict:
     path = _write(ctx, data)
     ctx.log(data["summary"])
     return {"result_path": str(path), "kind": "sweep", "schedule": config.base.schedule, "T": config.base.T,
-            "cells": cells, "accuracy": result.accuracy, "trends": data["trends"], "wall_s": result.wall_s,
+            "ai": config.base.ai, "counter_job_id": params.get("counter_job_id"), "cells": cells, "accuracy": result.accuracy, "trends": data["trends"], "wall_s": result.wall_s,
             "base": {k: v for k, v in dataclasses.asdict(config.base).items() if k in ("schedule", "human", "T")}}
+
+
+class TrainCounterParams(BaseModel):
+    """Options of ``python -m engines.collab train-counter`` (``counter_training.TrainConfig``).
+
+    The defaults train on 6,000 images for 6 epochs: under a minute on 2 idle CPU cores (about
+    40 s), a usable but weaker model than the shipped one (20,000 images, 8 epochs; accuracy about
+    0.6 against 0.81). ``quick`` replaces the sizes by
+    the CLI's ``--quick`` ones: a useless model in seconds, to check the pipeline.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = Field(default=2026, ge=0, title="Seed of torch and all generated images")  # TrainConfig's default
+    train_size: int = Field(default=6_000, ge=2, le=200_000, title="Training images")
+    epochs: int = Field(default=6, ge=1, le=100, title="Passes over the training images")
+    batch_size: int = Field(default=128, ge=2, le=4_096, title="Images per optimiser step")
+    lr: float = Field(default=4e-3, gt=0, le=1, title="Peak learning rate (one-cycle)")
+    train_difficulty: tuple[float, float] = Field(default=(0.0, 1.0),
+                                                  title="Training images' difficulty ~ U[lo, hi] (evaluation: U[0, 1])")
+    quick: bool = Field(default=False, title="Tiny sizes (seconds; a useless model, for checks)")
+    threads: int = Field(default=2, ge=1, le=64, title="Torch CPU threads")
+    device: str = Field(default="cpu", pattern=r"^(cpu|cuda(:\d+)?|mps)$", title="Torch device")
+
+    @model_validator(mode="after")
+    def _valid_config(self) -> TrainCounterParams:
+        lo, hi = self.train_difficulty
+        if not 0.0 <= lo <= hi <= 1.0:
+            raise ValueError(f"train_difficulty must be (lo, hi) with 0 <= lo <= hi <= 1, got ({lo}, {hi})")
+        if not self.quick and self.train_size < self.batch_size:
+            raise ValueError(f"train_size ({self.train_size}) must be at least batch_size ({self.batch_size})")
+        return self
+
+    def train_config(self):
+        """The ``counter_training.TrainConfig`` of these parameters (imports torch)."""
+        from engines.collab.counter_training import QUICK, TrainConfig
+
+        values = self.model_dump(exclude={"quick"})
+        values["train_difficulty"] = tuple(values["train_difficulty"])
+        if self.quick:
+            values.update(QUICK)
+        return TrainConfig(**values)
+
+
+def counter_summary(report: dict) -> dict:
+    """Accuracy and ECE overall and per difficulty set of a training report (the job's result)."""
+    metrics = report["metrics"]
+    return {
+        "overall": {k: metrics["overall"][k] for k in ("n", "accuracy", "ece")},
+        "by_difficulty": {name: {k: m[k] for k in ("n", "accuracy", "ece")} for name, m in metrics.items()
+                          if name != "overall" and not name.startswith("uncalibrated")},
+        "temperature": report["temperature"], "n_parameters": report["n_parameters"],
+    }
+
+
+@register_job(TRAIN_COUNTER, title="Collaboration: train the shape-counting CNN", params=TrainCounterParams)
+def train_counter_job(ctx: JobContext, **params) -> dict:
+    """Train the counting CNN on generated images; writes its weights, report, held-out scores and plots to the job's folder."""
+    from engines.collab import counter_training  # torch is imported in the job's process only
+
+    p = TrainCounterParams(**params)
+    config = p.train_config()
+    folder = ctx.result_dir
+    out = folder / f"{COUNTER_STEM}.pt"
+
+    def on_progress(fraction: float, message: str | None) -> None:
+        if message is not None:
+            ctx.log(message)
+        ctx.progress(0.95 * fraction, message)  # raises JobCancelled on a cancel request
+
+    report = counter_training.train_counter(config, out, quick=p.quick, progress=False, on_progress=on_progress)
+    ctx.progress(0.96, "drawing the plots")
+    try:
+        plots = counter_training.write_plots(report, folder, stem=COUNTER_STEM)
+    except ImportError as exc:  # matplotlib is optional: the report and scores are what matter
+        plots = []
+        ctx.log(f"no plots: {exc}")
+    ctx.log(counter_training.format_summary(report))
+    report_path = folder / REPORT_FILE
+    return {
+        "result_path": str(report_path), "kind": "train_counter", "quick": p.quick,
+        "weights_path": str(out), "report_path": str(report_path), "scores_path": str(folder / SCORES_FILE),
+        "plots": [str(path) for path in plots],
+        **counter_summary(report),
+        "total_time_s": report["total_time_s"],
+    }

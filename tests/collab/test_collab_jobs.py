@@ -1,19 +1,20 @@
-"""The collab job kinds run through the job queue and leave a valid result file."""
+"""The collab job kinds run through the job queue and leave a valid result file; a trained CNN feeds simulations."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from engines.collab import dashboard
+from engines.collab import dashboard, jobs
 from engines.platform import jobqueue
 
 
 def test_collab_job_kinds_are_discovered_with_small_defaults():
     kinds = jobqueue.discover_job_kinds()
-    assert {"collab.simulate", "collab.sweep"} <= set(kinds)
+    assert {"collab.simulate", "collab.sweep", "collab.train_counter"} <= set(kinds)
     assert kinds["collab.simulate"].params().T <= 10_000  # a dashboard click finishes in seconds
     assert kinds["collab.sweep"].description
 
@@ -58,3 +59,129 @@ def test_simulate_job_takes_rules_by_name_and_parameters(sqlite_db):
     assert jobqueue.run_job(job_id) == "succeeded"
     with pytest.raises(jobqueue.JobError, match="no_such_rule|unknown|Unknown"):
         jobqueue.submit_job("collab.simulate", {"T": 300, "protect_rule": "no_such_rule"})
+
+
+# ---------------------------------------------------------------- training the counting CNN as a job
+ASSETS = Path(__file__).resolve().parents[2] / "assets" / "collab"
+QUICK_TRAINING = {"quick": True, "seed": 3}  # counter_training.QUICK sizes: 256 images, 1 epoch, seconds
+
+
+@pytest.fixture
+def executor(sqlite_db):
+    """A local executor (jobs in child processes) on the test's database, shut down after the test."""
+    running = jobqueue.LocalExecutor(max_workers=1, poll_s=0.2)
+    running.start()
+    yield running
+    running.shutdown()
+
+
+def _trained_counter_job() -> int:
+    """A quick collab.train_counter job run in this process (a few seconds)."""
+    job_id = jobqueue.submit_job("collab.train_counter", QUICK_TRAINING)
+    assert jobqueue.run_job(job_id) == "succeeded", jobqueue.get_job(job_id).error
+    return job_id
+
+
+def test_train_counter_params_have_minute_defaults_and_are_validated(sqlite_db):
+    params = jobqueue.get_kind("collab.train_counter").params()
+    assert params.train_size * params.epochs <= 40_000 and not params.quick  # under a minute on 2 CPU cores
+    assert params.train_difficulty == (0.0, 1.0)
+    with pytest.raises(jobqueue.JobError, match="train_difficulty"):
+        jobqueue.submit_job("collab.train_counter", {"train_difficulty": [0.8, 0.2]})
+    with pytest.raises(jobqueue.JobError, match="at least batch_size"):
+        jobqueue.submit_job("collab.train_counter", {"train_size": 100, "batch_size": 128})
+    with pytest.raises(jobqueue.JobError, match="out"):
+        jobqueue.submit_job("collab.train_counter", {"out": "assets/collab/counter.pt"})  # no path can be given
+
+
+def test_train_counter_job_runs_in_a_child_process_and_writes_into_its_folder(executor):
+    shipped = {p.name: p.read_bytes() for p in ASSETS.glob("counter*")}
+    job_id = jobqueue.submit_job("collab.train_counter", QUICK_TRAINING)
+    executor.wake()
+    job = jobqueue.wait_for_job(job_id, timeout_s=90)
+    assert job.status == "succeeded", job.error
+    assert job.worker == executor.worker and job.progress == 1.0
+    assert "epoch 1/1: loss" in job.log  # progress reported per epoch
+    folder = jobs.job_folder(job_id)
+    for name in ("counter.pt", "counter_report.json", "counter_scores.npz", "counter_reliability.png",
+                 "counter_accuracy.png"):
+        assert (folder / name).is_file(), name
+    result = job.result
+    assert result["result_path"] == str(folder / "counter_report.json") == job.result_path
+    assert [Path(p).name for p in result["plots"]] == ["counter_reliability.png", "counter_accuracy.png"]
+    report = json.loads((folder / "counter_report.json").read_text())
+    assert report["quick"] and report["seed"] == 3 and str(folder / "counter.pt") in report["command"]
+    assert result["overall"] == {k: report["metrics"]["overall"][k] for k in ("n", "accuracy", "ece")}
+    assert {"easy", "medium", "hard", "difficulty 0.00-0.33"} <= set(result["by_difficulty"])
+    scores = np.load(folder / "counter_scores.npz")
+    accuracy = float((scores["probs"].argmax(1) == scores["labels"]).mean())
+    assert accuracy == pytest.approx(result["overall"]["accuracy"], abs=1e-4)
+    assert {p.name: p.read_bytes() for p in ASSETS.glob("counter*")} == shipped  # shipped files untouched
+
+
+def test_simulate_and_sweep_use_the_scores_of_a_training_job(sqlite_db):
+    from engines.collab.simulate import SimulationConfig, prepare
+
+    job_id = _trained_counter_job()
+    npz = jobs.job_folder(job_id) / "counter_scores.npz"
+    scores = np.load(npz)
+    npz_accuracy = float((scores["probs"].argmax(1) == scores["labels"]).mean())
+    base = {"schedule": "stationary", "T": 3_000, "n_calibration": 200}
+    sim = jobqueue.submit_job("collab.simulate", {**base, "ai": "cnn", "counter_job_id": job_id})
+    assert jobqueue.run_job(sim) == "succeeded", jobqueue.get_job(sim).error
+    result = jobqueue.get_job(sim).result
+    data = json.loads(Path(result["result_path"]).read_text())
+    assert data["config"]["ai"] == "cnn" and data["config"]["ai_scores"] == str(npz)
+    assert result["counter_job_id"] == job_id
+    # The AI's accuracy is that of the rows drawn from this npz (resampled with replacement) ...
+    prepared = prepare(SimulationConfig(**data["config"]))
+    drawn = float((prepared.cases.probs.argmax(1) == prepared.cases.labels).mean())
+    assert data["ai_alone_accuracy"] == pytest.approx(drawn)
+    rows = {tuple(r) for r in scores["probs"].astype(float).round(6)}
+    assert {tuple(r) for r in prepared.cases.probs.round(6)} <= rows
+    # ... so close to the npz's own accuracy, and far from the shipped model's (~0.81).
+    assert data["ai_alone_accuracy"] == pytest.approx(npz_accuracy, abs=0.04)
+    shipped = jobqueue.submit_job("collab.simulate", {**base, "ai": "cnn"})
+    assert jobqueue.run_job(shipped) == "succeeded"
+    assert jobqueue.get_job(shipped).result["accuracy"]["ai_alone"] > npz_accuracy + 0.3
+    sweep = jobqueue.submit_job("collab.sweep", {**base, "T": 500, "ai": "cnn", "counter_job_id": job_id,
+                                                 "alpha_harm_grid": [0.05], "alpha_comp_grid": [0.1]})
+    assert jobqueue.run_job(sweep) == "succeeded", jobqueue.get_job(sweep).error
+    sweep_data = json.loads(Path(jobqueue.get_job(sweep).result["result_path"]).read_text())
+    assert sweep_data["config"]["base"]["ai_scores"] == str(npz)
+
+
+def test_bad_counter_job_ids_are_refused_with_the_reason(sqlite_db):
+    simulation = jobqueue.submit_job("collab.simulate", {"T": 300, "n_calibration": 50})
+    queued = jobqueue.submit_job("collab.train_counter", QUICK_TRAINING)
+    for kind in ("collab.simulate", "collab.sweep"):
+        with pytest.raises(jobqueue.JobError, match="there is no job #999"):
+            jobqueue.submit_job(kind, {"ai": "cnn", "counter_job_id": 999})
+        with pytest.raises(jobqueue.JobError, match=f"job #{simulation} is a collab.simulate job, not collab.train"):
+            jobqueue.submit_job(kind, {"ai": "cnn", "counter_job_id": simulation})
+        with pytest.raises(jobqueue.JobError, match=f"job #{queued} has status 'queued'"):
+            jobqueue.submit_job(kind, {"ai": "cnn", "counter_job_id": queued})
+    with pytest.raises(jobqueue.JobError, match="needs ai='cnn'"):
+        jobqueue.submit_job("collab.simulate", {"counter_job_id": queued})
+    with pytest.raises(jobqueue.JobError, match="ai_scores: Extra inputs"):
+        jobqueue.submit_job("collab.simulate", {"ai": "cnn", "ai_scores": "/etc/passwd"})  # never a path
+    with pytest.raises(jobqueue.JobError, match="ai"):
+        jobqueue.submit_job("collab.simulate", {"ai": "assets/collab/counter_scores.npz"})
+    # A training job whose folder lost its scores is refused at submit, and fails clearly if it goes later.
+    trained = _trained_counter_job()
+    job_id = jobqueue.submit_job("collab.simulate", {"T": 300, "n_calibration": 50, "ai": "cnn",
+                                                     "counter_job_id": trained})
+    (jobs.job_folder(trained) / "counter_scores.npz").unlink()
+    with pytest.raises(jobqueue.JobError, match="has no counter_scores.npz"):
+        jobqueue.submit_job("collab.simulate", {"ai": "cnn", "counter_job_id": trained})
+    assert jobqueue.run_job(job_id) == "failed"
+    assert "has no counter_scores.npz" in jobqueue.get_job(job_id).error
+
+
+def test_a_cancelled_training_job_stops_and_writes_no_model(sqlite_db):
+    job_id = jobqueue.submit_job("collab.train_counter", QUICK_TRAINING)
+    assert jobqueue.claim(job_id, "w")
+    jobqueue.cancel_job(job_id)  # seen at the job's first progress report
+    assert jobqueue.run_job(job_id, worker="w") == "cancelled"
+    assert not (jobs.job_folder(job_id) / "counter.pt").exists()
+    assert list(dashboard.ai_score_choices()) == ["synthetic", "shipped"]

@@ -19,11 +19,16 @@ from engines.collab.counter import (
     save_counter,
 )
 from engines.collab.counter_training import (
+    QUICK,
     EvalMetrics,
+    TrainConfig,
     add_arguments,
     expected_calibration_error,
     fit_temperature,
+    reliability_bins,
+    reproduce_command,
     run,
+    train_counter,
 )
 from engines.collab.shapes import N_LABELS, generate_batch
 
@@ -138,6 +143,42 @@ def test_quick_training_run(tmp_path):
     regenerated = generate_batch(int(scores["seed"]), 8)
     assert np.array_equal(regenerated.counts, scores["labels"][:8])
     assert np.allclose(predict_proba(load_counter(out), regenerated.images), scores["probs"][:8], atol=1e-4)
+
+
+def test_training_reports_progress_per_epoch_and_stops_when_the_callback_raises(tmp_path):
+    class Stop(Exception):
+        pass
+
+    calls = []
+
+    def on_progress(fraction, message):
+        calls.append((fraction, message))
+        if message is not None and message.startswith("epoch 1/2"):
+            raise Stop  # what a cancelled background job does
+
+    config = TrainConfig(**{**QUICK, "epochs": 2}, train_difficulty=(0.0, 0.5))
+    with pytest.raises(Stop):
+        train_counter(config, tmp_path / "counter.pt", quick=True, progress=False, on_progress=on_progress)
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    fractions = [f for f, _ in calls]
+    assert fractions == sorted(fractions) and 0 < fractions[-1] < 1
+    assert calls[-1][1].startswith("epoch 1/2: loss") and sum(m is None for _, m in calls) == QUICK["train_size"] // 64
+    assert "--train-difficulty 0,0.5" in reproduce_command(config, tmp_path / "counter.pt", quick=True)
+    assert "--train-difficulty" not in reproduce_command(TrainConfig(), tmp_path / "counter.pt", quick=False)
+    with pytest.raises(ValueError, match="train_difficulty"):
+        TrainConfig(train_difficulty=(0.6, 0.2))
+
+
+def test_reliability_bins_give_the_ece():
+    probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.4, 0.6], [0.3, 0.7]])
+    labels = np.array([0, 1, 1, 1])
+    bins = reliability_bins(probs, labels, n_bins=5)  # confidences 0.9, 0.8, 0.6, 0.7 in bins (lo, hi]
+    assert bins["count"].tolist() == [0, 0, 1, 2, 1]
+    filled = bins["count"] > 0
+    np.testing.assert_allclose(bins["confidence"][filled], [0.6, 0.75, 0.9])
+    np.testing.assert_allclose(bins["accuracy"][filled], [1.0, 0.5, 1.0])  # 0.8 predicts 0, the truth is 1
+    ece = (bins["count"][filled] * np.abs(bins["accuracy"][filled] - bins["confidence"][filled])).sum() / 4
+    assert ece == pytest.approx(0.25) == pytest.approx(expected_calibration_error(probs, labels, n_bins=5))
 
 
 # ---------------------------------------------------------------- the shipped model

@@ -158,3 +158,93 @@ def test_page_shows_a_stream_and_a_finished_job(stream):
     charts = at.get("plotly_chart")
     assert len(charts) == 2 + 3  # stream: violations, thresholds; result: violations, thresholds, accuracy
     assert at.get("download_button")
+
+
+# ---------------------------------------------------------------- the AI model: shipped and trained counting CNNs
+PAGE = Path(__file__).resolve().parents[2] / "pages" / "collab_dashboard.py"
+SHIPPED_REPORT = Path(__file__).resolve().parents[2] / "assets" / "collab" / "counter_report.json"
+
+
+def _quick_training_job() -> int:
+    from engines.platform import jobqueue
+
+    job_id = jobqueue.submit_job("collab.train_counter", {"quick": True})
+    assert jobqueue.run_job(job_id) == "succeeded", jobqueue.get_job(job_id).error
+    return job_id
+
+
+def _researcher_page():
+    from streamlit.testing.v1 import AppTest
+
+    from engines.platform import auth
+
+    at = AppTest.from_file(str(PAGE), default_timeout=60)
+    at.session_state["hai_identity"] = auth.create_user("res", "password-123", "researcher").__dict__
+    return at.run()
+
+
+def test_counter_views_and_ai_score_sources(sqlite_db):
+    from engines.platform import jobqueue
+
+    report = json.loads(SHIPPED_REPORT.read_text())
+    shipped = dashboard.shipped_counter_view()
+    table = shipped.table.set_index("set")
+    for name in ("overall", "easy", "medium", "hard", "difficulty 0.67-1.00"):
+        assert table.loc[name, "accuracy"] == report["metrics"][name]["accuracy"]
+        assert table.loc[name, "ECE"] == report["metrics"][name]["ece"]
+    assert f"{report['metrics']['overall']['accuracy']:.3f}" in shipped.title and shipped.plots == []
+    assert dashboard.shipped_counter_view(Path("/nonexistent/report.json")) is None
+    assert list(dashboard.ai_score_choices()) == ["synthetic", "shipped"]
+    assert dashboard.ai_score_params("shipped") == {"ai": "cnn"}
+    assert dashboard.ai_score_params("job:7") == {"ai": "cnn", "counter_job_id": 7}
+    with pytest.raises(ValueError, match="unknown AI score source"):
+        dashboard.ai_score_params("/etc/passwd")
+    queued = jobqueue.submit_job("collab.train_counter", {"quick": True})
+    assert dashboard.counter_jobs()["status"].tolist() == ["queued"]
+    assert list(dashboard.ai_score_choices()) == ["synthetic", "shipped"]  # only succeeded jobs
+    with pytest.raises(dashboard.ResultFileError, match="not a succeeded collab.train_counter job"):
+        dashboard.counter_job_view(queued)
+    job_id = _quick_training_job()
+    assert f"job:{job_id}" in dashboard.ai_score_choices()
+    view = dashboard.counter_job_view(job_id)
+    assert view.table.set_index("set").loc["overall", "accuracy"] == jobqueue.get_job(job_id).result["overall"]["accuracy"]
+    assert [p.name for p in view.plots] == ["counter_reliability.png", "counter_accuracy.png"]
+    assert "quick" in view.summary and "reproduce: python -m engines.collab train-counter" in view.summary
+    assert dashboard.collab_jobs().empty  # the result figures only ever list simulations and sweeps
+
+
+def test_page_shows_the_shipped_model_and_queues_a_training_job(sqlite_db):
+    from engines.platform import jobqueue
+
+    at = _researcher_page()
+    assert not at.exception, at.exception
+    headers = [h.value for h in at.header]
+    assert headers.index("AI model (counting CNN)") == headers.index("Simulations") + 1
+    shipped = json.loads(SHIPPED_REPORT.read_text())["metrics"]
+    tables = [d.value for d in at.dataframe if "set" in d.value.columns]
+    assert tables and tables[0].set_index("set").loc["hard", "accuracy"] == shipped["hard"]["accuracy"]
+    assert at.selectbox(key="collab-ai").options == ["synthetic AI (parametric)", "shipped CNN (assets/collab)"]
+    next(n for n in at.number_input if n.label == "Epochs").set_value(2)
+    next(s for s in at.slider if s.label.startswith("Training images' difficulty")).set_value((0.0, 0.5))
+    next(b for b in at.form_submit_button if b.label == "Start training").click().run()
+    assert not at.exception, at.exception
+    (job,) = jobqueue.list_jobs()
+    assert job.kind == "collab.train_counter" and job.status == "queued"
+    assert job.params["epochs"] == 2 and job.params["train_difficulty"] == [0.0, 0.5]
+    assert any("Queued training job" in s.value for s in at.success)
+
+
+def test_page_shows_a_trained_model_and_simulates_with_its_scores(sqlite_db):
+    from engines.platform import jobqueue
+
+    job_id = _quick_training_job()
+    at = _researcher_page()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="collab-counter-job").value == f"job:{job_id}"
+    assert len(at.image) == 2  # reliability diagram, accuracy/ECE by difficulty
+    at.button(key="collab-use-scores").click().run()
+    assert at.selectbox(key="collab-ai").value == f"job:{job_id}"
+    next(b for b in at.form_submit_button if b.label == "Start job").click().run()
+    assert not at.exception, at.exception
+    simulation = next(j for j in jobqueue.list_jobs() if j.kind == "collab.simulate")
+    assert simulation.params["ai"] == "cnn" and simulation.params["counter_job_id"] == job_id
