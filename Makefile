@@ -43,6 +43,8 @@ test: setup-test
 
 bench: setup-test
 	$(PY) bench/platform_store.py
+	$(PY) bench/collab.py
+	$(PY) bench/collab_reproduction.py
 
 bench-quick: setup-test
 	$(PY) bench/platform_store.py --quick

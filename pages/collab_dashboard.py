@@ -4,9 +4,10 @@ import json
 
 import streamlit as st
 
-from engines.collab import dashboard, rules, study_report
+from engines.collab import dashboard, rules, store, study_report
 from engines.collab.humans import HUMAN_PRESETS, SCHEDULES
 from engines.platform import jobqueue, study_admin
+from engines.platform.export import export_study
 from pages import _ui as ui
 
 PAGE = {"title": "Collaboration dashboard", "group": "Research", "roles": ["researcher"],
@@ -31,8 +32,16 @@ def live_stream() -> None:
     counts = {s.key: s.updates for s in streams}
     key = st.selectbox("Stream (study:condition)", list(counts), key="collab-stream",
                        format_func=lambda k: f"{k} ({counts[k]} interactions)")
-    view = dashboard.stream_view(key)
-    st.metric("Interactions", view.interactions)
+    try:
+        view = dashboard.stream_view(key)
+    except store.StreamError as exc:  # the audit refused the stored history: say so, show nothing wrong
+        st.error(f"This stream's history does not pass its audit: {exc}")
+        return
+    st.metric("Online interactions (counted by the guarantee)", view.interactions)
+    st.dataframe(view.phases, hide_index=True, width="stretch")
+    st.caption("The first interactions of a stream may form its calibration batch (q₁ is fitted on them). "
+               "With overlapping participants an update lands after others that finished in between (its delay); "
+               "the bound uses the largest delay D seen, and the table also shows the bound without delay.")
     st.dataframe(view.table, hide_index=True, width="stretch")
     if not view.figures:
         st.info("No interactions recorded in this stream yet.")
@@ -60,8 +69,16 @@ def study_section() -> None:
     st.plotly_chart(study_report.accuracy_over_time_figure(frame), key="study-accuracy")
     st.caption("Per participant")
     st.dataframe(study_report.per_participant(frame), hide_index=True, width="stretch")
-    st.download_button("Download interactions (CSV)", frame.to_csv(index=False), file_name=f"{slug}-interactions.csv",
-                       mime="text/csv", key="study-csv")
+    left, right = st.columns(2)
+    left.download_button("Download interactions (CSV)", frame.to_csv(index=False),
+                         file_name=f"{slug}-interactions.csv", mime="text/csv", key="study-csv")
+    if right.button("Prepare study bundle (zip: answers, interactions, stream histories, audits)",
+                    key="study-bundle"):
+        st.session_state["collab-bundle"] = (slug, export_study(slug).zip_bytes())
+    prepared = st.session_state.get("collab-bundle")
+    if prepared and prepared[0] == slug:
+        right.download_button("Download study bundle (.zip)", prepared[1], file_name=f"{slug}-bundle.zip",
+                              mime="application/zip", key="study-bundle-download")
 
 
 study_section()

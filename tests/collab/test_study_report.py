@@ -47,6 +47,17 @@ def test_dashboard_page_shows_the_study_section(sqlite_db):
     assert "Study participants" in [h.value for h in at.header]
     tables = [d.value for d in at.dataframe]
     assert any("accuracy_final" in t.columns for t in tables)
+    phases = next(t for t in tables if "calibration batch" in t.columns)  # the live stream's phases
+    assert phases.loc[0, "calibration batch"] == "2 / 40" and phases.loc[0, "fit"] == "pending"
+    at.button(key="study-bundle").click().run()
+    assert not at.exception
+    import io
+    import zipfile
+
+    slug, archive = at.session_state["collab-bundle"]
+    names = set(zipfile.ZipFile(io.BytesIO(archive)).namelist())
+    assert slug == "c" and {"c/controller_updates.csv", "c/controller_streams.json", "c/interactions.csv",
+                            "c/responses.csv"} <= names
 
 
 def test_dashboard_starts_a_simulation_with_a_chosen_rule(sqlite_db):
