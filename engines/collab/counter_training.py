@@ -360,9 +360,10 @@ def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progre
             probs = torch.softmax(_logits(model, test.images, device), dim=1).numpy()
             metrics[name] = asdict(EvalMetrics.of(probs, test.counts))
         # The overall set again, split by difficulty thirds (continuous difficulty, not presets).
-        for lo, hi in ((0.0, 1 / 3), (1 / 3, 2 / 3), (2 / 3, 1.0001)):
-            mask = (scores.difficulty >= lo) & (scores.difficulty < hi)
-            metrics[f"difficulty {lo:.2f}-{min(hi, 1.0):.2f}"] = asdict(EvalMetrics.of(score_probs[mask], scores.counts[mask]))
+        for low, high in ((0.0, 1 / 3), (1 / 3, 2 / 3), (2 / 3, 1.0001)):  # not lo/hi: those name the training range
+            mask = (scores.difficulty >= low) & (scores.difficulty < high)
+            metrics[f"difficulty {low:.2f}-{min(high, 1.0):.2f}"] = asdict(
+                EvalMetrics.of(score_probs[mask], scores.counts[mask]))
         metrics["uncalibrated (T=1) overall"] = asdict(EvalMetrics.of(
             torch.softmax(_logits(model, scores.images, device) * temperature, dim=1).numpy(), scores.counts))
 
@@ -385,7 +386,7 @@ def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progre
             "temperature": temperature,
             "labels": list(LABELS),
             "generator_presets": {name: _jsonable(asdict(cfg)) for name, cfg in DIFFICULTY_PRESETS.items()},
-            "train_difficulty": f"uniform on [{lo:g}, {hi:g}] (shapes.config_for_difficulty)",
+            "train_difficulty": "uniform on [{:g}, {:g}] (shapes.config_for_difficulty)".format(*config.train_difficulty),
             "metrics": metrics,
             "history": history,
             "scores": {"path": scores_path.name, "seed": scores_seed, "n": config.scores_size,

@@ -129,12 +129,14 @@ def test_quick_training_run(tmp_path):
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     out = tmp_path / "model" / "counter.pt"
-    result = run(parser.parse_args(["--quick", "--out", str(out), "--no-progress"]))
+    result = run(parser.parse_args(["--quick", "--out", str(out), "--no-progress", "--train-difficulty", "0.2,0.9"]))
     assert "summary" in result and "accuracy" in result["summary"]
     report = json.loads((tmp_path / "model" / "counter_report.json").read_text())
     for name in ("overall", "easy", "medium", "hard"):
         assert {"accuracy", "ece", "n"} <= set(report["metrics"][name])
     assert report["quick"] and "--quick" in report["command"] and report["code_version"]
+    assert report["train_difficulty"] == "uniform on [0.2, 0.9] (shapes.config_for_difficulty)"
+    assert "--train-difficulty 0.2,0.9" in report["command"]
     probs = predict_proba(load_counter(out), generate_batch(2, 4).images)
     assert probs.shape == (4, N_LABELS)
     scores = np.load(tmp_path / "model" / "counter_scores.npz")
@@ -214,3 +216,7 @@ def test_shipped_files_are_small_and_consistent():
     report = json.loads((ASSETS / "counter_report.json").read_text())
     assert report["metrics"]["overall"]["n"] == n and not report["quick"]
     assert report["metrics"]["easy"]["accuracy"] > report["metrics"]["hard"]["accuracy"]
+    # Trained from a committed tree (the version names a commit), on the range its config states.
+    assert not report["code_version"].endswith("-dirty")
+    assert report["train_difficulty"] == "uniform on [{:g}, {:g}] (shapes.config_for_difficulty)".format(
+        *report["train_config"]["train_difficulty"])
