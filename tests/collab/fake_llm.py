@@ -93,3 +93,19 @@ class ScriptedClinician:
         if ai_set and own not in ai_set:
             answer = min(ai_set, key=lambda a: abs(int(a) - int(own))) if counting else ai_set[0]
         return json.dumps({"answer": answer, "confidence": 4 if answer == own else 3, "final": False})
+
+
+def tiny_gpt2(extra_words: tuple[str, ...] = ("the", "triangle", "patient")):
+    """A randomly initialised 1-layer GPT-2 and a word-level tokenizer over a few JSON-ish words (seconds, no download)."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    words = ["[UNK]", "[EOS]", "{", "}", '"answer"', ":", ",", "3", "round", "json", *extra_words]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", eos_token="[EOS]")
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=len(words), n_positions=256,
+                        bos_token_id=1, eos_token_id=1)
+    return GPT2LMHeadModel(config), tokenizer

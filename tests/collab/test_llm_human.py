@@ -24,7 +24,7 @@ from engines.collab.llm_human import (
 from engines.collab.medical import generate_cases
 from engines.collab.rules import Prefix
 from engines.collab.shapes import N_LABELS, generate_task
-from tests.collab.fake_llm import FakeServer
+from tests.collab.fake_llm import FakeServer, tiny_gpt2
 
 
 @pytest.fixture
@@ -168,23 +168,8 @@ def test_unreachable_server_is_a_backend_error():
 # ---------------------------------------------------------------- a tiny local transformers model
 
 
-def _tiny_model_and_tokenizer():
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
-
-    words = ["[UNK]", "[EOS]", "{", "}", '"answer"', ":", ",", "3", "the", "triangle", "round", "json"]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", eos_token="[EOS]")
-    torch.manual_seed(0)
-    config = GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=len(words), n_positions=256,
-                        bos_token_id=1, eos_token_id=1)
-    return GPT2LMHeadModel(config), tokenizer
-
-
 def test_transformers_backend_runs_and_garbage_falls_back():
-    model, tokenizer = _tiny_model_and_tokenizer()
+    model, tokenizer = tiny_gpt2()
     backend = TransformersBackend(model, tokenizer)
     assert isinstance(backend, ChatBackend)
     messages = [{"role": "user", "content": "How many triangles ?"}]

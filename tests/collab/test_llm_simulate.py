@@ -12,7 +12,7 @@ from engines.collab.dashboard import result_view
 from engines.collab.llm_simulate import LLMConfig, simulate_llm
 from engines.collab.medical import default_world
 from engines.collab.simulate import SimulationConfig, simulate
-from tests.collab.fake_llm import FakeServer, ScriptedClinician
+from tests.collab.fake_llm import FakeServer, ScriptedClinician, tiny_gpt2
 from tests.collab.test_medical import ddxplus_folder
 
 
@@ -222,19 +222,9 @@ def test_cli_with_an_api_key_from_the_environment(capsys, monkeypatch, tmp_path)
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory):
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
-
-    words = ["[UNK]", "[EOS]", "{", "}", '"answer"', ":", ",", "3", "the", "patient", "round", "json"]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", eos_token="[EOS]")
-    torch.manual_seed(0)
-    config = GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=len(words), n_positions=256,
-                        bos_token_id=1, eos_token_id=1)
+    model, tokenizer = tiny_gpt2()
     path = tmp_path_factory.mktemp("tiny-gpt2")
-    GPT2LMHeadModel(config).save_pretrained(path)
+    model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
 
