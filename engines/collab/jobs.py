@@ -22,8 +22,9 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engines.collab.humans import HUMAN_PRESETS
 from engines.collab.simulate import DEFAULT_AI_SCORES, SimulationConfig, simulate
 from engines.collab.sweep import SweepConfig, run_sweep
 from engines.platform.jobqueue import JobContext, JobError, get_job, register_job
@@ -90,6 +91,15 @@ class _SimulationParams(BaseModel):
     protect_params: dict = Field(default_factory=dict, title="Parameters of the harm rule")
     supply_rule: str = Field(default="human_lacks", title="Complementarity rule: labels to supply")
     supply_params: dict = Field(default_factory=dict, title="Parameters of the complementarity rule")
+
+    @field_validator("human")
+    @classmethod
+    def _parametric_human(cls, value: str) -> str:
+        # A job carries no chat backend: LLM humans run from the command line (simulate --human llm).
+        if value not in HUMAN_PRESETS:
+            raise ValueError(f"human must be one of {sorted(HUMAN_PRESETS)} in a job (LLM humans: the command "
+                             f"line, simulate --human llm), got {value!r}")
+        return value
 
     def base_config(self, **overrides) -> SimulationConfig:
         """The ``SimulationConfig`` these parameters describe (raises ValueError with the reason)."""

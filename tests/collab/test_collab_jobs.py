@@ -46,6 +46,8 @@ def test_invalid_parameters_are_refused_at_submit(sqlite_db):
         jobqueue.submit_job("collab.sweep", {"alpha_harm_grid": [0.1, 0.05]})
     with pytest.raises(jobqueue.JobError, match="alpha_harm"):
         jobqueue.submit_job("collab.simulate", {"alpha_harm": 1.5})
+    with pytest.raises(jobqueue.JobError, match="LLM humans: the command line"):
+        jobqueue.submit_job("collab.sweep", {"human": "llm", "schedule": "stationary"})
 
 
 def test_simulate_job_takes_rules_by_name_and_parameters(sqlite_db):
