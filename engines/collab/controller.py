@@ -42,7 +42,7 @@ the plain one when the rule fires in every interaction):
 **Delayed updates** (many participants on one stream). In a live study interaction t freezes
 its thresholds when it starts and is applied when it finishes, so updates of interactions that
 finished in between land first: its errors are computed with q_{f(t)}, an older state, with
-d_t = t − f(t) updates in between (``store`` records f(t)). With D = max_t d_t the same argument
+d_t = t − f(t) updates in between (``store`` records f(t) − 1, the update count at the freeze). With D = max_t d_t the same argument
 goes through: err_t = 1 needs q_{f(t)} < B, and each of the d_t intervening updates adds at most
 η(1−α), so q_{t+1} < B + (D+1)η(1−α); hence
 

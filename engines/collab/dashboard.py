@@ -478,8 +478,9 @@ class StreamView:
 def stream_view(key: str, *, window: int = DEFAULT_WINDOW, engine: Engine | None = None) -> StreamView:
     """Read and audit a stream and build its figures; trailing window, as later data is still to come.
 
-    The band uses the delay-aware bound (the largest delay seen so far); the table also gives the
-    textbook bound, so the price of overlapping participants is visible.
+    The band uses the delay-aware bound with the stream's largest delay D so far, applied at every t
+    (conservative for the early part of the run); the table also gives the textbook bound, so the
+    price of overlapping participants is visible.
     """
     from engines.collab import store
 

@@ -64,6 +64,7 @@ from engines.collab.llm_human import (
 from engines.collab.rules import Prefix, Rule
 from engines.collab.shapes import DESCRIBE_DETAILS
 from engines.collab.simulate import (
+    DEFAULT_AI_SCORES,
     LLM_HUMAN,
     RunTrace,
     SimulationConfig,
@@ -221,13 +222,12 @@ def shape_cases(n: int, seed: np.random.SeedSequence, rounds: int, detail: str) 
             for t, p in zip(tasks, probs, strict=True)]
 
 
-def medical_cases(n: int, seed: np.random.SeedSequence, rounds: int, ddxplus=None) -> list[LLMCase]:
-    """n medical cases, revealed over ``rounds`` rounds: synthetic (posterior per round) or DDXPlus patients."""
+def medical_cases(n: int, seed: np.random.SeedSequence, rounds: int, patients=None) -> list[LLMCase]:
+    """n medical cases, revealed over ``rounds`` rounds: synthetic (posterior per round), or the given DDXPlus patients."""
     from engines.collab.medical import differential_vector, generate_cases, posterior, reveal
 
-    if ddxplus is not None:  # real patients: the release's differential, the same in every round
-        picks = np.random.default_rng(seed).integers(0, len(ddxplus.cases), n)
-        cases = [ddxplus.cases[int(i)] for i in picks]
+    if patients is not None:  # real patients: the release's differential, the same in every round
+        cases = list(patients)[:n]
         probs = [np.repeat(differential_vector(c)[None, :], rounds, axis=0) for c in cases]
     else:
         cases = generate_cases(_seed_int(seed), n)
@@ -245,10 +245,15 @@ def make_cases(config: SimulationConfig, llm: LLMConfig, sizes: tuple[int, ...])
     if config.ddxplus_dir:
         from engines.collab.medical import load_ddxplus_dir
 
-        ddxplus = load_ddxplus_dir(config.ddxplus_dir, limit=config.T + config.n_calibration)
-        if not ddxplus.cases:
-            raise ValueError(f"no patients in the DDXPlus folder {config.ddxplus_dir}")
-    return [medical_cases(n, seed, config.rounds, ddxplus) for n, seed in zip(sizes, seeds, strict=True)]
+        ddxplus = load_ddxplus_dir(config.ddxplus_dir, limit=sum(sizes))
+        if len(ddxplus.cases) < sum(sizes):
+            raise ValueError(f"the DDXPlus folder {config.ddxplus_dir} has {len(ddxplus.cases)} patients; "
+                             f"calibration and run need {' + '.join(map(str, sizes))} = {sum(sizes)} distinct ones")
+        # Disjoint slices in file order: no patient is both calibration data and a test case, or seen twice.
+        bounds = np.cumsum((0, *sizes))
+        return [medical_cases(n, seed, config.rounds, ddxplus.cases[lo:hi])
+                for n, seed, lo, hi in zip(sizes, seeds, bounds[:-1], bounds[1:], strict=True)]
+    return [medical_cases(n, seed, config.rounds) for n, seed in zip(sizes, seeds, strict=True)]
 
 
 # THE LOOP
@@ -426,6 +431,12 @@ def simulate_llm(config: SimulationConfig, llm: LLMConfig, backend: ChatBackend 
 
     if config.human != LLM_HUMAN:
         raise ValueError(f"simulate_llm runs human 'llm', got {config.human!r}")
+    if config.task == "shapes":
+        # The LLM sees generated images as text, so the AI is the shipped CNN on those images, never a
+        # precomputed score file or the synthetic AI: the result's config says so.
+        if config.ai_scores != DEFAULT_AI_SCORES:
+            raise ValueError("--ai-scores does not apply to --human llm: the AI is the shipped CNN on the generated images")
+        config = dataclasses.replace(config, ai="cnn")
     counter = CountingBackend(backend if backend is not None else llm.backend())
     started = time.perf_counter()
     cal_cases, cases = make_cases(config, llm, (config.n_calibration, config.T))

@@ -15,8 +15,9 @@ from sqlalchemy.engine import Engine
 
 from engines.collab.study_support import interaction_rows
 
-COLUMNS = ["participant_id", "external_id", "condition", "interaction", "human_alone_correct", "final_correct",
-           "changed_answer", "rounds_used", "mean_set_size", "err_harm", "err_comp"]
+COLUMNS = ["participant_id", "external_id", "condition", "phase", "interaction", "human_alone_correct",
+           "final_correct", "changed_answer", "rounds_used", "mean_set_size", "err_harm", "err_comp"]
+NO_STREAM = "no AI"  # the phase of an interaction without a controller stream
 
 
 def interactions_frame(study_slug: str, *, engine: Engine | None = None) -> pd.DataFrame:
@@ -30,7 +31,8 @@ def interactions_frame(study_slug: str, *, engine: Engine | None = None) -> pd.D
         first = rounds[0]["answer"] if rounds else None
         rows.append({
             "participant_id": item["participant_id"], "external_id": item["external_id"],
-            "condition": item["condition"], "interaction": int(item["index"]) + 1,
+            "condition": item["condition"], "phase": item.get("stream_phase") or NO_STREAM,
+            "interaction": int(item["index"]) + 1,
             "human_alone_correct": first == item["true_count"],
             "final_correct": item["final_answer"] == item["true_count"],
             "changed_answer": first != item["final_answer"],
@@ -42,11 +44,15 @@ def interactions_frame(study_slug: str, *, engine: Engine | None = None) -> pd.D
 
 
 def by_condition(frame: pd.DataFrame) -> pd.DataFrame:
-    """Accuracy human alone vs final, set size and violations per condition."""
+    """Accuracy human alone vs final, set size and violations per condition and stream phase.
+
+    Phases apart: the calibration batch runs every AI condition at the same starting thresholds, so
+    only the "online" rows compare the controlled conditions (and only they are covered by the bound).
+    """
     if frame.empty:
-        return pd.DataFrame(columns=["condition", "participants", "interactions", "accuracy_human_alone",
+        return pd.DataFrame(columns=["condition", "phase", "participants", "interactions", "accuracy_human_alone",
                                      "accuracy_final", "mean_set_size", "harm_rate", "comp_rate"])
-    grouped = frame.groupby("condition")
+    grouped = frame.groupby(["condition", "phase"], sort=False)
     return pd.DataFrame({
         "participants": grouped["participant_id"].nunique(),
         "interactions": grouped.size(),

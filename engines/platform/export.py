@@ -139,7 +139,7 @@ def export_study(slug: str, *, engine: Engine | None = None) -> StudyExport:
         "study": {"slug": study.slug, "title": study.title, "protocol": protocol.name, "is_open": study.is_open,
                   "created_at": _iso(study.created_at), "config": study.config},
         "protocol": {"name": protocol.name, "title": protocol.title, "description": protocol.description,
-                     "conditions": protocol.conditions,
+                     "conditions": protocol.condition_names(protocol.constants((study.config or {}).get("constants"))),
                      "steps": [{"index": s.index, "name": s.name, "kind": s.step.kind, "round": s.round_number}
                                for s in protocol.steps]},
         "constants": {k: v for k, v in constants.items() if _jsonable(v)},

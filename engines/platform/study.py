@@ -287,7 +287,10 @@ class StudyProtocol:
                                  f" {value!r}")
         constants = self.constants(overrides)
         if self.validate_constants is not None:
-            self.validate_constants(constants)
+            try:
+                self.validate_constants(constants)
+            except (TypeError, AttributeError, KeyError) as exc:  # a value of the wrong shape deep inside
+                raise ValueError(f"constants of the wrong shape: {type(exc).__name__}: {exc}") from None
         return constants
 
     def describe_fields(self) -> list[dict[str, Any]]:

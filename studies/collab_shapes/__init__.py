@@ -154,21 +154,36 @@ def feedback_for(ctx: StepContext, record: dict[str, Any] | None) -> str:
             f"{record['final_answer']} was {verdict}.")
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def validate_constants(C) -> None:
     """Reject constants (a study instance's overrides included) this study cannot run with, before anyone enters."""
     from engines.collab.rules import make_rule
 
-    if not 1 <= C.INTERACTIONS <= Trial.repeat // Trial.rounds_declared:
-        raise ValueError(f"INTERACTIONS must be 1..{Trial.repeat // Trial.rounds_declared}, got {C.INTERACTIONS!r}")
+    most = Trial.repeat // Trial.rounds_declared
+    if not 1 <= C.INTERACTIONS <= most:
+        raise ValueError(f"INTERACTIONS must be 1..{most}, got {C.INTERACTIONS!r}")
     if not 1 <= C.ROUNDS <= Trial.rounds_declared:
         raise ValueError(f"ROUNDS must be 1..{Trial.rounds_declared}, got {C.ROUNDS!r}")
     if C.FEEDBACK not in ("truth", "none"):
         raise ValueError(f"FEEDBACK must be 'truth' or 'none', got {C.FEEDBACK!r}")
-    low, high = C.DIFFICULTY
-    if not 0.0 <= low <= high <= 1.0:
-        raise ValueError(f"DIFFICULTY must be (low, high) with 0 <= low <= high <= 1, got {C.DIFFICULTY!r}")
+    scale_max = next(m.le for m in TrialResponse.model_fields["confidence"].metadata if hasattr(m, "le"))
+    if C.CONFIDENCE_MAX != scale_max:
+        raise ValueError(f"CONFIDENCE_MAX must match the confidence question's scale (1..5), got {C.CONFIDENCE_MAX!r}")
+    if not (isinstance(C.IMAGE_SCALE, int) and 1 <= C.IMAGE_SCALE <= 12):
+        raise ValueError(f"IMAGE_SCALE must be a whole number 1..12, got {C.IMAGE_SCALE!r}")
+    if C.MAX_ATTENTION_FAILURES is not None and C.MAX_ATTENTION_FAILURES < 0:
+        raise ValueError(f"MAX_ATTENTION_FAILURES must be >= 0 or null, got {C.MAX_ATTENTION_FAILURES!r}")
+    difficulty = C.DIFFICULTY
+    if not (isinstance(difficulty, (list, tuple)) and len(difficulty) == 2 and all(map(_is_number, difficulty))
+            and 0.0 <= difficulty[0] <= difficulty[1] <= 1.0):
+        raise ValueError(f"DIFFICULTY must be [low, high] with 0 <= low <= high <= 1, got {difficulty!r}")
+    if not (_is_number(C.EXAMPLE_DIFFICULTY) and 0.0 <= C.EXAMPLE_DIFFICULTY <= 1.0):
+        raise ValueError(f"EXAMPLE_DIFFICULTY must be a number in [0, 1], got {C.EXAMPLE_DIFFICULTY!r}")
     for role, rule in (("PROTECT_RULE", C.PROTECT_RULE), ("SUPPLY_RULE", C.SUPPLY_RULE)):
-        if not isinstance(rule, dict) or "name" not in rule:
+        if not isinstance(rule, dict) or "name" not in rule or not isinstance(rule.get("params") or {}, dict):
             raise ValueError(f'{role} must be {{"name": <registered rule>, "params": {{...}}}}, got {rule!r}')
         try:
             make_rule(rule["name"], **(rule.get("params") or {}))
@@ -176,12 +191,17 @@ def validate_constants(C) -> None:
             raise ValueError(f"{role}: {exc}") from None
     allowed = {"mode", "calibration_interactions", *support.CONFIG_KEYS}
     for name, params in C.CONDITIONS.items():
+        if not isinstance(params, dict):
+            raise ValueError(f'CONDITIONS[{name!r}] must be an object like {{"mode": "online", ...}}, got {params!r}')
         unknown = sorted(set(params) - allowed)
         if unknown:
             raise ValueError(f"CONDITIONS[{name!r}]: unknown keys {unknown} (allowed: {sorted(allowed)})")
         if params.get("mode") not in ("online", "fixed", "none"):
             raise ValueError(f"CONDITIONS[{name!r}].mode must be 'online', 'fixed' or 'none', got {params.get('mode')!r}")
         if params["mode"] != "none":
+            # Round 1 is the participant alone; an AI set needs a round after it.
+            if C.ROUNDS < 2:
+                raise ValueError(f"CONDITIONS[{name!r}] shows an AI set, which needs ROUNDS >= 2 (got {C.ROUNDS})")
             try:
                 support.initial_state(params)
                 support.calibration_size(params)

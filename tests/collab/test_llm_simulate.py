@@ -37,6 +37,7 @@ def test_result_has_the_simulate_fields_and_the_llm_ones(shapes_run):
     view = result_view(data)  # the dashboard draws it like any simulate result
     assert view.kind == "simulate" and "human llm" in view.title and "violations" in view.figures
     assert data["engine"] == "llm" and data["config"]["human"] == "llm" and data["config"]["n_labels"] == 10
+    assert data["config"]["ai"] == "cnn"  # the shipped CNN on the generated images, whatever the default said
     assert data["calibration"]["n"] == 10 and data["calibration"]["passes"] == 0
     for run in ("online", "fixed"):
         for key in ("violation_rate", "target", "bound", "within_bound", "accuracy", "trace", "mean_set_size"):
@@ -122,8 +123,13 @@ def test_following_the_ai_set_improves_a_poor_clinician():
 def test_real_ddxplus_patients(tmp_path):
     server = FakeServer(respond=ScriptedClinician())
     try:
-        result = simulate_llm(_llm_config(task="medical", ddxplus_dir=str(ddxplus_folder(tmp_path)), T=6,
-                                          n_calibration=4, with_fixed=False), LLMConfig(base_url=server.url, model="m"))
+        folder = str(ddxplus_folder(tmp_path))
+        result = simulate_llm(_llm_config(task="medical", ddxplus_dir=folder, T=1, n_calibration=1, with_fixed=False),
+                              LLMConfig(base_url=server.url, model="m"))
+        # Calibration and run take disjoint patients, so the two-patient fixture cannot serve 4 + 6.
+        with pytest.raises(ValueError, match="has 2 patients; calibration and run need 4 \\+ 6 = 10 distinct"):
+            simulate_llm(_llm_config(task="medical", ddxplus_dir=folder, T=6, n_calibration=4, with_fixed=False),
+                         LLMConfig(base_url=server.url, model="m"))
     finally:
         server.close()
     assert result.labels == ("Bronchite", "URTI") and result.result.config.n_labels == 2
@@ -243,3 +249,9 @@ def test_tiny_local_model_end_to_end(capsys, tiny_model_dir):
     assert llm["fallbacks"] == llm["retries"] == answers and llm["unusable_replies"] == 2 * answers
     assert all(r["answers"] == [0, 0] for r in llm["interactions"]["online"])
     assert len(llm["interactions"]["online"][0]["replies"]) == 2
+
+
+def test_cli_refuses_a_score_file_for_the_llm_human(capsys, closed_url):
+    code, _, err = _cli(capsys, "simulate", "--human", "llm", "--quick", "--llm-base-url", closed_url,
+                        "--llm-model", "m", "--ai-scores", "elsewhere.npz")
+    assert code == 2 and "--ai-scores does not apply to --human llm" in err

@@ -6,15 +6,25 @@ from engines.platform.bots import run_protocol_bots
 
 
 def test_summaries_match_the_stored_interactions(sqlite_db):
-    study_admin.create_study("c", "collab_shapes", config={"constants": {"INTERACTIONS": 2}})
+    from studies.collab_shapes import C
+
+    conditions = {name: ({**params, "calibration_interactions": 1} if params["mode"] != "none" else params)
+                  for name, params in C.CONDITIONS.items()}
+    study_admin.create_study("c", "collab_shapes", config={"constants": {"INTERACTIONS": 2, "CONDITIONS": conditions}})
     reports = run_protocol_bots("collab_shapes", participants=3, slug="c")
     completed = [r for r in reports if r.status == "completed"]
     frame = study_report.interactions_frame("c")
     assert len(frame) == 2 * len(completed)
     table = study_report.by_condition(frame)
     assert table["interactions"].sum() == len(frame)
+    # Each AI condition: 1 calibration interaction, then online; no_ai has no stream.
+    expected = {"online": {("online", "calibration", 1), ("online", "online", 1)},
+                "fixed": {("fixed", "calibration", 1), ("fixed", "online", 1)}, "no_ai": {("no_ai", "no AI", 2)}}
+    assert set(zip(table["condition"], table["phase"], table["interactions"], strict=True)) == set().union(
+        *(expected[r.condition] for r in completed))
+    assert {"online", "fixed"} <= {r.condition for r in completed}
     row = table.iloc[0]
-    subset = frame[frame["condition"] == row["condition"]]
+    subset = frame[(frame["condition"] == row["condition"]) & (frame["phase"] == row["phase"])]
     assert row["accuracy_final"] == round(subset["final_correct"].mean(), 3)
     assert row["accuracy_human_alone"] == round(subset["human_alone_correct"].mean(), 3)
     people = study_report.per_participant(frame)

@@ -28,6 +28,16 @@ def test_every_protocol_accepts_its_own_defaults():
     ({"CONDITIONS": {"a": {"mode": "sometimes"}}}, "mode must be 'online', 'fixed' or 'none'"),
     ({"CONDITIONS": {"a": {"mode": "online", "calibration_interactions": -3}}}, "calibration_interactions"),
     ({"CONDITIONS": {}}, "a study needs at least one"),
+    ({"ROUNDS": 1}, "needs ROUNDS >= 2"),  # round 1 is the human alone: no AI set would ever show
+    ({"DIFFICULTY": ["a", "b"]}, "DIFFICULTY must be [low, high]"),
+    ({"DIFFICULTY": [0.2]}, "DIFFICULTY must be [low, high]"),
+    ({"EXAMPLE_DIFFICULTY": 5.0}, "EXAMPLE_DIFFICULTY must be a number in [0, 1]"),
+    ({"CONFIDENCE_MAX": 7}, "CONFIDENCE_MAX must match"),
+    ({"IMAGE_SCALE": 0}, "IMAGE_SCALE must be a whole number"),
+    ({"MAX_ATTENTION_FAILURES": -1}, "MAX_ATTENTION_FAILURES must be >= 0"),
+    ({"CONDITIONS": {"a": 5}}, "CONDITIONS['a'] must be an object"),
+    ({"CONDITIONS": {"a": ["mode"]}}, "CONDITIONS['a'] must be an object"),
+    ({"PROTECT_RULE": {"name": "human_holds", "params": [1]}}, "PROTECT_RULE must be"),
 ])
 def test_bad_constants_are_refused_with_the_reason(sqlite_db, constants, message):
     with pytest.raises(StudyError, match="Constants|conditions") as exc:
@@ -53,3 +63,21 @@ def test_parse_constants_reports_line_and_column():
         study_admin.parse_constants('{"A": 1,\n "B": }')
     with pytest.raises(StudyError, match="must be a JSON object"):
         study_admin.parse_constants("[1, 2]")
+
+
+def test_no_ai_study_may_have_a_single_round(sqlite_db):
+    study_admin.create_study("alone", "collab_shapes",
+                             config={"constants": {"ROUNDS": 1, "CONDITIONS": {"no_ai": {"mode": "none"}}}})
+    study = study_admin.get_study("alone")
+    assert study.config["constants"]["ROUNDS"] == 1
+
+
+def test_export_config_lists_the_instance_conditions(sqlite_db):
+    import json
+
+    from engines.platform.export import export_study
+
+    study_admin.create_study("two", "collab_shapes",
+                             config={"constants": {"CONDITIONS": {"x": {"mode": "none"}, "y": {"mode": "none"}}}})
+    config = json.loads(export_study("two").files["study_config.json"])
+    assert config["protocol"]["conditions"] == ["x", "y"]
