@@ -2,12 +2,15 @@
 
 import json
 
+import pandas as pd
 import streamlit as st
 
-from engines.collab import dashboard, rules, store, study_report
+from engines.collab import dashboard, rules, store, study_report, study_setup
 from engines.collab.humans import HUMAN_PRESETS, SCHEDULES
 from engines.platform import jobqueue, study_admin
 from engines.platform.export import export_study
+from engines.platform.panels import LinkError
+from engines.platform.runtime import StudyError
 from pages import _ui as ui
 
 PAGE = {"title": "Collaboration dashboard", "group": "Research", "roles": ["researcher"],
@@ -17,6 +20,62 @@ identity = ui.require_role("researcher")
 st.title("Collaboration dashboard")
 st.caption("Running violation rates of the online controller against their targets, with the finite-sample "
            "bound band (spec §5): live from study streams, or from a simulation.")
+
+
+def rule_picker(role: str, default: str, prefix: str = "rule") -> tuple[str, dict]:
+    """A registered rule for ``role`` and its typed parameters (researchers never type code)."""
+    names = rules.available_rules(role)
+    name = st.selectbox(f"{role.capitalize()} rule", names, index=names.index(default), key=f"{prefix}-{role}",
+                        help=rules.rule_schema(default)["doc"])
+    params = {}
+    for param in rules.rule_schema(name)["params"]:
+        number = float if param["type"] == "float" else int
+        params[param["name"]] = st.number_input(
+            f"{name}: {param['name']}", value=number(param["default"]), help=param.get("help"),
+            min_value=number(param["min"]) if "min" in param else None,
+            max_value=number(param["max"]) if "max" in param else None, key=f"{prefix}-{role}-{param['name']}")
+    return name, params
+
+
+# (0) A NEW COLLABORATION STUDY: conditions, targets and rules as data
+
+with st.expander("Set up a new collaboration study"):
+    st.caption("One row per condition: *online* (the controller moves its thresholds), *fixed* (calibrated once, "
+               "then frozen) or *none* (no AI). The first `calibration_interactions` interactions of an AI "
+               "condition fit its starting thresholds. Participants are assigned least-filled over the rows.")
+    protocol_c = study_admin.default_constants(study_setup.PROTOCOL)
+    edited = st.data_editor(
+        pd.DataFrame(study_setup.condition_rows(protocol_c["CONDITIONS"])), num_rows="dynamic",
+        key="setup-conditions", hide_index=True, width="stretch",
+        column_config={"mode": st.column_config.SelectboxColumn("mode", options=list(study_setup.MODES),
+                                                                required=True)})
+    rows = edited.to_dict("records")
+    pick_left, pick_right = st.columns(2)
+    with pick_left:
+        setup_protect = rule_picker("protect", protocol_c["PROTECT_RULE"]["name"], prefix="setup")
+    with pick_right:
+        setup_supply = rule_picker("supply", protocol_c["SUPPLY_RULE"]["name"], prefix="setup")
+    with st.form("collab-setup"):
+        left, middle, right = st.columns(3)
+        setup_slug = left.text_input("Study name in the link", key="setup-slug")
+        interactions = middle.number_input("Interactions per participant", 1, protocol_c["INTERACTIONS"],
+                                           protocol_c["INTERACTIONS"], key="setup-interactions")
+        rounds = right.number_input("Rounds per interaction", 1, protocol_c["ROUNDS"], protocol_c["ROUNDS"],
+                                    key="setup-rounds")
+        feedback = left.selectbox("Feedback after each image", ["truth", "none"], key="setup-feedback")
+        setup_title = middle.text_input("Title (optional)", key="setup-title")
+        if st.form_submit_button("Create study", type="primary"):
+            try:
+                constants = study_setup.study_constants(
+                    conditions=study_setup.conditions_from_rows(rows), protect_rule=setup_protect[0],
+                    protect_params=setup_protect[1], supply_rule=setup_supply[0], supply_params=setup_supply[1],
+                    interactions=interactions, rounds=rounds, feedback=feedback)
+                study_setup.create_collab_study(setup_slug.strip(), constants, title=setup_title.strip(),
+                                                created_by=identity.user_id)
+            except (ValueError, LinkError, StudyError) as exc:
+                st.error(str(exc))
+            else:
+                st.success(f"Created study '{setup_slug.strip()}': its links are in Admin → Studies.")
 
 # (a) LIVE CONTROLLER STREAMS
 
@@ -86,21 +145,6 @@ study_section()
 # (b) SIMULATIONS AS JOBS
 
 st.header("Simulations")
-
-
-def rule_picker(role: str, default: str) -> tuple[str, dict]:
-    """A registered rule for ``role`` and its typed parameters (researchers never type code)."""
-    names = rules.available_rules(role)
-    name = st.selectbox(f"{role.capitalize()} rule", names, index=names.index(default), key=f"rule-{role}",
-                        help=rules.rule_schema(default)["doc"])
-    params = {}
-    for param in rules.rule_schema(name)["params"]:
-        number = float if param["type"] == "float" else int
-        params[param["name"]] = st.number_input(
-            f"{name}: {param['name']}", value=number(param["default"]), help=param.get("help"),
-            min_value=number(param["min"]) if "min" in param else None,
-            max_value=number(param["max"]) if "max" in param else None, key=f"rule-{role}-{param['name']}")
-    return name, params
 
 
 with st.expander("Start a simulation or sweep"):
