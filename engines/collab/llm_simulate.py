@@ -431,6 +431,8 @@ def simulate_llm(config: SimulationConfig, llm: LLMConfig, backend: ChatBackend 
 
     if config.human != LLM_HUMAN:
         raise ValueError(f"simulate_llm runs human 'llm', got {config.human!r}")
+    if config.overlap != 1:
+        raise ValueError("--overlap applies to the parametric humans; the LLM human plays one interaction at a time")
     if config.task == "shapes":
         # The LLM sees generated images as text, so the AI is the shipped CNN on those images, never a
         # precomputed score file or the synthetic AI: the result's config says so.

@@ -303,6 +303,9 @@ class SimulationConfig:
         alpha_harm, alpha_comp, eta_harm, eta_comp, conditional: the controller (``ControllerConfig``).
         rounds: R, the maximum number of rounds per interaction.
         T: interactions; n_calibration: size of the calibration (pilot) batch.
+        overlap: participants in flight on the stream at once (1: one after the other). Each
+            interaction uses the thresholds frozen when it started, ``overlap`` − 1 updates before
+            its own (``frozen_index``), and the bound uses that delay (``controller.upper_bound``).
         calibration_passes: 0 calibrates on the pilot's human-alone round 1 only; each pass then
             replays the pilot's full multi-round interactions at the current thresholds and
             recalibrates on their critical scores (a fixed-point iteration: the rounds a rule
@@ -334,6 +337,7 @@ class SimulationConfig:
     rounds: int = 3
     T: int = 10_000
     n_calibration: int = 1000
+    overlap: int = 1  # a study's concurrent participants on one stream
     calibration_passes: int = 2
     seed: int = 0
     n_labels: int | None = None  # resolved to the task's label count
@@ -362,7 +366,7 @@ class SimulationConfig:
         ScheduleConfig(self.schedule, switch_at=self.switch_at, strength=self.strength, block=self.block)
         self._resolve_n_labels()
         self.controller_config()
-        for name in ("rounds", "T", "n_calibration", "trace_points", "window"):
+        for name in ("rounds", "T", "n_calibration", "trace_points", "window", "overlap"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         if self.calibration_passes < 0:
@@ -496,8 +500,9 @@ class SimulationResult:
 
     def summary(self) -> str:
         c = self.config
+        overlap = f", overlap={c.overlap}" if c.overlap > 1 else ""
         lines = [f"{c.T} interactions, schedule={c.schedule}, human={c.human}, rounds={c.rounds}, engine={self.engine}"
-                 f" ({self.wall_s:.2f} s, {self.interactions_per_s:,.0f} interactions/s)",
+                 f"{overlap} ({self.wall_s:.2f} s, {self.interactions_per_s:,.0f} interactions/s)",
                  f"accuracy: human alone {self.human_alone_accuracy:.3f}, AI alone {self.ai_alone_accuracy:.3f}, "
                  f"online {self.online.accuracy:.3f}" + (f", fixed {self.fixed.accuracy:.3f}" if self.fixed else "")]
         for name in ("harm", "comp"):
@@ -556,10 +561,15 @@ def _argmax_total(w, n_labels):  # pragma: no cover - compiled
 @njit(cache=True)
 def _kernel(start, end, labels, scores, weights0, trust_f, attention, anchoring, belief_ratio, conf_bias,
             stop_conf, adversarial, u_attend, u_anchor, rounds, p_code, p_param, c_code, c_param,
-            q_h, q_c, step_h, step_c, alpha_h, alpha_c, conditional,
+            q_h, q_c, step_h, step_c, alpha_h, alpha_c, conditional, ring_h, ring_c,
             o_err_h, o_err_c, o_fired_h, o_fired_c, o_q_h, o_q_c, o_first, o_final, o_rounds, o_stab,
             o_size, o_covered):  # pragma: no cover - compiled
-    """Interactions start..end-1; returns the thresholds after the last one. See ``run_reference``."""
+    """Interactions start..end-1; returns the live thresholds after the last one. See ``run_reference``.
+
+    ``ring_h``/``ring_c`` (length P = overlap) keep the last P live thresholds, so interaction t uses
+    the ones frozen when it started, P − 1 updates earlier (``frozen_index``); P = 1 is no overlap.
+    """
+    overlap = ring_h.shape[0]
     n_labels = scores.shape[1]
     hist = np.zeros((rounds, n_labels), dtype=np.bool_)
     answers = np.zeros(rounds, dtype=np.int64)
@@ -570,11 +580,16 @@ def _kernel(start, end, labels, scores, weights0, trust_f, attention, anchoring,
     w = np.zeros(n_labels)
     for t in range(start, end):
         y = labels[t]
-        o_q_h[t] = q_h
-        o_q_c[t] = q_c
+        ring_h[t % overlap] = q_h
+        ring_c[t % overlap] = q_c
+        f = max(t - overlap + 1, 0)
+        qf_h = ring_h[f % overlap]  # frozen when interaction t started
+        qf_c = ring_c[f % overlap]
+        o_q_h[t] = qf_h
+        o_q_c[t] = qf_c
         adv = adversarial[t]
-        harm_possible = scores[t, y] > q_h
-        comp_possible = scores[t, y] > q_c
+        harm_possible = scores[t, y] > qf_h
+        comp_possible = scores[t, y] > qf_c
         if not adv:
             for j in range(n_labels):
                 w[j] = weights0[t, j]
@@ -620,7 +635,7 @@ def _kernel(start, end, labels, scores, weights0, trust_f, attention, anchoring,
             best_s = np.inf
             for j in range(n_labels):
                 s = scores[t, j]
-                inside = (protect[j] and s <= q_h) or ((not protect[j] or supply[j]) and s <= q_c)
+                inside = (protect[j] and s <= qf_h) or ((not protect[j] or supply[j]) and s <= qf_c)
                 cset[j] = inside
                 if inside:
                     size += 1
@@ -682,7 +697,7 @@ def _kernel(start, end, labels, scores, weights0, trust_f, attention, anchoring,
 
 
 def run_fast(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rule, supply: Rule,
-             state: ControllerState, rounds: int, chunks: int = 1, on_progress=None) -> RunTrace:
+             state: ControllerState, rounds: int, chunks: int = 1, on_progress=None, overlap: int = 1) -> RunTrace:
     """The compiled loop over pre-drawn arrays (built-in rules only); identical to ``run_reference``."""
     assert ANCHOR_GAIN == 2.0  # hard-coded in _kernel
     p_code, p_param = fast_encoding(protect)
@@ -693,6 +708,7 @@ def run_fast(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rul
     scores = np.ascontiguousarray(cases.scores)
     cfg = state.config
     q_h, q_c = state.q_harm, state.q_comp
+    ring_h, ring_c = np.zeros(overlap), np.zeros(overlap)  # kept across chunks
     bounds = np.linspace(0, T, max(1, min(chunks, T)) + 1).astype(np.int64)
     for start, end in zip(bounds[:-1], bounds[1:], strict=True):
         q_h, q_c = _kernel(
@@ -700,7 +716,7 @@ def run_fast(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rul
             params.anchoring, params.belief_ratio, params.confidence_bias, params.stop_confidence,
             params.adversarial, draws.u_attend, draws.u_anchor, rounds, p_code, p_param, c_code, c_param,
             q_h, q_c, state.step_harm, state.step_comp, cfg.alpha_harm, cfg.alpha_comp, cfg.conditional,
-            out.err_harm, out.err_comp, out.fired_harm, out.fired_comp, out.q_harm, out.q_comp,
+            ring_h, ring_c, out.err_harm, out.err_comp, out.fired_harm, out.fired_comp, out.q_harm, out.q_comp,
             out.answer_first, out.answer_final, out.rounds, out.stabilise, out.set_size, out.covered)
         if on_progress is not None:
             on_progress(int(end - start))
@@ -714,16 +730,31 @@ def run_fast(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rul
 
 # THE LOOP: REFERENCE PATH
 
+def frozen_index(t: int, overlap: int) -> int:
+    """The number of updates applied when interaction t (from 0) froze its thresholds, with ``overlap``
+    participants in flight who finish in the order they started: t − overlap + 1 (0 for the first ones),
+    so its update lands min(t, overlap − 1) updates late."""
+    return max(t - overlap + 1, 0)
+
+
 def run_reference(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rule, supply: Rule,
-                  state: ControllerState, rounds: int, on_progress=None) -> RunTrace:
-    """One interaction at a time over the public objects; runs any registered rule (custom ones included)."""
+                  state: ControllerState, rounds: int, on_progress=None, overlap: int = 1) -> RunTrace:
+    """One interaction at a time over the public objects; runs any registered rule (custom ones included).
+
+    With ``overlap`` P > 1, interaction t shows sets and counts errors with the thresholds frozen
+    P − 1 updates earlier (``frozen_index``), while its update applies to the live state: P
+    participants in flight on one stream, as in a crowdsourced study.
+    """
     T, n_labels = cases.probs.shape
     scores = cases.scores
     ctl = OnlineController(state)
     out = RunTrace.empty(T, state)
+    live = []  # thresholds after 0, 1, 2, ... updates
     for t in range(T):
         y, s = int(cases.labels[t]), scores[t]
-        q_h, q_c = ctl.thresholds
+        live.append(ctl.thresholds)
+        q_h, q_c = live[frozen_index(t, overlap)]
+        frozen = OnlineController(dataclasses.replace(ctl.state, q_harm=q_h, q_comp=q_c))
         person = params.at(t)
         if person.adversarial:
             human = AdversarialHuman(y, s, q_h, q_c, rounds)
@@ -739,13 +770,13 @@ def run_reference(cases: AICases, draws: HumanDraws, params: ParamTrack, protect
                             np.array(ai_sets, dtype=bool).reshape(len(ai_sets), n_labels))
             protects.append(protect(prefix))
             supplies.append(supply(prefix))
-            shown = ctl.prediction_set(s, protects[-1], supplies[-1])
+            shown = frozen.prediction_set(s, protects[-1], supplies[-1])
             ai_sets.append(shown)
             inside = np.flatnonzero(shown)
             ai_top = int(inside[np.argmin(s[inside])]) if len(inside) else -1
             if human.see(shown, ai_top):
                 break
-        errors = ctl.interaction_errors(s, y, np.array(protects), np.array(supplies))
+        errors = frozen.interaction_errors(s, y, np.array(protects), np.array(supplies))
         ctl.update(errors.err_harm, errors.err_comp, errors.fired_harm, errors.fired_comp)
         sequence = answers + [human.answer()]  # a_1..a_{n+1}: the last is the final answer
         changes = [i for i in range(1, len(sequence)) if sequence[i] != sequence[i - 1]]
@@ -790,6 +821,7 @@ def summarise(run: RunTrace, labels: np.ndarray, config: SimulationConfig) -> Co
     checkpoints = _checkpoints(T, config.trace_points)
     trace: dict[str, list] = {"t": checkpoints.tolist()}
     rates, bounds, within, excess = {}, {}, {}, {}
+    delay = min(T - 1, config.overlap - 1)  # the largest delay of the run (frozen_index)
     for name, err, fired, step_size, alpha, q1 in (
             ("harm", run.err_harm, run.fired_harm, state.step_harm, cfg.alpha_harm, state.q1_harm),
             ("comp", run.err_comp, run.fired_comp, state.step_comp, cfg.alpha_comp, state.q1_comp)):
@@ -798,9 +830,9 @@ def summarise(run: RunTrace, labels: np.ndarray, config: SimulationConfig) -> Co
         running = np.divide(cum_err, n_t, out=np.zeros(T), where=n_t > 0)
         rates[name] = float(running[-1])
         if step_size > 0:
-            slack = max(0.0, cfg.score_bound + step_size * (1.0 - alpha) - q1) / step_size
+            slack = upper_bound(1, step_size, alpha, q1, cfg.score_bound, delay=delay)  # bound(n) = bound(1)/n
             bound_t = np.divide(slack, n_t, out=np.full(T, np.inf), where=n_t > 0)
-            bounds[name] = upper_bound(int(n_t[-1]), step_size, alpha, q1, cfg.score_bound)
+            bounds[name] = upper_bound(int(n_t[-1]), step_size, alpha, q1, cfg.score_bound, delay=delay)
             within[name] = bool(rates[name] <= alpha + bounds[name] + 1e-12)
             valid = n_t > 0
             excess[name] = float((running - alpha - bound_t)[valid].max()) if valid.any() else None
@@ -882,11 +914,12 @@ def prepare(config: SimulationConfig) -> Prepared:
 
 
 def run_controller(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rule, supply: Rule,
-                   state: ControllerState, rounds: int, engine: str, on_progress=None, chunks: int = 50) -> RunTrace:
+                   state: ControllerState, rounds: int, engine: str, on_progress=None, chunks: int = 50,
+                   overlap: int = 1) -> RunTrace:
     """One controller run over prepared draws with the chosen engine ("fast" or "reference")."""
     if engine == "fast":
-        return run_fast(cases, draws, params, protect, supply, state, rounds, chunks, on_progress)
-    return run_reference(cases, draws, params, protect, supply, state, rounds, on_progress)
+        return run_fast(cases, draws, params, protect, supply, state, rounds, chunks, on_progress, overlap)
+    return run_reference(cases, draws, params, protect, supply, state, rounds, on_progress, overlap)
 
 
 def simulate(config: SimulationConfig, progress: bool = False, on_progress=None) -> SimulationResult:
@@ -922,7 +955,7 @@ def simulate(config: SimulationConfig, progress: bool = False, on_progress=None)
             bar.set_postfix_str(name)
             p = prepared
             traces[name] = run_controller(p.cases, p.draws, p.params, p.protect, p.supply, state, config.rounds,
-                                          engine, advance)
+                                          engine, advance, overlap=config.overlap)
     wall = time.perf_counter() - started
     labels = prepared.cases.labels
     ai_top = prepared.cases.probs.argmax(axis=1)
@@ -977,6 +1010,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=d.rounds, help="maximum rounds per interaction")
     parser.add_argument("--T", type=int, default=None,
                         help=f"interactions (default {d.T}; --quick: {QUICK_T}; --human llm: 200, --quick 20)")
+    parser.add_argument("--overlap", type=int, default=d.overlap,
+                        help="participants in flight on one stream (each update lands overlap-1 updates late)")
     parser.add_argument("--n-calibration", type=int, default=None,
                         help=f"calibration batch size (default {d.n_calibration}; --quick: {QUICK_CALIBRATION}; "
                              "--human llm: 50, --quick 10)")
@@ -1019,7 +1054,7 @@ def config_from_args(args: argparse.Namespace, **overrides) -> SimulationConfig:
         seed=args.seed, ai=args.ai, ai_scores=args.ai_scores, ddxplus_dir=args.ddxplus_dir,
         protect_rule=args.protect_rule,
         protect_params=args.protect_params, supply_rule=args.supply_rule, supply_params=args.supply_params,
-        engine=args.engine)
+        engine=args.engine, overlap=args.overlap)
     values.update(overrides)
     return SimulationConfig(**values)
 

@@ -19,7 +19,8 @@ def reproduction(tmp_path_factory) -> dict:
                            "--out", str(out / "r.json"), "--plots-dir", str(out / "plots")],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert json.loads(proc.stdout.strip().splitlines()[-1])["holds"] == {"online_vs_fixed": True, "accuracy_grid": True}
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["holds"] == {
+        "online_vs_fixed": True, "accuracy_grid": True, "delayed_updates": True}
     data = json.loads((out / "r.json").read_text())
     data["_plots_dir"] = out / "plots"
     return data
@@ -58,3 +59,12 @@ def test_plots_are_written(reproduction):
     names = sorted(p.name for p in reproduction["_plots_dir"].glob("*.png"))
     assert "sweep_accuracy.png" in names and "violations_drift.png" in names
     assert len(reproduction["plots"]) == len(names)
+
+
+def test_overlapping_participants_stay_within_the_delay_aware_bound(reproduction):
+    rows = reproduction["delayed_updates"]["overlaps"]
+    assert set(rows) == {"1", "10", "50"}
+    assert rows["50"]["bound"]["harm"] > rows["10"]["bound"]["harm"] > rows["1"]["bound"]["harm"]
+    for row in rows.values():
+        for name in ("harm", "comp"):
+            assert row["violation_rate"][name] <= 0.05 + row["bound"][name] and row["max_excess"][name] <= 1e-12
