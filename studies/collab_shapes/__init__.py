@@ -45,13 +45,16 @@ Design, in the order the data flows:
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from engines.collab import store
 from engines.collab import study_support as support
 from engines.collab.controller import interaction_errors
+from engines.collab.rules import Prefix, register_rule
 from engines.platform.study import Check, CompletionStep, ConsentStep, Constants, InfoStep, Step, StepContext
 
 
@@ -117,6 +120,27 @@ class SurveyResponse(BaseModel):
 
 
 # FUNCTIONS
+
+
+# A rule of this study's own, registered like the built-ins (engines.collab.rules): researchers pick it
+# by name ("near_count") in the study's constants or on the dashboard, never as code.
+@dataclass(frozen=True)
+class NearCountParams:
+    width: int = field(default=1, metadata={"help": "protect the counts within ± width of the answer",
+                                            "min": 0, "max": 3})
+
+
+@register_rule("near_count", params=NearCountParams, role="protect")
+def near_count(prefix: Prefix, params: NearCountParams) -> np.ndarray:
+    """Protect the counts within ``width`` of the participant's current count.
+
+    People who miscount are usually off by one, so a set that keeps the neighbours of their count
+    does not take the truth away from a near miss. It overlaps the default supply rule (the
+    neighbours are counts the participant lacks); the controller allows overlapping rules.
+    """
+    labels = np.arange(prefix.n_labels)
+    return np.abs(labels - prefix.answers[-1]) <= params.width
+
 
 
 def slot(round_number: int) -> tuple[int, int]:

@@ -277,3 +277,22 @@ def test_a_study_instance_can_shorten_the_study(sqlite_db):
     items = participant_vars(bot.participant_id)
     assert len(items) == 3 and all(item["final_round"] <= 2 for item in items)
     assert len(store.history("short:online")) == 3
+
+
+def test_a_rule_registered_in_the_study_module_runs_the_study(sqlite_db):
+    from engines.collab import rules
+
+    assert "near_count" in rules.available_rules("protect") and not rules.rule_schema("near_count")["builtin"]
+    conditions = {"online": {**C.CONDITIONS["online"], "calibration_interactions": 0}}
+    study_admin.create_study("near", "collab_shapes", config={"constants": {
+        "CONDITIONS": conditions, "PROTECT_RULE": {"name": "near_count", "params": {"width": 1}}}})
+    entered = runtime.enter("near", {"pid": "n1"})
+    view = advance_to_trials(entered.participant_id)
+    runtime.submit(entered.participant_id, view.step.index, {"answer": 4, "confidence": 2})
+    (item,) = participant_vars(entered.participant_id)
+    first = item["rounds"][0]
+    assert first["protect"] == [3, 4, 5]  # the count and its neighbours
+    case = support.trial_case(item["seed"], item["difficulty"])
+    protect, supply = support.mask_of(first["protect"]), support.mask_of(first["supply"])
+    expected = prediction_set(case.scores, protect, item["q_harm"], item["q_comp"], supply)
+    assert first["ai_set"] == support.labels_of(expected)
