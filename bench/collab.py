@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> dict:
     T = args.T or (QUICK_T if args.quick else FULL_T)
     reference_T = min(T, QUICK_REFERENCE_T if args.quick else FULL_REFERENCE_T)
     repeats = args.repeats or (2 if args.quick else 5)
-    config = sim.SimulationConfig(T=T, rounds=args.rounds, seed=args.seed, with_fixed=False, engine="fast")
+    config = sim.SimulationConfig(T=T, rounds=args.rounds, seed=args.seed, with_fixed=False, with_matched=False, engine="fast")
     started = time.perf_counter()
     prepared = sim.prepare(config)  # AI scores and calibration: precomputed, not timed
     p = prepared

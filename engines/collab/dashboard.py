@@ -280,6 +280,8 @@ def accuracy_table(result: dict) -> pd.DataFrame:
             ("collaborative, online controller", result["online"]["accuracy"])]
     if result.get("fixed"):
         rows.append(("collaborative, fixed thresholds", result["fixed"]["accuracy"]))
+    if result.get("matched"):
+        rows.append(("collaborative, plain conformal set (matched coverage)", result["matched"]["accuracy"]))
     return pd.DataFrame(rows, columns=["who", "accuracy"])
 
 
@@ -287,7 +289,7 @@ def accuracy_figure(result: dict) -> go.Figure:
     table = accuracy_table(result)
     fig = go.Figure(go.Bar(x=table["who"], y=table["accuracy"], text=[f"{a:.3f}" for a in table["accuracy"]],
                            textposition="outside", marker_color=["#7f7f7f", "#9467bd", COLORS["online"],
-                                                                 COLORS["fixed"]][:len(table)]))
+                                                                 COLORS["fixed"], "#8c564b"][:len(table)]))
     fig.update_layout(title="Final accuracy", yaxis={"title": "accuracy", "range": [0, 1.08]}, height=360)
     return fig
 
@@ -295,7 +297,7 @@ def accuracy_figure(result: dict) -> go.Figure:
 def set_size_table(result: dict) -> pd.DataFrame:
     """Spec §5 metric 4 per run: mean set size per round, coverage, rounds played, round the answer stabilised."""
     rows = []
-    for which in ("online", "fixed"):
+    for which in ("online", "fixed", "matched"):
         s = result.get(which)
         if s:
             rows.append({"run": which, "mean set size": s["mean_set_size"], "set coverage": s["set_coverage"],
@@ -306,7 +308,7 @@ def set_size_table(result: dict) -> pd.DataFrame:
 def violation_table(result: dict) -> pd.DataFrame:
     """Final violation rate per run and constraint, with target, bound and excess."""
     rows = []
-    for which in ("online", "fixed"):
+    for which in ("online", "fixed", "matched"):
         s = result.get(which)
         if not s:
             continue

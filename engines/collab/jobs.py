@@ -123,6 +123,7 @@ class SimulateParams(_SimulationParams):
     alpha_harm: float = Field(default=0.05, gt=0, lt=1, title="Target counterfactual-harm rate")
     alpha_comp: float = Field(default=0.05, gt=0, lt=1, title="Target complementarity-failure rate")
     with_fixed: bool = Field(default=True, title="Also run the fixed-threshold baseline")
+    with_matched: bool = Field(default=True, title="Also run the AI-only conformal set matched in coverage")
 
     @model_validator(mode="after")
     def _valid_config(self) -> SimulateParams:
@@ -142,7 +143,7 @@ class SweepParams(_SimulationParams):
         return self
 
     def sweep_config(self) -> SweepConfig:
-        return SweepConfig(base=self.base_config(with_fixed=False), alpha_harm_grid=tuple(self.alpha_harm_grid),
+        return SweepConfig(base=self.base_config(with_fixed=False, with_matched=False), alpha_harm_grid=tuple(self.alpha_harm_grid),
                            alpha_comp_grid=tuple(self.alpha_comp_grid))
 
 

@@ -48,6 +48,7 @@ import numpy as np
 from engines.collab.controller import (
     ControllerConfig,
     ControllerState,
+    InteractionErrors,
     OnlineController,
     calibrate,
     calibrate_critical,
@@ -318,6 +319,8 @@ class SimulationConfig:
         protect_rule, supply_rule (+ _params): registered rule names and parameters.
         engine: "fast", "reference" or "auto" (fast unless a rule is custom).
         with_fixed: also run the fixed-threshold baseline.
+        with_matched: also run the AI-only baseline: a plain conformal set, blind to the human,
+            matched in coverage to the online run (``matched_baseline``; spec §5 metric 3).
         trace_points, window: resolution of the running traces and trailing window of local rates.
     """
 
@@ -351,6 +354,7 @@ class SimulationConfig:
     # Execution and reporting.
     engine: str = "auto"
     with_fixed: bool = True
+    with_matched: bool = True
     trace_points: int = 200
     window: int = 500  # the precursor's rolling window W
 
@@ -479,6 +483,7 @@ class SimulationResult:
     schedule_description: str
     wall_s: float
     interactions_per_s: float
+    matched: ControllerSummary | None = None  # the coverage-matched conformal baseline
     runs: dict[str, RunTrace] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:
@@ -488,9 +493,11 @@ class SimulationResult:
             "calibration": self.calibration,
             "human_alone_accuracy": self.human_alone_accuracy,
             "ai_alone_accuracy": self.ai_alone_accuracy,
-            "collab_accuracy": {"online": self.online.accuracy, "fixed": self.fixed.accuracy if self.fixed else None},
+            "collab_accuracy": {"online": self.online.accuracy, "fixed": self.fixed.accuracy if self.fixed else None,
+                                "matched": self.matched.accuracy if self.matched else None},
             "online": self.online.to_dict(),
             "fixed": self.fixed.to_dict() if self.fixed else None,
+            "matched": self.matched.to_dict() if self.matched else None,
             "shift_points": self.shift_points,
             "schedule_description": self.schedule_description,
             "wall_s": self.wall_s,
@@ -504,13 +511,17 @@ class SimulationResult:
         lines = [f"{c.T} interactions, schedule={c.schedule}, human={c.human}, rounds={c.rounds}, engine={self.engine}"
                  f"{overlap} ({self.wall_s:.2f} s, {self.interactions_per_s:,.0f} interactions/s)",
                  f"accuracy: human alone {self.human_alone_accuracy:.3f}, AI alone {self.ai_alone_accuracy:.3f}, "
-                 f"online {self.online.accuracy:.3f}" + (f", fixed {self.fixed.accuracy:.3f}" if self.fixed else "")]
+                 f"online {self.online.accuracy:.3f}" + (f", fixed {self.fixed.accuracy:.3f}" if self.fixed else "")
+                 + (f", matched conformal set {self.matched.accuracy:.3f} (coverage {self.matched.set_coverage:.3f} vs "
+                    f"{self.online.set_coverage:.3f})" if self.matched else "")]
         for name in ("harm", "comp"):
             on = self.online
             line = (f"{name}: target {on.target[name]:.3f}, online {on.violation_rate[name]:.4f} "
                     f"(bound +{on.bound[name]:.4f}, {'within' if on.within_bound[name] else 'OUTSIDE'})")
             if self.fixed:
                 line += f", fixed {self.fixed.violation_rate[name]:.4f}"
+            if self.matched:
+                line += f", matched {self.matched.violation_rate[name]:.4f}"
             lines.append(line)
         return "\n".join(lines)
 
@@ -561,13 +572,15 @@ def _argmax_total(w, n_labels):  # pragma: no cover - compiled
 @njit(cache=True)
 def _kernel(start, end, labels, scores, weights0, trust_f, attention, anchoring, belief_ratio, conf_bias,
             stop_conf, adversarial, u_attend, u_anchor, rounds, p_code, p_param, c_code, c_param,
-            q_h, q_c, step_h, step_c, alpha_h, alpha_c, conditional, ring_h, ring_c,
+            q_h, q_c, step_h, step_c, alpha_h, alpha_c, conditional, plain, ring_h, ring_c,
             o_err_h, o_err_c, o_fired_h, o_fired_c, o_q_h, o_q_c, o_first, o_final, o_rounds, o_stab,
             o_size, o_covered):  # pragma: no cover - compiled
     """Interactions start..end-1; returns the live thresholds after the last one. See ``run_reference``.
 
     ``ring_h``/``ring_c`` (length P = overlap) keep the last P live thresholds, so interaction t uses
     the ones frozen when it started, P − 1 updates earlier (``frozen_index``); P = 1 is no overlap.
+    ``plain``: show the rule-blind set {y : s(y) <= q^C} (the matched conformal baseline); errors
+    are still counted against the protect/supply rules.
     """
     overlap = ring_h.shape[0]
     n_labels = scores.shape[1]
@@ -635,7 +648,10 @@ def _kernel(start, end, labels, scores, weights0, trust_f, attention, anchoring,
             best_s = np.inf
             for j in range(n_labels):
                 s = scores[t, j]
-                inside = (protect[j] and s <= qf_h) or ((not protect[j] or supply[j]) and s <= qf_c)
+                if plain:
+                    inside = s <= qf_c
+                else:
+                    inside = (protect[j] and s <= qf_h) or ((not protect[j] or supply[j]) and s <= qf_c)
                 cset[j] = inside
                 if inside:
                     size += 1
@@ -697,7 +713,8 @@ def _kernel(start, end, labels, scores, weights0, trust_f, attention, anchoring,
 
 
 def run_fast(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rule, supply: Rule,
-             state: ControllerState, rounds: int, chunks: int = 1, on_progress=None, overlap: int = 1) -> RunTrace:
+             state: ControllerState, rounds: int, chunks: int = 1, on_progress=None, overlap: int = 1,
+             plain: bool = False) -> RunTrace:
     """The compiled loop over pre-drawn arrays (built-in rules only); identical to ``run_reference``."""
     assert ANCHOR_GAIN == 2.0  # hard-coded in _kernel
     p_code, p_param = fast_encoding(protect)
@@ -715,7 +732,7 @@ def run_fast(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rul
             int(start), int(end), labels, scores, draws.weights, draws.trust_factor, params.attention,
             params.anchoring, params.belief_ratio, params.confidence_bias, params.stop_confidence,
             params.adversarial, draws.u_attend, draws.u_anchor, rounds, p_code, p_param, c_code, c_param,
-            q_h, q_c, state.step_harm, state.step_comp, cfg.alpha_harm, cfg.alpha_comp, cfg.conditional,
+            q_h, q_c, state.step_harm, state.step_comp, cfg.alpha_harm, cfg.alpha_comp, cfg.conditional, plain,
             ring_h, ring_c, out.err_harm, out.err_comp, out.fired_harm, out.fired_comp, out.q_harm, out.q_comp,
             out.answer_first, out.answer_final, out.rounds, out.stabilise, out.set_size, out.covered)
         if on_progress is not None:
@@ -730,6 +747,15 @@ def run_fast(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rul
 
 # THE LOOP: REFERENCE PATH
 
+def plain_errors(sets: np.ndarray, label: int, protect: np.ndarray, supply: np.ndarray) -> InteractionErrors:
+    """The activated omissions of sets the rules did not build (the matched baseline): (R, K) sets and masks."""
+    missed = ~sets[:, label]
+    return InteractionErrors(err_harm=bool((protect[:, label] & missed).any()),
+                             err_comp=bool((supply[:, label] & missed).any()),
+                             fired_harm=bool(protect[:, label].any()), fired_comp=bool(supply[:, label].any()),
+                             sets=sets)
+
+
 def frozen_index(t: int, overlap: int) -> int:
     """The number of updates applied when interaction t (from 0) froze its thresholds, with ``overlap``
     participants in flight who finish in the order they started: t − overlap + 1 (0 for the first ones),
@@ -738,12 +764,14 @@ def frozen_index(t: int, overlap: int) -> int:
 
 
 def run_reference(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rule, supply: Rule,
-                  state: ControllerState, rounds: int, on_progress=None, overlap: int = 1) -> RunTrace:
+                  state: ControllerState, rounds: int, on_progress=None, overlap: int = 1,
+                  plain: bool = False) -> RunTrace:
     """One interaction at a time over the public objects; runs any registered rule (custom ones included).
 
     With ``overlap`` P > 1, interaction t shows sets and counts errors with the thresholds frozen
     P − 1 updates earlier (``frozen_index``), while its update applies to the live state: P
-    participants in flight on one stream, as in a crowdsourced study.
+    participants in flight on one stream, as in a crowdsourced study. ``plain`` shows the rule-blind
+    set {y : s(y) <= q^C} instead (``plain_errors``), for the matched conformal baseline.
     """
     T, n_labels = cases.probs.shape
     scores = cases.scores
@@ -770,13 +798,14 @@ def run_reference(cases: AICases, draws: HumanDraws, params: ParamTrack, protect
                             np.array(ai_sets, dtype=bool).reshape(len(ai_sets), n_labels))
             protects.append(protect(prefix))
             supplies.append(supply(prefix))
-            shown = frozen.prediction_set(s, protects[-1], supplies[-1])
+            shown = s <= q_c if plain else frozen.prediction_set(s, protects[-1], supplies[-1])
             ai_sets.append(shown)
             inside = np.flatnonzero(shown)
             ai_top = int(inside[np.argmin(s[inside])]) if len(inside) else -1
             if human.see(shown, ai_top):
                 break
-        errors = frozen.interaction_errors(s, y, np.array(protects), np.array(supplies))
+        errors = (plain_errors(np.array(ai_sets), y, np.array(protects), np.array(supplies)) if plain else
+                  frozen.interaction_errors(s, y, np.array(protects), np.array(supplies)))
         ctl.update(errors.err_harm, errors.err_comp, errors.fired_harm, errors.fired_comp)
         sequence = answers + [human.answer()]  # a_1..a_{n+1}: the last is the final answer
         changes = [i for i in range(1, len(sequence)) if sequence[i] != sequence[i - 1]]
@@ -915,15 +944,30 @@ def prepare(config: SimulationConfig) -> Prepared:
 
 def run_controller(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rule, supply: Rule,
                    state: ControllerState, rounds: int, engine: str, on_progress=None, chunks: int = 50,
-                   overlap: int = 1) -> RunTrace:
+                   overlap: int = 1, plain: bool = False) -> RunTrace:
     """One controller run over prepared draws with the chosen engine ("fast" or "reference")."""
     if engine == "fast":
-        return run_fast(cases, draws, params, protect, supply, state, rounds, chunks, on_progress, overlap)
-    return run_reference(cases, draws, params, protect, supply, state, rounds, on_progress, overlap)
+        return run_fast(cases, draws, params, protect, supply, state, rounds, chunks, on_progress, overlap, plain)
+    return run_reference(cases, draws, params, protect, supply, state, rounds, on_progress, overlap, plain)
+
+
+def matched_baseline(state: ControllerState, online: RunTrace, cases: AICases) -> ControllerState:
+    """The AI-only baseline of spec §5 metric 3: a plain conformal set {y : s(y) <= q}, blind to the
+    human and the rules, with q fixed so that its coverage matches the online run's (the fraction
+    of rounds whose set held the truth). A plain set holds the truth in every round or in none, so
+    q is the quantile of s(Y) at that coverage with each case weighted by its online rounds."""
+    coverage = float(online.covered.sum() / max(int(online.rounds.sum()), 1))
+    s_true = cases.scores[np.arange(len(cases.labels)), cases.labels]
+    order = np.argsort(s_true, kind="stable")
+    covered_share = np.cumsum(online.rounds[order]) / max(int(online.rounds.sum()), 1)  # share of rounds covered
+    rank = min(int(np.searchsorted(covered_share, coverage - 1e-12)), len(order) - 1)
+    q = float(s_true[order][rank])
+    return fixed_baseline(dataclasses.replace(state, q_comp=q, q1_comp=q))
 
 
 def simulate(config: SimulationConfig, progress: bool = False, on_progress=None) -> SimulationResult:
-    """Run ``config``: the online controller and (``with_fixed``) the fixed baseline on the same draws.
+    """Run ``config``: the online controller and (``with_fixed``) the fixed baseline on the same draws,
+    and (``with_matched``) the rule-blind conformal set matched in coverage (``matched_baseline``).
 
     ``on_progress(fraction)``, if given, is called as interactions finish (a background job reports it).
     """
@@ -941,6 +985,8 @@ def simulate(config: SimulationConfig, progress: bool = False, on_progress=None)
     runs = {"online": prepared.state}
     if config.with_fixed:
         runs["fixed"] = fixed_baseline(prepared.state)
+    if config.with_matched:
+        runs["matched"] = None  # its threshold comes from the online run's coverage
     traces = {}
     total = config.T * len(runs)
     with tqdm(total=total, desc=f"simulate {config.schedule}", unit="interaction",
@@ -954,8 +1000,10 @@ def simulate(config: SimulationConfig, progress: bool = False, on_progress=None)
         for name, state in runs.items():
             bar.set_postfix_str(name)
             p = prepared
+            if name == "matched":
+                state = matched_baseline(prepared.state, traces["online"], prepared.cases)
             traces[name] = run_controller(p.cases, p.draws, p.params, p.protect, p.supply, state, config.rounds,
-                                          engine, advance, overlap=config.overlap)
+                                          engine, advance, overlap=config.overlap, plain=name == "matched")
     wall = time.perf_counter() - started
     labels = prepared.cases.labels
     ai_top = prepared.cases.probs.argmax(axis=1)
@@ -968,6 +1016,7 @@ def simulate(config: SimulationConfig, progress: bool = False, on_progress=None)
         ai_alone_accuracy=float(np.mean(ai_top == labels)),
         online=summarise(traces["online"], labels, config),
         fixed=summarise(traces["fixed"], labels, config) if "fixed" in traces else None,
+        matched=summarise(traces["matched"], labels, config) if "matched" in traces else None,
         shift_points=prepared.shift_points, schedule_description=prepared.description,
         wall_s=round(wall, 4), interactions_per_s=round(config.T * len(runs) / wall, 1),
         runs=traces)
@@ -1038,6 +1087,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha-harm", type=float, default=d.alpha_harm, help="target counterfactual-harm rate")
     parser.add_argument("--alpha-comp", type=float, default=d.alpha_comp, help="target complementarity-failure rate")
     parser.add_argument("--no-fixed", action="store_true", help="skip the fixed-threshold baseline")
+    parser.add_argument("--no-matched", action="store_true",
+                        help="skip the AI-only baseline (a plain conformal set matched in coverage)")
     from engines.collab import llm_simulate  # imported here: it builds on this module
 
     llm_simulate.add_llm_arguments(parser)
@@ -1073,7 +1124,8 @@ def run(args: argparse.Namespace) -> dict:
 
         return llm_simulate.run(args)
     config = config_from_args(args, alpha_harm=args.alpha_harm, alpha_comp=args.alpha_comp,
-                              with_fixed=not getattr(args, "no_fixed", False))
+                              with_fixed=not getattr(args, "no_fixed", False),
+                              with_matched=not getattr(args, "no_matched", False))
     result = simulate(config, progress=True).to_dict()
     write_json(result, args.out)
     return result

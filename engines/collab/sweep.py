@@ -32,7 +32,7 @@ QUICK_COMP_GRID = (0.02, 0.1)
 class SweepConfig:
     """A grid of (alpha_harm, alpha_comp) over one base simulation (its targets are ignored)."""
 
-    base: SimulationConfig = field(default_factory=lambda: SimulationConfig(with_fixed=False))
+    base: SimulationConfig = field(default_factory=lambda: SimulationConfig(with_fixed=False, with_matched=False))
     alpha_harm_grid: tuple[float, ...] = DEFAULT_HARM_GRID
     alpha_comp_grid: tuple[float, ...] = DEFAULT_COMP_GRID
 
@@ -156,7 +156,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
-    base = config_from_args(args, with_fixed=False)
+    base = config_from_args(args, with_fixed=False, with_matched=False)
     harm = args.alpha_harm_grid or (QUICK_HARM_GRID if args.quick else DEFAULT_HARM_GRID)
     comp = args.alpha_comp_grid or (QUICK_COMP_GRID if args.quick else DEFAULT_COMP_GRID)
     result = run_sweep(SweepConfig(base=base, alpha_harm_grid=harm, alpha_comp_grid=comp), progress=True).to_dict()

@@ -103,7 +103,8 @@ def test_simulate_result_view_has_online_fixed_and_accuracy(sim_result):
     acc = view.tables["accuracy"].set_index("who")["accuracy"]
     assert acc["human alone"] == sim_result["human_alone_accuracy"]
     assert acc["collaborative, online controller"] == sim_result["online"]["accuracy"]
-    assert view.tables["set sizes"]["run"].tolist() == ["online", "fixed"]
+    assert acc["collaborative, plain conformal set (matched coverage)"] == sim_result["matched"]["accuracy"]
+    assert view.tables["set sizes"]["run"].tolist() == ["online", "fixed", "matched"]
     assert view.tables["violations"]["within target + bound"].iloc[:2].tolist() == [True, True]
 
 

@@ -243,7 +243,7 @@ def test_cli_simulate_quick_json(tmp_path):
     result = json.loads(proc.stdout)
     assert json.loads(out.read_text()) == result
     assert result["config"]["T"] == sim.QUICK_T and result["config"]["schedule"] == "drift"
-    assert set(result["collab_accuracy"]) == {"online", "fixed"}
+    assert set(result["collab_accuracy"]) == {"online", "fixed", "matched"}
     assert result["online"]["within_bound"] == {"harm": True, "comp": True}
 
 
@@ -316,3 +316,39 @@ def test_overlap_one_is_the_sequential_run_and_the_bound_widens_with_overlap():
     assert "overlap=50" in wide.summary()
     with pytest.raises(ValueError, match="overlap must be >= 1"):
         SimulationConfig(overlap=0)
+
+
+# The AI-only baseline: a plain conformal set matched in coverage (spec §5 metric 3)
+
+def test_matched_baseline_shows_rule_blind_sets_at_the_online_coverage():
+    config = SimulationConfig(schedule="stationary", T=4_000, n_calibration=300, seed=2)
+    result = simulate(config)
+    online, matched = result.online, result.matched
+    assert matched is not None and matched.bound == {"harm": None, "comp": None}  # fixed: no guarantee
+    assert abs(matched.set_coverage - online.set_coverage) < 0.01  # matched in coverage
+    run = result.runs["matched"]
+    q = run.q_comp[0]
+    assert np.all(run.q_comp == q)  # one threshold, frozen
+    # Blind to the human: every round shows {y : s(y) <= q}, whatever the participant answered.
+    cases = prepare(config).cases
+    np.testing.assert_array_equal(run.set_size, run.rounds * (cases.scores <= q).sum(axis=1))
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["collab_accuracy"]["matched"] == matched.accuracy and "matched conformal set" in data["summary"]
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_matched_baseline_is_engine_independent(engine):
+    cfg = SimulationConfig(schedule="drift", T=300, n_calibration=100, seed=4, engine=engine)
+    other = dataclasses.replace(cfg, engine="reference" if engine == "fast" else "fast")
+    assert_same_run(simulate(cfg).runs["matched"], simulate(other).runs["matched"])
+
+
+def test_plain_errors_count_omissions_against_the_rules():
+    from engines.collab.simulate import plain_errors
+
+    sets = np.array([[True, False, True], [False, False, True]])
+    protect = np.array([[False, True, False], [False, False, False]])
+    supply = np.array([[False, False, False], [True, True, False]])
+    errors = plain_errors(sets, 1, protect, supply)
+    assert (errors.err_harm, errors.err_comp, errors.fired_harm, errors.fired_comp) == (True, True, True, True)
+    assert not plain_errors(sets, 2, protect, supply).fired_harm
