@@ -162,6 +162,9 @@ with st.expander("Start a simulation or sweep"):
         human = right.selectbox("Human model", sorted(HUMAN_PRESETS))
         T = left.number_input("Interactions T", min_value=100, max_value=2_000_000, value=5_000, step=1_000)
         seed = right.number_input("Seed", min_value=0, value=0, step=1)
+        task = right.selectbox("Task", ["shapes", "medical"], key="collab-task",
+                               help="medical: the synthetic diagnosis task (12 pathologies, Bayes-posterior AI)")
+        by_age = right.checkbox("Medical: patients in order of age (calibrate on the youngest)", key="collab-by-age")
         overlap = left.number_input("Participants in flight on one stream", min_value=1, max_value=10_000, value=1,
                                     key="collab-overlap",
                                     help="P > 1: each update lands P - 1 updates late, as in a study with P "
@@ -176,7 +179,8 @@ with st.expander("Start a simulation or sweep"):
                                       "(the shipped model, or one trained below).")
         if st.form_submit_button("Start job", type="primary"):
             params = {"schedule": schedule, "human": human, "T": int(T), "n_calibration": min(1000, max(10, int(T) // 10)),
-                      "seed": int(seed), "overlap": int(overlap), "protect_rule": protect_rule,
+                      "seed": int(seed), "overlap": int(overlap), "task": task,
+                      "case_order": "age" if by_age else "random", "protect_rule": protect_rule,
                       "protect_params": protect_params, "supply_rule": supply_rule, "supply_params": supply_params,
                       **dashboard.ai_score_params(ai_source)}
             try:

@@ -83,6 +83,8 @@ class _SimulationParams(BaseModel):
     n_calibration: int = Field(default=500, ge=10, le=100_000, title="Calibration batch size")
     seed: int = Field(default=0, title="Seed")
     overlap: int = Field(default=1, ge=1, le=10_000, title="Participants in flight on one stream (update delay + 1)")
+    task: Literal["shapes", "medical"] = Field(default="shapes", title="Task: shape counting or synthetic diagnosis")
+    case_order: Literal["random", "age"] = Field(default="random", title="Medical task: patients in order of age")
     ai: Literal["synthetic", "cnn"] = Field(default="synthetic", title="AI scores: synthetic, or the counting CNN's")
     counter_job_id: int | None = Field(default=None, ge=1,
                                        title="With ai='cnn': the succeeded collab.train_counter job whose scores "

@@ -433,6 +433,8 @@ def simulate_llm(config: SimulationConfig, llm: LLMConfig, backend: ChatBackend 
         raise ValueError(f"simulate_llm runs human 'llm', got {config.human!r}")
     # The coverage-matched conformal baseline replays every interaction once more: not for paid LLM calls.
     config = dataclasses.replace(config, with_matched=False)
+    if config.case_order != "random":
+        raise ValueError("--case-order applies to the parametric humans; LLM runs take cases in random order")
     if config.overlap != 1:
         raise ValueError("--overlap applies to the parametric humans; the LLM human plays one interaction at a time")
     if config.task == "shapes":

@@ -86,6 +86,7 @@ DEFAULT_AI_SCORES = "assets/collab/counter_scores.npz"
 TASKS = ("shapes", "medical")
 LLM_HUMAN = "llm"  # --human llm: a language model plays the human (engines.collab.llm_simulate)
 ENGINES = ("auto", "fast", "reference")
+CASE_ORDERS = ("random", "age")
 QUICK_T, QUICK_CALIBRATION = 2_000, 200
 
 
@@ -98,6 +99,12 @@ class AICases:
     probs: np.ndarray  # (n, K)
     labels: np.ndarray  # (n,) int
     difficulty: np.ndarray  # (n,) in [0, 1]
+    age: np.ndarray | None = None  # (n,) patients' ages (medical task), for --case-order age
+
+    def take(self, idx: np.ndarray) -> AICases:
+        """The cases at ``idx``, in that order."""
+        return AICases(self.probs[idx], self.labels[idx], self.difficulty[idx],
+                       None if self.age is None else self.age[idx])
 
     @property
     def scores(self) -> np.ndarray:
@@ -181,7 +188,7 @@ def resample(pool: AICases, n: int, rng: np.random.Generator, hardness: np.ndarr
         by_difficulty = np.argsort(pool.difficulty, kind="stable")
         rank = (tilt(rng.random(n), hardness) * len(by_difficulty)).astype(np.int64)
         idx = by_difficulty[np.minimum(rank, len(by_difficulty) - 1)]
-    return AICases(pool.probs[idx], pool.labels[idx], pool.difficulty[idx])
+    return pool.take(idx)
 
 
 def confidence_difficulty(probs: np.ndarray) -> np.ndarray:
@@ -223,7 +230,7 @@ class MedicalAI:
         cases = generate_cases(int(rng.integers(2**63)), n)
         probs = np.array([posterior(c, evidence_share(c, self.evidence_fraction)) for c in cases]).reshape(n, -1)
         pool = AICases(probs=probs, labels=np.array([c.label for c in cases], dtype=np.int64),
-                       difficulty=confidence_difficulty(probs))
+                       difficulty=confidence_difficulty(probs), age=np.array([c.AGE for c in cases], dtype=float))
         return pool if hardness is None else resample(pool, n, rng, hardness)
 
 
@@ -251,7 +258,8 @@ class DDXPlusAI:
         probs = np.array([differential_vector(c) for c in release.cases])
         self.pathologies = release.pathologies
         self.cases = AICases(probs=probs, labels=np.array([c.label for c in release.cases], dtype=np.int64),
-                             difficulty=confidence_difficulty(probs))
+                             difficulty=confidence_difficulty(probs),
+                             age=np.array([c.AGE for c in release.cases], dtype=float))
 
     @property
     def n_labels(self) -> int:
@@ -316,6 +324,9 @@ class SimulationConfig:
         ai: shapes: "synthetic" or "cnn" (probabilities from ``ai_scores``); medical: "synthetic"
             (the world's posterior).
         ddxplus_dir: a DDXPlus release folder for the medical task (``medical.ddxplus_paths``).
+        case_order: "random", or "age" (medical task): the precursor's DDXPlus shift. One pool of
+            n_calibration + T patients is sorted by age; the youngest n_calibration calibrate, the
+            rest arrive oldest last (the schedule's difficulty tilt is not applied then).
         protect_rule, supply_rule (+ _params): registered rule names and parameters.
         engine: "fast", "reference" or "auto" (fast unless a rule is custom).
         with_fixed: also run the fixed-threshold baseline.
@@ -347,6 +358,7 @@ class SimulationConfig:
     ai: str = "synthetic"
     ai_scores: str = DEFAULT_AI_SCORES
     ddxplus_dir: str | None = None
+    case_order: str = "random"
     protect_rule: str = "human_holds"
     protect_params: dict = field(default_factory=dict)
     supply_rule: str = "human_lacks"
@@ -383,6 +395,10 @@ class SimulationConfig:
             raise ValueError("the medical task's AI is the Bayes posterior of its world: ai must be 'synthetic'")
         if self.ddxplus_dir and self.task != "medical":
             raise ValueError("ddxplus_dir needs task 'medical'")
+        if self.case_order not in CASE_ORDERS:
+            raise ValueError(f"case_order must be one of {CASE_ORDERS}, got {self.case_order!r}")
+        if self.case_order == "age" and self.task != "medical":
+            raise ValueError("case_order 'age' needs task 'medical' (shapes have no patients' ages)")
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         self.rules()
@@ -914,12 +930,22 @@ def prepare(config: SimulationConfig) -> Prepared:
     ai = make_ai_source(config.ai, config.ai_scores, config.n_labels, config.task, config.ddxplus_dir,
                         limit=config.T + config.n_calibration)
     ai_rng = np.random.default_rng(ai_seed)
-    cal_cases = ai.draw(config.n_calibration, ai_rng)
     protect, supply = config.rules()
     engine = config.resolved_engine()
     track = make_schedule(config.schedule_config(), config.T, human_preset(config.human),
                           np.random.default_rng(schedule_seed))
-    cases = ai.draw(config.T, ai_rng, track.hardness if track.hardness.any() else None)
+    description = track.description
+    if config.case_order == "age":
+        # One pool sorted by age: calibrate on the youngest, then the stream ages (the precursor's DDXPlus shift).
+        pool = ai.draw(config.n_calibration + config.T, ai_rng)
+        by_age = pool.take(np.argsort(pool.age, kind="stable"))
+        cal_cases = by_age.take(np.arange(config.n_calibration))
+        cases = by_age.take(np.arange(config.n_calibration, config.n_calibration + config.T))
+        description += (f"; cases ordered by age: calibration on ages {cal_cases.age.min():.0f}–"
+                        f"{cal_cases.age.max():.0f}, stream {cases.age.min():.0f}–{cases.age.max():.0f}")
+    else:
+        cal_cases = ai.draw(config.n_calibration, ai_rng)
+        cases = ai.draw(config.T, ai_rng, track.hardness if track.hardness.any() else None)
     pilot = dataclasses.replace(track.params.at(0), adversarial=False)
     cal_params = ParamTrack.constant(pilot, config.n_calibration)
     cal_draws = draw_humans(cal_cases.labels, cal_cases.difficulty, cal_params, config.rounds, config.n_labels,
@@ -938,7 +964,7 @@ def prepare(config: SimulationConfig) -> Prepared:
                                    np.where(replay.fired_comp, s_true, -np.inf))
     draws = draw_humans(cases.labels, cases.difficulty, track.params, config.rounds, config.n_labels,
                         np.random.default_rng(human_seed))
-    return Prepared(cases, track.params, draws, state, protect, supply, track.shift_points, track.description,
+    return Prepared(cases, track.params, draws, state, protect, supply, track.shift_points, description,
                     config.n_calibration)
 
 
@@ -1059,6 +1085,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=d.rounds, help="maximum rounds per interaction")
     parser.add_argument("--T", type=int, default=None,
                         help=f"interactions (default {d.T}; --quick: {QUICK_T}; --human llm: 200, --quick 20)")
+    parser.add_argument("--case-order", default=d.case_order, choices=CASE_ORDERS,
+                        help="medical task: 'age' sorts patients by age (calibrate on the youngest)")
     parser.add_argument("--overlap", type=int, default=d.overlap,
                         help="participants in flight on one stream (each update lands overlap-1 updates late)")
     parser.add_argument("--n-calibration", type=int, default=None,
@@ -1105,7 +1133,7 @@ def config_from_args(args: argparse.Namespace, **overrides) -> SimulationConfig:
         seed=args.seed, ai=args.ai, ai_scores=args.ai_scores, ddxplus_dir=args.ddxplus_dir,
         protect_rule=args.protect_rule,
         protect_params=args.protect_params, supply_rule=args.supply_rule, supply_params=args.supply_params,
-        engine=args.engine, overlap=args.overlap)
+        engine=args.engine, overlap=args.overlap, case_order=args.case_order)
     values.update(overrides)
     return SimulationConfig(**values)
 

@@ -352,3 +352,20 @@ def test_plain_errors_count_omissions_against_the_rules():
     errors = plain_errors(sets, 1, protect, supply)
     assert (errors.err_harm, errors.err_comp, errors.fired_harm, errors.fired_comp) == (True, True, True, True)
     assert not plain_errors(sets, 2, protect, supply).fired_harm
+
+
+# The medical task's age-ordered stream (the precursor's DDXPlus shift)
+
+def test_age_order_calibrates_on_the_youngest_and_streams_by_age():
+    config = SimulationConfig(task="medical", case_order="age", T=400, n_calibration=100, seed=3)
+    prepared = prepare(config)
+    ages = prepared.cases.age
+    assert np.all(np.diff(ages) >= 0) and ages.min() >= 1
+    assert "cases ordered by age: calibration on ages" in prepared.description
+    fast = run_controller(prepared.cases, prepared.draws, prepared.params, prepared.protect, prepared.supply,
+                          prepared.state, config.rounds, "fast")
+    ref = run_controller(prepared.cases, prepared.draws, prepared.params, prepared.protect, prepared.supply,
+                         prepared.state, config.rounds, "reference")
+    assert_same_run(fast, ref)
+    with pytest.raises(ValueError, match="case_order 'age' needs task 'medical'"):
+        SimulationConfig(case_order="age")

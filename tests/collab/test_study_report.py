@@ -84,8 +84,10 @@ def test_dashboard_starts_a_simulation_with_a_chosen_rule(sqlite_db):
     at.selectbox(key="rule-protect").set_value("held_for_rounds").run()
     at.number_input(key="rule-protect-rounds").set_value(3).run()
     at.number_input(key="collab-overlap").set_value(20)
+    at.selectbox(key="collab-task").set_value("medical")
+    at.checkbox(key="collab-by-age").check()
     next(b for b in at.form_submit_button if b.label == "Start job").click().run()
     assert not at.exception
     (job,) = jobqueue.list_jobs()
     assert job.params["protect_rule"] == "held_for_rounds" and job.params["protect_params"] == {"rounds": 3}
-    assert job.params["overlap"] == 20
+    assert job.params["overlap"] == 20 and job.params["task"] == "medical" and job.params["case_order"] == "age"
