@@ -29,6 +29,7 @@ from engines.collab.simulate import DEFAULT_AI_SCORES, SimulationConfig, simulat
 from engines.collab.sweep import SweepConfig, run_sweep
 from engines.platform.jobqueue import JobContext, JobError, get_job, register_job
 from engines.platform.models import JobStatus
+from engines.platform.registry import discover as discover_studies
 from engines.platform.settings import get_settings
 
 RESULT_FILE = "result.json"
@@ -106,6 +107,9 @@ class _SimulationParams(BaseModel):
 
     def base_config(self, **overrides) -> SimulationConfig:
         """The ``SimulationConfig`` these parameters describe (raises ValueError with the reason)."""
+        # Study modules register rules of their own (e.g. collab_shapes' near_count) when imported: the
+        # worker process must know the same rules as the page that offered them.
+        discover_studies()
         fields = set(SimulationConfig.__dataclass_fields__)
         values = {k: v for k, v in self.model_dump().items() if k in fields}
         values["ai_scores"] = self.ai_scores_path()

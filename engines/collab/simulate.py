@@ -233,6 +233,10 @@ class MedicalAI:
                        difficulty=confidence_difficulty(probs), age=np.array([c.AGE for c in cases], dtype=float))
         return pool if hardness is None else resample(pool, n, rng, hardness)
 
+    def draw_distinct(self, n: int, rng: np.random.Generator) -> AICases:
+        """n different patients (generated afresh, so always distinct)."""
+        return self.draw(n, rng)
+
 
 @dataclass
 class DDXPlusAI:
@@ -267,6 +271,13 @@ class DDXPlusAI:
 
     def draw(self, n: int, rng: np.random.Generator, hardness: np.ndarray | None = None) -> AICases:
         return resample(self.cases, n, rng, hardness)
+
+    def draw_distinct(self, n: int, rng: np.random.Generator) -> AICases:
+        """n different patients of the release, in random order (no patient twice)."""
+        if n > len(self.cases.labels):
+            raise ValueError(f"the DDXPlus folder {self.directory} has {len(self.cases.labels)} patients; "
+                             f"calibration and run need {n} distinct ones")
+        return self.cases.take(rng.permutation(len(self.cases.labels))[:n])
 
 
 def tilt(quantiles: np.ndarray, hardness: np.ndarray | None) -> np.ndarray:
@@ -937,7 +948,7 @@ def prepare(config: SimulationConfig) -> Prepared:
     description = track.description
     if config.case_order == "age":
         # One pool sorted by age: calibrate on the youngest, then the stream ages (the precursor's DDXPlus shift).
-        pool = ai.draw(config.n_calibration + config.T, ai_rng)
+        pool = ai.draw_distinct(config.n_calibration + config.T, ai_rng)  # no patient on both sides
         by_age = pool.take(np.argsort(pool.age, kind="stable"))
         cal_cases = by_age.take(np.arange(config.n_calibration))
         cases = by_age.take(np.arange(config.n_calibration, config.n_calibration + config.T))

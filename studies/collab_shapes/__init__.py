@@ -129,6 +129,10 @@ class NearCountParams:
     width: int = field(default=1, metadata={"help": "protect the counts within ± width of the answer",
                                             "min": 0, "max": 3})
 
+    def __post_init__(self):
+        if isinstance(self.width, bool) or not isinstance(self.width, int) or not 0 <= self.width <= 3:
+            raise ValueError(f"near_count: width must be a whole number 0..3, got {self.width!r}")
+
 
 @register_rule("near_count", params=NearCountParams, role="protect")
 def near_count(prefix: Prefix, params: NearCountParams) -> np.ndarray:

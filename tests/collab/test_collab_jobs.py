@@ -187,3 +187,17 @@ def test_a_cancelled_training_job_stops_and_writes_no_model(sqlite_db):
     assert jobqueue.run_job(job_id, worker="w") == "cancelled"
     assert not (jobs.job_folder(job_id) / "counter.pt").exists()
     assert list(dashboard.ai_score_choices()) == ["synthetic", "shipped"]
+
+
+def test_a_study_rule_validates_in_a_fresh_worker_process(sqlite_db):
+    # The worker imports only the job modules; the study's own rule must still be known there.
+    import subprocess
+    import sys
+
+    code = ("from engines.platform.jobqueue import discover_job_kinds; discover_job_kinds();"
+            "from engines.collab.jobs import SimulateParams;"
+            "print(SimulateParams(protect_rule='near_count', protect_params={'width': 2}).protect_rule)")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "near_count"

@@ -296,3 +296,12 @@ def test_a_rule_registered_in_the_study_module_runs_the_study(sqlite_db):
     protect, supply = support.mask_of(first["protect"]), support.mask_of(first["supply"])
     expected = prediction_set(case.scores, protect, item["q_harm"], item["q_comp"], supply)
     assert first["ai_set"] == support.labels_of(expected)
+
+
+@pytest.mark.parametrize("width", ["2", None, -1, 1.5, 10, True])
+def test_near_count_width_is_checked_before_anyone_enters(sqlite_db, width):
+    from engines.platform.runtime import StudyError
+
+    with pytest.raises(StudyError, match="width must be a whole number 0..3"):
+        study_admin.create_study("w", "collab_shapes", config={"constants": {
+            "PROTECT_RULE": {"name": "near_count", "params": {"width": width}}}})

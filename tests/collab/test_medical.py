@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import itertools
 import json
 
@@ -263,3 +264,13 @@ def test_medical_task_from_the_command_line(tmp_path):
                                         "--n-calibration", "20", "--no-fixed"]))
     assert result["config"]["n_labels"] == 2 and result["config"]["ddxplus_dir"] == str(folder)
     assert result["ai_alone_accuracy"] == 1.0  # the fixture's differentials rank the pathology first
+
+
+def test_age_order_on_a_release_uses_distinct_patients(tmp_path):
+    folder = str(ddxplus_folder(tmp_path))  # two patients
+    config = sim.SimulationConfig(task="medical", ddxplus_dir=folder, case_order="age", T=1, n_calibration=1,
+                                  calibration_passes=0)
+    prepared = sim.prepare(config)
+    assert len(prepared.cases.labels) == 1
+    with pytest.raises(ValueError, match="has 2 patients; calibration and run need 3 distinct ones"):
+        sim.prepare(dataclasses.replace(config, T=2))
