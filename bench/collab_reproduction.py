@@ -140,7 +140,7 @@ def check_delayed_updates(T: int, seed: int, overlaps=OVERLAPS) -> dict:
     delay-aware bound (D = P − 1; ``controller.upper_bound``): the price of a crowd is a wider band."""
     rows = {}
     for overlap in overlaps:
-        result = simulate(SimulationConfig(schedule="drift", T=T, seed=seed, overlap=overlap))
+        result = simulate(SimulationConfig(schedule="drift", T=T, seed=seed, overlap=overlap, with_matched=False))
         on = result.online
         rows[str(overlap)] = {"violation_rate": on.violation_rate, "bound": on.bound, "within_bound": on.within_bound,
                               "max_excess": on.max_excess, "accuracy": on.accuracy,
