@@ -215,3 +215,12 @@ def register_step_renderer(name: str) -> Callable[[Callable[..., None]], Callabl
         return fn
 
     return wrap
+
+
+def jobs_table(frame, empty_message: str) -> None:
+    """Background jobs as a table with a progress bar column (``frame``: a DataFrame with a "progress" column)."""
+    if frame.empty:
+        st.info(empty_message)
+        return
+    st.dataframe(frame, hide_index=True, width="stretch",
+                 column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0)})

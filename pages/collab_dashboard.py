@@ -198,12 +198,7 @@ with st.expander("Start a simulation or sweep"):
 
 @st.fragment(run_every="2s")
 def recent_jobs() -> None:
-    jobs = dashboard.collab_jobs(limit=20)
-    if jobs.empty:
-        st.info("No collaboration jobs yet.")
-        return
-    st.dataframe(jobs.drop(columns=["result_path"]), hide_index=True, width="stretch",
-                 column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0)})
+    ui.jobs_table(dashboard.collab_jobs(limit=20).drop(columns=["result_path"]), "No collaboration jobs yet.")
 
 
 recent_jobs()
@@ -244,12 +239,7 @@ with st.expander("Train a counting CNN"):
 
 @st.fragment(run_every="2s")
 def training_jobs() -> None:
-    jobs = dashboard.counter_jobs(limit=20)
-    if jobs.empty:
-        st.info("No training jobs yet.")
-        return
-    st.dataframe(jobs, hide_index=True, width="stretch",
-                 column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0)})
+    ui.jobs_table(dashboard.counter_jobs(limit=20), "No training jobs yet.")
 
 
 training_jobs()

@@ -35,14 +35,12 @@ with st.expander("Start a job"):
 @st.fragment(run_every="2s")
 def job_table() -> None:
     jobs = jobqueue.list_jobs(limit=50)
-    if not jobs:
-        st.info("No jobs yet.")
-        return
-    st.dataframe(pd.DataFrame([{
+    ui.jobs_table(pd.DataFrame([{
         "id": j.id, "kind": j.kind, "status": j.status, "progress": j.progress, "message": j.message,
         "created": j.created_at, "finished": j.finished_at,
-    } for j in jobs]), hide_index=True, width="stretch",
-        column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0)})
+    } for j in jobs], columns=["id", "kind", "status", "progress", "message", "created", "finished"]), "No jobs yet.")
+    if not jobs:
+        return
     job_id = st.selectbox("Details of job", [j.id for j in jobs], key="job-detail")
     job = jobqueue.get_job(job_id)
     st.write(f"**{job.kind}** — {job.status} ({job.progress:.0%}) {job.message}")
