@@ -14,6 +14,7 @@ from datetime import timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import delete, select
 
@@ -189,10 +190,9 @@ def end_login_session(token: str | None, *, engine: Engine | None = None) -> Non
 def identity_for_username(username: str, *, engine: Engine | None = None) -> Identity | None:
     """The active account named ``username`` (case-insensitive), for identities vouched for by OIDC."""
     with read_session(engine) as session:
-        for user in session.exec(select(User).where(User.is_active == True)).all():  # noqa: E712
-            if user.username.lower() == (username or "").lower():
-                return _identity(user)
-    return None
+        user = session.exec(select(User).where(func.lower(User.username) == (username or "").lower(),
+                                               User.is_active == True)).first()  # noqa: E712
+        return _identity(user) if user is not None else None
 
 
 def must_change_password(user_id: int, *, engine: Engine | None = None) -> bool:

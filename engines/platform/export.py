@@ -28,6 +28,7 @@ from engines.platform.db import read_session
 from engines.platform.models import Participant, StepAttempt, StepResponse
 from engines.platform.provenance import run_record
 from engines.platform.registry import get_protocol
+from engines.platform.study import jsonable_constants
 from engines.platform.study_admin import get_study
 
 PARTICIPANT_COLUMNS = ["participant_id", "external_id", "panel", "condition", "status", "step_index",
@@ -134,15 +135,15 @@ def export_study(slug: str, *, engine: Engine | None = None) -> StudyExport:
         "step_index": a.step_index, "attempt": a.attempt, "wrong_fields": a.wrong_fields, "data": a.data,
         "created_at": _iso(a.created_at),
     } for a in attempts]
-    constants = vars(protocol.constants((study.config or {}).get("constants")))
+    constants = protocol.constants_for(study.config)
     config = {
         "study": {"slug": study.slug, "title": study.title, "protocol": protocol.name, "is_open": study.is_open,
                   "created_at": _iso(study.created_at), "config": study.config},
         "protocol": {"name": protocol.name, "title": protocol.title, "description": protocol.description,
-                     "conditions": protocol.condition_names(protocol.constants((study.config or {}).get("constants"))),
+                     "conditions": protocol.condition_names(constants),
                      "steps": [{"index": s.index, "name": s.name, "kind": s.step.kind, "round": s.round_number}
                                for s in protocol.steps]},
-        "constants": {k: v for k, v in constants.items() if _jsonable(v)},
+        "constants": jsonable_constants(constants),
         "provenance": run_record(export="study", slug=slug),
         "counts": {"participants": len(participants), "responses": len(responses), "failed_attempts": len(attempts)},
     }
@@ -161,10 +162,3 @@ def export_study(slug: str, *, engine: Engine | None = None) -> StudyExport:
             files[name] = bytes(content)
     return StudyExport(slug, files)
 
-
-def _jsonable(value: Any) -> bool:
-    try:
-        json.dumps(value)
-        return True
-    except TypeError:
-        return False

@@ -15,7 +15,8 @@ Guarantees (each backed by a test):
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping, MutableMapping
+import dataclasses
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -127,10 +128,10 @@ def _study_protocol(study: Study) -> StudyProtocol:
 
 
 def _constants(protocol: StudyProtocol, study: Study) -> Any:
-    return protocol.constants((study.config or {}).get("constants"))
+    return protocol.constants_for(study.config)
 
 
-class _Responses(MutableMapping[str, list[dict[str, Any]]]):
+class _Responses(Mapping[str, list[dict[str, Any]]]):
     """A participant's answers to steps before ``before``, by step name, read on first use.
 
     Most hooks never look at earlier answers, so ``submit`` and ``current_view`` read a
@@ -164,12 +165,6 @@ class _Responses(MutableMapping[str, list[dict[str, Any]]]):
     def __getitem__(self, key: str) -> list[dict[str, Any]]:
         return self._loaded()[key]
 
-    def __setitem__(self, key: str, value: list[dict[str, Any]]) -> None:
-        self._loaded()[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self._loaded()[key]
-
     def __iter__(self) -> Iterator[str]:
         return iter(self._loaded())
 
@@ -179,13 +174,14 @@ class _Responses(MutableMapping[str, list[dict[str, Any]]]):
 
 def _context(protocol: StudyProtocol, study: Study, participant: Participant, instance: StepInstance,
              responses: dict[str, list[dict[str, Any]]], session: Session | None = None) -> StepContext:
+    C = _constants(protocol, study)
     return StepContext(
         participant_id=participant.id,
         external_id=participant.external_id,
         condition=participant.condition,
-        condition_params=protocol.condition_params(participant.condition, _constants(protocol, study)),
+        condition_params=protocol.condition_params(participant.condition, C),
         round_number=instance.round_number,
-        C=_constants(protocol, study),
+        C=C,
         vars=copy.deepcopy(participant.vars or {}),  # hooks may edit nested values in place
         responses=responses,
         study_config=dict(study.config or {}),
@@ -198,8 +194,13 @@ def _context(protocol: StudyProtocol, study: Study, participant: Participant, in
 def _next_displayed(protocol: StudyProtocol, study: Study, participant: Participant, start: int,
                     responses: dict[str, list[dict[str, Any]]]) -> int:
     """Index of the first step at or after ``start`` whose ``is_displayed`` is true."""
+    if start >= len(protocol.steps):
+        return len(protocol.steps)
+    # One context (one copy of the vars) for all the checks: is_displayed only reads.
+    ctx = _context(protocol, study, participant, protocol.steps[start], responses)
     for instance in protocol.steps[start:]:
-        if instance.step.is_displayed(_context(protocol, study, participant, instance, responses)):
+        ctx = dataclasses.replace(ctx, round_number=instance.round_number, step_index=instance.index)
+        if instance.step.is_displayed(ctx):
             return instance.index
     return len(protocol.steps)
 
@@ -476,7 +477,7 @@ def submit(participant_id: int, step_index: int, data: Mapping[str, Any] | None 
         participant.vars = dict(ctx.vars)
         participant.last_seen_at = now
         responses.add(instance.name, stored)
-        limit = _constants(protocol, study).MAX_ATTENTION_FAILURES
+        limit = ctx.C.MAX_ATTENTION_FAILURES
         if limit is not None and participant.attention_failures > limit:
             participant.step_shown_at = None
             _finish(protocol, study, participant, ParticipantStatus.SCREENED_OUT)

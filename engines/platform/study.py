@@ -269,6 +269,10 @@ class StudyProtocol:
         self._constants_cache[key] = namespace = types.SimpleNamespace(**values)
         return namespace
 
+    def constants_for(self, study_config: Mapping[str, Any] | None) -> types.SimpleNamespace:
+        """The constants of a study instance: its ``config["constants"]`` overrides applied."""
+        return self.constants((study_config or {}).get("constants"))
+
     def checked_constants(self, overrides: Mapping[str, Any] | None) -> types.SimpleNamespace:
         """The constants with ``overrides`` applied, after checking them (raises ``ValueError`` naming the constant).
 
@@ -281,9 +285,10 @@ class StudyProtocol:
         for name, value in (overrides or {}).items():
             if not hasattr(self.C, name) or not name.isupper():
                 raise ValueError(f"study {self.name!r} has no constant {name!r}")
-            expected = _json_kind(getattr(self.C, name))
-            if expected is not None and _json_kind(value) not in _COMPATIBLE[expected]:
-                raise ValueError(f"constant {name}: expected {expected}, got {_json_kind(value) or type(value).__name__}"
+            expected, kind = _json_kind(getattr(self.C, name)), _json_kind(value)
+            # Same kind, except that a whole number may stand for a number (JSON writes 1.0 as 1).
+            if expected is not None and kind != expected and (expected, kind) != ("a number", "a whole number"):
+                raise ValueError(f"constant {name}: expected {expected}, got {kind or type(value).__name__}"
                                  f" {value!r}")
         constants = self.constants(overrides)
         if self.validate_constants is not None:
@@ -317,6 +322,18 @@ class StudyProtocol:
         return rows
 
 
+def jsonable_constants(constants: types.SimpleNamespace) -> dict[str, Any]:
+    """The constants that JSON can hold (classes, functions and the like left out), by name."""
+    out = {}
+    for name, value in sorted(vars(constants).items()):
+        try:
+            json.dumps(value)
+        except TypeError:
+            continue
+        out[name] = value
+    return out
+
+
 def _json_kind(value: Any) -> str | None:
     """The JSON kind of a constant's value: what an override of it must be."""
     if isinstance(value, bool):
@@ -332,11 +349,6 @@ def _json_kind(value: Any) -> str | None:
     if isinstance(value, (list, tuple)):
         return "a list"
     return None  # None or anything else: not checked here
-
-
-_COMPATIBLE = {"true/false": {"true/false"}, "a whole number": {"a whole number"},
-               "a number": {"a number", "a whole number"}, "text": {"text"}, "an object": {"an object"},
-               "a list": {"a list"}}
 
 
 def protocol_from_module(module: types.ModuleType) -> StudyProtocol:
@@ -368,5 +380,6 @@ def replace_constants(C: type[Constants], **overrides: Any) -> type[Constants]:
 
 __all__ = [
     "Check", "CompletionStep", "ConsentStep", "Constants", "InfoStep", "Step", "StepContext",
-    "StepInstance", "StudyProtocol", "least_filled", "protocol_from_module", "replace_constants",
+    "StepInstance", "StudyProtocol", "jsonable_constants", "least_filled", "protocol_from_module",
+    "replace_constants",
 ]

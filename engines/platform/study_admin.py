@@ -16,6 +16,7 @@ from engines.platform.panels import study_link, validate_slug
 from engines.platform.registry import get_protocol
 from engines.platform.runtime import StudyError, UnknownStudy
 from engines.platform.settings import get_settings
+from engines.platform.study import jsonable_constants
 
 CONFIG_KEYS = ("completion_code", "screened_out_code", "constants")
 
@@ -57,16 +58,7 @@ def parse_constants(text: str) -> dict[str, Any]:
 
 def default_constants(protocol: str) -> dict[str, Any]:
     """A protocol's constants as JSON-ready data (what ``parse_constants`` overrides)."""
-    constants = vars(get_protocol(protocol).constants())
-    return {k: v for k, v in sorted(constants.items()) if _jsonable(v)}
-
-
-def _jsonable(value: Any) -> bool:
-    try:
-        json.dumps(value)
-    except TypeError:
-        return False
-    return True
+    return jsonable_constants(get_protocol(protocol).constants())
 
 
 def create_study(slug: str, protocol: str, *, title: str = "", config: dict[str, Any] | None = None,
@@ -137,8 +129,7 @@ def progress(slug: str, *, engine: Engine | None = None) -> list[ConditionProgre
             select(Participant.condition, Participant.status, func.count())
             .where(Participant.study_id == study.id).group_by(Participant.condition, Participant.status)
         ).all()
-    constants = proto.constants((study.config or {}).get("constants"))
-    table = {c: dict.fromkeys(ParticipantStatus.ALL, 0) for c in proto.condition_names(constants)}
+    table = {c: dict.fromkeys(ParticipantStatus.ALL, 0) for c in proto.condition_names(proto.constants_for(study.config))}
     for condition, status, n in rows:
         table.setdefault(condition, dict.fromkeys(ParticipantStatus.ALL, 0))[status] = n
     return [ConditionProgress(c, v["active"], v["completed"], v["screened_out"]) for c, v in table.items()]
