@@ -1,9 +1,14 @@
-"""Shared by the benchmark scripts: write a result file atomically."""
+"""Shared by the benchmark scripts: the result file, the machine block, the PostgreSQL URL."""
 
 from __future__ import annotations
 
 import json
+import os
+import platform
 from pathlib import Path
+
+# Where a benchmark looks for a PostgreSQL URL when none is passed, first non-empty wins.
+PG_ENV_VARS = ("HAI_BENCH_PG_URL", "HAI_TEST_DATABASE_URL")
 
 
 def write_result(result: dict, out: Path) -> None:
@@ -12,3 +17,20 @@ def write_result(result: dict, out: Path) -> None:
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(json.dumps(result, indent=2) + "\n")
     tmp.replace(out)
+
+
+def pg_url_from_env() -> str:
+    """The PostgreSQL URL from ``$HAI_BENCH_PG_URL``, else ``$HAI_TEST_DATABASE_URL``; "" when neither is set."""
+    return next((os.environ[v] for v in PG_ENV_VARS if os.environ.get(v)), "")
+
+
+def machine_info(load_before: float | None = None) -> dict:
+    """The result file's "machine" block.
+
+    ``load_avg_1min`` is the 1-minute load now; given ``load_before`` (the load when the run
+    started), it is ``[load_before, load now]``, since other work on the machine skews latency.
+    """
+    load_now = round(os.getloadavg()[0], 2)
+    return {"cpu_count": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform(), "processor": platform.machine(),
+            "load_avg_1min": load_now if load_before is None else [load_before, load_now]}

@@ -29,8 +29,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -41,7 +39,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench._results import write_result  # noqa: E402 - needs the repository on sys.path
+# Needs the repository on sys.path.
+from bench._results import machine_info, pg_url_from_env, write_result  # noqa: E402
 
 NAME = "collab"
 GOAL_PER_S = 100_000
@@ -144,9 +143,7 @@ def run(args: argparse.Namespace) -> dict:
         "config": {"quick": args.quick, "T": T, "rounds": config.rounds, "repeats": repeats, "seed": args.seed,
                    "human": config.human, "schedule": config.schedule, "protect_rule": config.protect_rule,
                    "supply_rule": config.supply_rule},
-        "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform(), "processor": platform.machine(),
-                    "load_avg_1min": round(os.getloadavg()[0], 2)},
+        "machine": machine_info(),
         "code_version": code_version(),
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "duration_s": round(time.perf_counter() - started, 2),
@@ -199,7 +196,7 @@ def controller_update_latency(base_url: str | None, participants: int, interacti
 def database_part(args: argparse.Namespace) -> list[dict]:
     pg_url = args.pg_url
     if pg_url is None:
-        pg_url = os.environ.get("HAI_BENCH_PG_URL") or os.environ.get("HAI_TEST_DATABASE_URL") or ""
+        pg_url = pg_url_from_env()
     interactions = 5 if args.quick else 20
     participants = min(args.db_participants, 10) if args.quick else args.db_participants
     rows = [controller_update_latency(None, participants, interactions)]

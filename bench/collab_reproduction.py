@@ -38,6 +38,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench._results import write_result  # noqa: E402 - needs the repository on sys.path
 from engines.collab import dashboard  # noqa: E402
 from engines.collab.humans import SCHEDULES  # noqa: E402
 from engines.collab.simulate import SimulationConfig, SimulationResult, simulate  # noqa: E402
@@ -290,8 +291,7 @@ def main(argv: list[str] | None = None) -> dict:
         "wall_s": round(time.perf_counter() - started, 2),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    write_result(out, args.out)
     print(json.dumps({"holds": out["holds"], "wall_s": out["wall_s"], "out": str(args.out)}))
     return out
 

@@ -24,7 +24,6 @@ import argparse
 import contextlib
 import json
 import os
-import platform
 import sys
 import time
 from datetime import UTC, datetime
@@ -34,7 +33,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench._results import write_result  # noqa: E402 - needs the repository on sys.path
+# Needs the repository on sys.path.
+from bench._results import PG_ENV_VARS, machine_info, pg_url_from_env, write_result  # noqa: E402
 
 NAME = "platform_store"
 LIMIT_P95_MS = 50.0
@@ -42,7 +42,6 @@ GOAL_PARTICIPANTS = 50
 FULL_SIZES = (1, 10, 50)
 QUICK_SIZES = (1, 5)
 QUICK_STEPS = 5
-PG_ENV_VARS = ("HAI_BENCH_PG_URL", "HAI_TEST_DATABASE_URL")
 DEFAULT_OUT = REPO_ROOT / "bench" / "results" / f"{NAME}.json"
 
 
@@ -82,7 +81,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.steps is not None and args.steps < 1:
         parser.error("--steps must be >= 1")
     if args.pg_url is None:
-        args.pg_url = next((os.environ[v] for v in PG_ENV_VARS if os.environ.get(v)), "")
+        args.pg_url = pg_url_from_env()
     if args.pg_url and not args.pg_url.startswith("postgresql"):
         parser.error(f"--pg-url must be a postgresql:// URL, got {args.pg_url.split(':')[0]!r}")
     return args
@@ -183,10 +182,8 @@ def run(args: argparse.Namespace) -> dict:
                    "think_ms_passes": think_passes},
         "databases": databases,
         "results": rows,
-        "machine": {"cpu_count": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform(), "processor": platform.machine(),
-                    # Other work on the machine skews latency: the 1-minute load before and after.
-                    "load_avg_1min": [load_before, round(os.getloadavg()[0], 2)]},
+        # Other work on the machine skews latency: the 1-minute load before and after.
+        "machine": machine_info(load_before),
         "code_version": code_version(),
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "duration_s": round(time.perf_counter() - started, 2),

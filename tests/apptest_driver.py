@@ -1,4 +1,4 @@
-"""Drive a study bot through the real participant page with Streamlit's AppTest (no browser)."""
+"""Open pages in Streamlit's AppTest (as a role, or by a study link) and drive a study bot through them."""
 
 from __future__ import annotations
 
@@ -6,21 +6,39 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from engines.platform import runtime
+from engines.platform import auth, runtime
 from engines.platform.bots import Bot, BotFailure, Submission, SubmissionMustFail, iterate_with_view, stored_responses
 from engines.platform.forms import FieldSpec, field_specs
 from pages._ui import widget_key
 
-APP = str(Path(__file__).resolve().parents[1] / "app.py")
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+
+
+def login_as(at: AppTest, role: str | None) -> None:
+    """Log ``at``'s session in as a new account with ``role`` (``None``: stay anonymous)."""
+    if role is not None:
+        identity = auth.create_user(f"{role}_user", "password-123", role)
+        at.session_state["hai_identity"] = identity.__dict__
+
+
+def page_as(page: str | Path, role: str | None, *, query_params: dict | None = None) -> AppTest:
+    """Open and run ``page`` in AppTest logged in as a new account with ``role`` (``None``: anonymous).
+
+    ``page`` is a file (``APP`` for the whole app with its menu) or the name of one in ``pages/``
+    ("collab_dashboard"); ``query_params`` (a study link's) are set before the run.
+    """
+    path = page if isinstance(page, Path) or page.endswith(".py") else ROOT / "pages" / f"{page}.py"
+    at = AppTest.from_file(str(path), default_timeout=60)
+    login_as(at, role)
+    for key, value in (query_params or {}).items():
+        at.query_params[key] = value
+    return at.run()
 
 
 def new_participant_app(slug: str, external_id: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params["study"] = slug
-    at.query_params["PROLIFIC_PID"] = external_id
-    at.query_params["STUDY_ID"] = "apptest"
-    at.query_params["SESSION_ID"] = "s1"
-    return at.run()
+    return page_as(APP, None, query_params={"study": slug, "PROLIFIC_PID": external_id, "STUDY_ID": "apptest",
+                                            "SESSION_ID": "s1"})
 
 
 def ui_can_enter(spec: FieldSpec, value) -> bool:

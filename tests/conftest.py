@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -43,29 +44,50 @@ def use_database(monkeypatch, tmp_path):
     settings.reset_settings()
 
 
-@pytest.fixture
-def sqlite_db(use_database, migrated_sqlite_template, tmp_path) -> str:
+@contextlib.contextmanager
+def _sqlite_copy(use_database, template: Path, tmp_path: Path):
+    """A copy of the migrated template in ``tmp_path``, in use for the block; its engine disposed after."""
     path = tmp_path / "hai.db"
-    shutil.copy(migrated_sqlite_template, path)
+    shutil.copy(template, path)
     url = use_database(f"sqlite:///{path}")
     yield url
     db.get_engine(url).dispose()
+
+
+@pytest.fixture
+def sqlite_db(use_database, migrated_sqlite_template, tmp_path) -> str:
+    with _sqlite_copy(use_database, migrated_sqlite_template, tmp_path) as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def any_db(request, use_database, migrated_sqlite_template, tmp_path) -> str:
     """Runs the test once on SQLite and once on PostgreSQL (skipped without a server)."""
     if request.param == "sqlite":
-        path = tmp_path / "hai.db"
-        shutil.copy(migrated_sqlite_template, path)
-        url = use_database(f"sqlite:///{path}")
-        yield url
-        db.get_engine(url).dispose()
+        with _sqlite_copy(use_database, migrated_sqlite_template, tmp_path) as url:
+            yield url
         return
     if not PG_URL:
         pytest.skip("HAI_TEST_DATABASE_URL is not set")
     with scratch_database(PG_URL) as url:
         yield use_database(url)
+
+
+@pytest.fixture
+def start_executor(sqlite_db):
+    """``start(max_workers)``: a local executor (jobs in child processes) on the test's database;
+    every one started is shut down after the test."""
+    from engines.platform import jobqueue
+
+    def start(max_workers: int) -> jobqueue.LocalExecutor:
+        started.append(jobqueue.LocalExecutor(max_workers=max_workers, poll_s=0.2))
+        started[-1].start()
+        return started[-1]
+
+    started: list[jobqueue.LocalExecutor] = []
+    yield start
+    for running in started:
+        running.shutdown()
 
 
 @pytest.fixture

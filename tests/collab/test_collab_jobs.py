@@ -10,6 +10,7 @@ import pytest
 
 from engines.collab import dashboard, jobs
 from engines.platform import jobqueue
+from tests.helpers import QUICK_TRAINING, trained_counter_job
 
 
 def test_collab_job_kinds_are_discovered_with_small_defaults():
@@ -65,23 +66,6 @@ def test_simulate_job_takes_rules_by_name_and_parameters(sqlite_db):
 
 # ---------------------------------------------------------------- training the counting CNN as a job
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "collab"
-QUICK_TRAINING = {"quick": True, "seed": 3}  # counter_training.QUICK sizes: 256 images, 1 epoch, seconds
-
-
-@pytest.fixture
-def executor(sqlite_db):
-    """A local executor (jobs in child processes) on the test's database, shut down after the test."""
-    running = jobqueue.LocalExecutor(max_workers=1, poll_s=0.2)
-    running.start()
-    yield running
-    running.shutdown()
-
-
-def _trained_counter_job() -> int:
-    """A quick collab.train_counter job run in this process (a few seconds)."""
-    job_id = jobqueue.submit_job("collab.train_counter", QUICK_TRAINING)
-    assert jobqueue.run_job(job_id) == "succeeded", jobqueue.get_job(job_id).error
-    return job_id
 
 
 def test_train_counter_params_have_minute_defaults_and_are_validated(sqlite_db):
@@ -96,7 +80,8 @@ def test_train_counter_params_have_minute_defaults_and_are_validated(sqlite_db):
         jobqueue.submit_job("collab.train_counter", {"out": "assets/collab/counter.pt"})  # no path can be given
 
 
-def test_train_counter_job_runs_in_a_child_process_and_writes_into_its_folder(executor):
+def test_train_counter_job_runs_in_a_child_process_and_writes_into_its_folder(start_executor):
+    executor = start_executor(max_workers=1)
     shipped = {p.name: p.read_bytes() for p in ASSETS.glob("counter*")}
     job_id = jobqueue.submit_job("collab.train_counter", QUICK_TRAINING)
     executor.wake()
@@ -124,7 +109,7 @@ def test_train_counter_job_runs_in_a_child_process_and_writes_into_its_folder(ex
 def test_simulate_and_sweep_use_the_scores_of_a_training_job(sqlite_db):
     from engines.collab.simulate import SimulationConfig, prepare
 
-    job_id = _trained_counter_job()
+    job_id = trained_counter_job()
     npz = jobs.job_folder(job_id) / "counter_scores.npz"
     scores = np.load(npz)
     npz_accuracy = float((scores["probs"].argmax(1) == scores["labels"]).mean())
@@ -170,7 +155,7 @@ def test_bad_counter_job_ids_are_refused_with_the_reason(sqlite_db):
     with pytest.raises(jobqueue.JobError, match="ai"):
         jobqueue.submit_job("collab.simulate", {"ai": "assets/collab/counter_scores.npz"})
     # A training job whose folder lost its scores is refused at submit, and fails clearly if it goes later.
-    trained = _trained_counter_job()
+    trained = trained_counter_job()
     job_id = jobqueue.submit_job("collab.simulate", {"T": 300, "n_calibration": 50, "ai": "cnn",
                                                      "counter_job_id": trained})
     (jobs.job_folder(trained) / "counter_scores.npz").unlink()

@@ -12,6 +12,7 @@ from engines.collab import dashboard, store
 from engines.collab.controller import ControllerConfig, ControllerState, upper_bound
 from engines.collab.simulate import SimulationConfig, simulate
 from engines.collab.sweep import SweepConfig, run_sweep
+from tests.helpers import trained_counter_job
 
 ERR_HARM = [1, 0, 0, 1, 0, 0, 0, 0]
 ERR_COMP = [0, 0, 1, 0, 0, 0, 1, 1]
@@ -140,16 +141,12 @@ def test_bad_uploads_name_what_is_wrong(sim_result):
 
 
 def test_page_shows_a_stream_and_a_finished_job(stream):
-    from streamlit.testing.v1 import AppTest
-
-    from engines.platform import auth, jobqueue
+    from engines.platform import jobqueue
+    from tests.apptest_driver import page_as
 
     job_id = jobqueue.submit_job("collab.simulate", {"T": 500, "n_calibration": 100})
     assert jobqueue.run_job(job_id) == "succeeded"
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "pages" / "collab_dashboard.py"),
-                           default_timeout=60)
-    at.session_state["hai_identity"] = auth.create_user("res", "password-123", "researcher").__dict__
-    at.run()
+    at = page_as("collab_dashboard", "researcher")
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     assert at.selectbox(key="collab-stream").options[0].startswith("demo:empty")
@@ -162,26 +159,7 @@ def test_page_shows_a_stream_and_a_finished_job(stream):
 
 
 # ---------------------------------------------------------------- the AI model: shipped and trained counting CNNs
-PAGE = Path(__file__).resolve().parents[2] / "pages" / "collab_dashboard.py"
 SHIPPED_REPORT = Path(__file__).resolve().parents[2] / "assets" / "collab" / "counter_report.json"
-
-
-def _quick_training_job() -> int:
-    from engines.platform import jobqueue
-
-    job_id = jobqueue.submit_job("collab.train_counter", {"quick": True})
-    assert jobqueue.run_job(job_id) == "succeeded", jobqueue.get_job(job_id).error
-    return job_id
-
-
-def _researcher_page():
-    from streamlit.testing.v1 import AppTest
-
-    from engines.platform import auth
-
-    at = AppTest.from_file(str(PAGE), default_timeout=60)
-    at.session_state["hai_identity"] = auth.create_user("res", "password-123", "researcher").__dict__
-    return at.run()
 
 
 def test_counter_views_and_ai_score_sources(sqlite_db):
@@ -205,7 +183,7 @@ def test_counter_views_and_ai_score_sources(sqlite_db):
     assert list(dashboard.ai_score_choices()) == ["synthetic", "shipped"]  # only succeeded jobs
     with pytest.raises(dashboard.ResultFileError, match="not a succeeded collab.train_counter job"):
         dashboard.counter_job_view(queued)
-    job_id = _quick_training_job()
+    job_id = trained_counter_job()
     assert f"job:{job_id}" in dashboard.ai_score_choices()
     view = dashboard.counter_job_view(job_id)
     assert view.table.set_index("set").loc["overall", "accuracy"] == jobqueue.get_job(job_id).result["overall"]["accuracy"]
@@ -216,8 +194,9 @@ def test_counter_views_and_ai_score_sources(sqlite_db):
 
 def test_page_shows_the_shipped_model_and_queues_a_training_job(sqlite_db):
     from engines.platform import jobqueue
+    from tests.apptest_driver import page_as
 
-    at = _researcher_page()
+    at = page_as("collab_dashboard", "researcher")
     assert not at.exception, at.exception
     headers = [h.value for h in at.header]
     assert headers.index("AI model (counting CNN)") == headers.index("Simulations") + 1
@@ -237,9 +216,10 @@ def test_page_shows_the_shipped_model_and_queues_a_training_job(sqlite_db):
 
 def test_page_shows_a_trained_model_and_simulates_with_its_scores(sqlite_db):
     from engines.platform import jobqueue
+    from tests.apptest_driver import page_as
 
-    job_id = _quick_training_job()
-    at = _researcher_page()
+    job_id = trained_counter_job()
+    at = page_as("collab_dashboard", "researcher")
     assert not at.exception, at.exception
     assert at.selectbox(key="collab-counter-job").value == f"job:{job_id}"
     assert len(at.image) == 2  # reliability diagram, accuracy/ECE by difficulty

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
 from engines.collab import store
 from engines.collab.controller import ControllerConfig, ControllerState, step
+from tests.helpers import run_threads
 
 CONFIG = ControllerConfig(alpha_harm=0.1, alpha_comp=0.3, eta_harm=0.05, eta_comp=0.05)
 
@@ -28,23 +27,12 @@ def test_updates_follow_quantile_tracking_and_are_idempotent(any_db):
 
 def test_fifty_concurrent_participants_lose_no_update(any_db):
     store.ensure_stream("s:b", ControllerState.initial(CONFIG))
-    errors = []
-    barrier = threading.Barrier(50)
 
     def participant(i):
-        try:
-            barrier.wait()
-            for j in range(4):
-                store.record_interaction("s:b", f"p{i}:{j}", err_harm=(i + j) % 3 == 0, err_comp=(i * j) % 2 == 1)
-        except BaseException as exc:  # noqa: BLE001
-            errors.append(exc)
+        for j in range(4):
+            store.record_interaction("s:b", f"p{i}:{j}", err_harm=(i + j) % 3 == 0, err_comp=(i * j) % 2 == 1)
 
-    threads = [threading.Thread(target=participant, args=(i,)) for i in range(50)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not errors, errors[:3]
+    run_threads(participant, 50)
     updates = store.history("s:b")
     assert [u.seq for u in updates] == list(range(1, 201))
     assert len({u.interaction_key for u in updates}) == 200

@@ -41,18 +41,11 @@ def test_empty_study_gives_empty_tables(sqlite_db):
 
 
 def test_dashboard_page_shows_the_study_section(sqlite_db):
-    from pathlib import Path
-
-    from streamlit.testing.v1 import AppTest
-
-    from engines.platform import auth
+    from tests.apptest_driver import page_as
 
     study_admin.create_study("c", "collab_shapes", config={"constants": {"INTERACTIONS": 2}})
     run_protocol_bots("collab_shapes", participants=2, slug="c")
-    page = Path(__file__).resolve().parents[2] / "pages" / "collab_dashboard.py"
-    at = AppTest.from_file(str(page), default_timeout=60)
-    at.session_state["hai_identity"] = auth.create_user("res", "password-123", "researcher").__dict__
-    at.run()
+    at = page_as("collab_dashboard", "researcher")
     assert not at.exception
     assert "Study participants" in [h.value for h in at.header]
     tables = [d.value for d in at.dataframe]
@@ -71,16 +64,10 @@ def test_dashboard_page_shows_the_study_section(sqlite_db):
 
 
 def test_dashboard_starts_a_simulation_with_a_chosen_rule(sqlite_db):
-    from pathlib import Path
+    from engines.platform import jobqueue
+    from tests.apptest_driver import page_as
 
-    from streamlit.testing.v1 import AppTest
-
-    from engines.platform import auth, jobqueue
-
-    page = Path(__file__).resolve().parents[2] / "pages" / "collab_dashboard.py"
-    at = AppTest.from_file(str(page), default_timeout=60)
-    at.session_state["hai_identity"] = auth.create_user("res", "password-123", "researcher").__dict__
-    at.run()
+    at = page_as("collab_dashboard", "researcher")
     at.selectbox(key="rule-protect").set_value("held_for_rounds").run()
     at.number_input(key="rule-protect-rounds").set_value(3).run()
     at.number_input(key="collab-overlap").set_value(20)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,6 @@ from engines.collab import study_setup
 from engines.platform import runtime, study_admin
 from engines.platform.runtime import StudyError
 from studies.collab_shapes import C
-
-PAGE = Path(__file__).resolve().parents[2] / "pages" / "collab_dashboard.py"
 
 
 def test_rows_round_trip_the_protocol_conditions():
@@ -59,13 +56,9 @@ def test_created_study_runs_its_own_conditions_and_rules(sqlite_db):
 
 
 def test_dashboard_creates_a_study_with_a_picked_rule(sqlite_db):
-    from streamlit.testing.v1 import AppTest
+    from tests.apptest_driver import page_as
 
-    from engines.platform import auth
-
-    at = AppTest.from_file(str(PAGE), default_timeout=60)
-    at.session_state["hai_identity"] = auth.create_user("res", "password-123", "researcher").__dict__
-    at.run()
+    at = page_as("collab_dashboard", "researcher")
     at.selectbox(key="setup-protect").set_value("held_for_rounds").run()
     at.number_input(key="setup-protect-rounds").set_value(2).run()
     at.text_input(key="setup-slug").input("from-dashboard")

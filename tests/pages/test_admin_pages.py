@@ -3,25 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
-from streamlit.testing.v1 import AppTest
 
 from engines.platform import auth, jobqueue, runtime, study_admin
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _page(name: str, role: str = "admin") -> AppTest:
-    at = AppTest.from_file(str(ROOT / "pages" / f"{name}.py"), default_timeout=60)
-    identity = auth.create_user(f"{role}_user", "password-123", role)
-    at.session_state["hai_identity"] = identity.__dict__
-    return at.run()
+from tests.apptest_driver import APP, page_as
 
 
 def test_login_page_refuses_wrong_password_and_accepts_right_one(sqlite_db):
     auth.create_user("rhea", "correct horse", "researcher")
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at = page_as(APP, None)
     at.text_input(key="login-username").input("rhea")
     at.text_input(key="login-password").input("wrong")
     at.form_submit_button[0].click()
@@ -35,7 +24,7 @@ def test_login_page_refuses_wrong_password_and_accepts_right_one(sqlite_db):
 
 
 def test_create_close_and_export_a_study(sqlite_db):
-    at = _page("manage_studies")
+    at = page_as("manage_studies", "admin")
     at.text_input(key="create-slug").input("pilot-1")
     at.text_input(key="create-code").input("CODE77")
     at.form_submit_button[0].click()
@@ -56,7 +45,7 @@ def test_create_close_and_export_a_study(sqlite_db):
 
 
 def test_bad_study_name_is_refused_in_the_page(sqlite_db):
-    at = _page("manage_studies")
+    at = page_as("manage_studies", "admin")
     at.text_input(key="create-slug").input("Not Valid!")
     at.form_submit_button[0].click()
     at.run()
@@ -65,7 +54,7 @@ def test_bad_study_name_is_refused_in_the_page(sqlite_db):
 
 
 def test_admin_creates_account_that_must_change_password(sqlite_db):
-    at = _page("accounts")
+    at = page_as("accounts", "admin")
     at.text_input(key="new-username").input("annie")
     at.selectbox(key="new-role").set_value("annotator")
     at.text_input(key="new-password").input("temporary-pass")
@@ -76,7 +65,7 @@ def test_admin_creates_account_that_must_change_password(sqlite_db):
 
 
 def test_jobs_page_submits_and_shows_a_job(sqlite_db):
-    at = _page("jobs", role="researcher")
+    at = page_as("jobs", "researcher")
     at.selectbox(key="job-kind").set_value("platform.countdown")
     at.run()
     at.text_area(key="job-params-platform.countdown").input(json.dumps({"seconds": 0}))
@@ -90,7 +79,7 @@ def test_jobs_page_submits_and_shows_a_job(sqlite_db):
 
 
 def test_jobs_page_reports_bad_json(sqlite_db):
-    at = _page("jobs", role="researcher")
+    at = page_as("jobs", "researcher")
     at.selectbox(key="job-kind").set_value("platform.countdown")
     at.run()
     at.text_area(key="job-params-platform.countdown").input('{"seconds": ')
@@ -101,7 +90,7 @@ def test_jobs_page_reports_bad_json(sqlite_db):
 
 
 def test_study_constants_are_typed_json_checked_against_the_protocol(sqlite_db):
-    at = _page("manage_studies")
+    at = page_as("manage_studies", "admin")
     at.selectbox[0].select("collab_shapes")
     at.text_input(key="create-slug").input("shapes-short")
     at.text_area(key="create-constants").input('{"INTERACTIONS": 5,\n "PROTECT_RULE": {"name": "nope"}}')

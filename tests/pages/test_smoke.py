@@ -6,24 +6,16 @@ without touching this file.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from engines.platform import auth, study_admin
 from engines.platform.navigation import discover_pages
+from tests.apptest_driver import APP, ROOT, page_as
 
-ROOT = Path(__file__).resolve().parents[2]
 PAGES = discover_pages()
 ROLES = [None, "annotator", "researcher", "admin"]
 DENIED = ("You do not have access to this page.", "Please log in to see this page.")
-
-
-def _login(at: AppTest, role: str | None) -> None:
-    if role is not None:
-        identity = auth.create_user(f"user_{role}", "password-123", role)
-        at.session_state["hai_identity"] = identity.__dict__
 
 
 @pytest.fixture
@@ -40,14 +32,11 @@ def _errors(at: AppTest) -> list[str]:
 @pytest.mark.parametrize("spec", PAGES, ids=lambda s: s.path.stem)
 def test_page_checks_role_itself(seeded, spec, role):
     """Run the page file directly (as if reached outside the menu): it renders or refuses, never crashes."""
-    at = AppTest.from_file(str(spec.path), default_timeout=60)
-    _login(at, role)
-    if spec.group == "Participate":
-        at.query_params["study"] = "demo"
-        at.query_params["PROLIFIC_PID"] = f"smoke-{role}"
-    at.run()
+    participate = spec.group == "Participate"
+    link = {"study": "demo", "PROLIFIC_PID": f"smoke-{role}"} if participate else None
+    at = page_as(spec.path, role, query_params=link)
     assert not at.exception, at.exception
-    if spec.group == "Participate" or "public" in spec.roles:
+    if participate or "public" in spec.roles:
         return
     denied = any(msg in DENIED for msg in _errors(at))
     assert denied == (not spec.allows(role)), (spec.title, role, _errors(at))
@@ -57,9 +46,7 @@ def test_page_checks_role_itself(seeded, spec, role):
 
 @pytest.mark.parametrize("role", ROLES, ids=lambda r: r or "anonymous")
 def test_navigation_shows_only_allowed_pages(seeded, role):
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    _login(at, role)
-    at.run()
+    at = page_as(APP, role)
     assert not at.exception, at.exception
     for spec in PAGES:
         if spec.group == "Participate":
@@ -73,11 +60,7 @@ def test_navigation_shows_only_allowed_pages(seeded, role):
 
 
 def test_participant_link_sees_only_the_study(seeded):
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.query_params["study"] = "demo"
-    at.query_params["PROLIFIC_PID"] = "p-smoke"
-    at.session_state["hai_identity"] = auth.create_user("admin_x", "password-123", "admin").__dict__
-    at.run()
+    at = page_as(APP, "admin", query_params={"study": "demo", "PROLIFIC_PID": "p-smoke"})
     assert not at.exception
     assert [t.value for t in at.title] == ["Rating AI writing suggestions (demo)"]
     # Even with an admin login in this session, study-link mode registers no other page.
@@ -91,10 +74,7 @@ def test_participant_link_sees_only_the_study(seeded):
     ({"study": "demo", "PROLIFIC_PID": "bad id!"}, "not a valid id"),
 ])
 def test_bad_study_links_show_clear_errors(seeded, params, message):
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
+    at = page_as(APP, None, query_params=params)
     assert not at.exception
     assert any(message in e for e in _errors(at)), _errors(at)
 
@@ -102,7 +82,7 @@ def test_bad_study_links_show_clear_errors(seeded, params, message):
 def test_one_time_password_forces_the_account_page(seeded):
     generated = auth.ensure_admin("admin", None)
     identity = auth.authenticate("admin", generated)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at = AppTest.from_file(APP, default_timeout=60)
     at.session_state["hai_identity"] = identity.__dict__
     at.run()
     assert [t.value for t in at.title] == ["My account"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 
 from sqlmodel import select
@@ -11,28 +10,10 @@ from engines.platform import runtime, study_admin
 from engines.platform.db import read_session
 from engines.platform.models import Participant, StepResponse
 from engines.platform.store_bench import bench_protocol
+from tests.helpers import run_threads
 
 PARTICIPANTS = 50
 STEPS = 6
-
-
-def _run_threads(target, n):
-    errors = []
-    barrier = threading.Barrier(n)
-
-    def wrapped(i):
-        try:
-            barrier.wait()
-            target(i)
-        except BaseException as exc:  # noqa: BLE001
-            errors.append(exc)
-
-    threads = [threading.Thread(target=wrapped, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not errors, errors[:3]
 
 
 def test_fifty_concurrent_participants_keep_every_answer_once(any_db):
@@ -46,7 +27,7 @@ def test_fifty_concurrent_participants_keep_every_answer_once(any_db):
             runtime.submit(pid, step, {"value": i})
             runtime.submit(pid, step, {"value": i})  # a double click
 
-    _run_threads(participant, PARTICIPANTS)
+    run_threads(participant, PARTICIPANTS)
     with read_session() as session:
         participants = session.exec(select(Participant)).all()
         responses = session.exec(select(StepResponse)).all()
@@ -63,7 +44,7 @@ def test_same_participant_arriving_twice_at_once_exists_once(any_db):
     protocol = bench_protocol(2)
     study_admin.create_study("twins", protocol.name)
     ids = []
-    _run_threads(lambda i: ids.append(runtime.enter("twins", {"PROLIFIC_PID": "same"}).participant_id), 8)
+    run_threads(lambda i: ids.append(runtime.enter("twins", {"PROLIFIC_PID": "same"}).participant_id), 8)
     assert len(set(ids)) == 1
     with read_session() as session:
         assert len(session.exec(select(Participant)).all()) == 1

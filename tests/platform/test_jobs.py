@@ -75,21 +75,6 @@ def test_stale_running_job_is_reaped_as_failed(sqlite_db):
     assert job.status == "failed" and "stopped responding" in job.error
 
 
-@pytest.fixture
-def start_executor(sqlite_db):
-    """A local executor on the test's database, shut down after the test."""
-
-    def start(max_workers: int) -> jobqueue.LocalExecutor:
-        started.append(jobqueue.LocalExecutor(max_workers=max_workers, poll_s=0.2))
-        started[-1].start()
-        return started[-1]
-
-    started: list[jobqueue.LocalExecutor] = []
-    yield start
-    for running in started:
-        running.shutdown()
-
-
 @pytest.mark.slow
 def test_local_executor_runs_jobs_in_child_processes(start_executor):
     executor = start_executor(max_workers=2)

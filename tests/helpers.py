@@ -1,0 +1,37 @@
+"""Plain helpers shared by test files (the fixtures are in conftest.py)."""
+
+from __future__ import annotations
+
+import threading
+
+# counter_training.QUICK sizes: 256 images, 1 epoch, seconds
+QUICK_TRAINING = {"quick": True, "seed": 3}
+
+
+def run_threads(target, n: int) -> None:
+    """Call ``target(i)`` for i in 0..n-1, each in its own thread, all released at once; fail on any error."""
+    errors = []
+    barrier = threading.Barrier(n)
+
+    def wrapped(i):
+        try:
+            barrier.wait()
+            target(i)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=wrapped, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors[:3]
+
+
+def trained_counter_job() -> int:
+    """A quick collab.train_counter job run in this process (a few seconds)."""
+    from engines.platform import jobqueue
+
+    job_id = jobqueue.submit_job("collab.train_counter", QUICK_TRAINING)
+    assert jobqueue.run_job(job_id) == "succeeded", jobqueue.get_job(job_id).error
+    return job_id
