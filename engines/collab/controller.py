@@ -223,6 +223,12 @@ def interaction_errors(scores: np.ndarray, label: int, protect: np.ndarray, supp
     if supply.shape != protect.shape:
         raise ValueError(f"protect and supply masks must have the same shape, got {protect.shape} and {supply.shape}")
     sets = np.stack([prediction_set(scores[k], protect[k], q_harm, q_comp, supply[k]) for k in range(len(protect))])
+    return errors_of_sets(sets, label, protect, supply)
+
+
+def errors_of_sets(sets: np.ndarray, label: int, protect: np.ndarray, supply: np.ndarray) -> InteractionErrors:
+    """The activated omissions of sets already shown: (R, K) sets and rule masks, whoever built the sets
+    (the controller, or a rule-blind baseline)."""
     missed = ~sets[:, label]
     return InteractionErrors(
         err_harm=bool((protect[:, label] & missed).any()),

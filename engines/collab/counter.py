@@ -146,11 +146,6 @@ def load_counter(path: str | Path | None = None, device: str | torch.device | No
     return _load_cached(str(path.resolve()), str(resolve_device(device)))
 
 
-def clear_counter_cache() -> None:
-    """Forget loaded models (after retraining into the same file within one process)."""
-    _load_cached.cache_clear()
-
-
 @functools.lru_cache(maxsize=8)
 def _load_cached(path: str, device: str) -> ShapeCounter:
     if not Path(path).is_file():
@@ -204,6 +199,6 @@ def predict_proba(model: ShapeCounter, images: np.ndarray, batch_size: int = 512
 
 
 __all__ = [
-    "DEFAULT_WEIGHTS", "CounterConfig", "ShapeCounter", "clear_counter_cache", "images_to_tensor", "load_counter", "n_parameters",
+    "DEFAULT_WEIGHTS", "CounterConfig", "ShapeCounter", "images_to_tensor", "load_counter", "n_parameters",
     "predict_proba", "resolve_device", "save_counter",
 ]

@@ -488,8 +488,7 @@ def stream_view(key: str, *, window: int = DEFAULT_WINDOW, engine: Engine | None
 
     report = store.audit_report(key, engine=engine)
     state = report.state
-    traces = traces_from_history(store.history(key, engine=engine), state, window=window, centred=False,
-                                 delay=report.max_delay)
+    traces = traces_from_history(report.history, state, window=window, centred=False, delay=report.max_delay)
     final = traces.final()
     table = pd.DataFrame([{"constraint": n, "violations": int(getattr(state, f"n_err_{n}")),
                            "running rate": final[n]["rate"], "target": final[n]["target"], "bound": final[n]["bound"],
@@ -519,7 +518,7 @@ def collab_jobs(*, limit: int = 20, kinds: Sequence[str] = SIMULATION_KINDS,
     """Recent collaboration jobs of ``kinds`` (simulations by default) with status and progress, newest first."""
     from engines.platform.jobqueue import list_jobs
 
-    jobs = [j for j in list_jobs(limit=200, engine=engine) if j.kind in kinds][:limit]
+    jobs = list_jobs(limit=limit, kinds=kinds, engine=engine)
     return pd.DataFrame([{"id": j.id, "kind": j.kind, "status": j.status, "progress": j.progress,
                           "message": j.message, "created": j.created_at, "result_path": j.result_path}
                          for j in jobs], columns=["id", "kind", "status", "progress", "message", "created",
@@ -591,8 +590,8 @@ def counter_job_view(job_id: int, *, engine: Engine | None = None) -> CounterVie
     Raises:
         ResultFileError: no such job, not succeeded, or its report is missing.
     """
-    from engines.collab.jobs import COUNTER_STEM, REPORT_FILE, job_folder
-    from engines.platform.jobqueue import JobError, get_job
+    from engines.collab.jobs import COUNTER_STEM, REPORT_FILE
+    from engines.platform.jobqueue import JobError, get_job, job_dir
 
     try:
         job = get_job(job_id, engine=engine)
@@ -600,7 +599,7 @@ def counter_job_view(job_id: int, *, engine: Engine | None = None) -> CounterVie
         raise ResultFileError(str(exc)) from None
     if job.kind != TRAIN_COUNTER or job.status != "succeeded":
         raise ResultFileError(f"job #{job_id} is not a succeeded {TRAIN_COUNTER} job ({job.kind}, {job.status})")
-    folder = job_folder(job_id)
+    folder = job_dir(job_id)
     path = folder / REPORT_FILE
     if not path.is_file():
         raise ResultFileError(f"training job #{job_id} has no {REPORT_FILE} in its folder")

@@ -369,7 +369,6 @@ class ParametricHuman:
     u_attend: np.ndarray  # (R,)
     u_anchor: np.ndarray  # (R,)
     round: int = 0
-    stopped: bool = False
 
     def __post_init__(self):
         self.weights = np.array(self.weights, dtype=float)
@@ -397,8 +396,7 @@ class ParametricHuman:
             else:
                 self.weights[ai_set] *= self.trust_factor
         self.round += 1
-        self.stopped = self.answer() == before and self.own_confidence() >= self.params.stop_confidence
-        return self.stopped
+        return self.answer() == before and self.own_confidence() >= self.params.stop_confidence
 
 
 @dataclass
@@ -411,7 +409,6 @@ class AdversarialHuman:
     q_comp: float
     rounds: int
     round: int = 0
-    stopped: bool = False
     plan: list[bool] = field(default_factory=list)  # hold the truth in round k?
 
     def __post_init__(self):

@@ -18,19 +18,17 @@ so a job started from the dashboard finishes in seconds (simulations) or about a
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engines.collab.humans import HUMAN_PRESETS
-from engines.collab.simulate import DEFAULT_AI_SCORES, SimulationConfig, simulate
+from engines.collab.simulate import DEFAULT_AI_SCORES, SimulationConfig, simulate, write_json
 from engines.collab.sweep import SweepConfig, run_sweep
-from engines.platform.jobqueue import JobContext, JobError, get_job, register_job
+from engines.platform.jobqueue import JobContext, JobError, get_job, job_dir, register_job
 from engines.platform.models import JobStatus
 from engines.platform.registry import discover as discover_studies
-from engines.platform.settings import get_settings
 
 RESULT_FILE = "result.json"
 TRAIN_COUNTER = "collab.train_counter"
@@ -39,9 +37,7 @@ REPORT_FILE = f"{COUNTER_STEM}_report.json"
 SCORES_FILE = f"{COUNTER_STEM}_scores.npz"
 
 
-def job_folder(job_id: int) -> Path:
-    """Where job ``job_id`` writes its files (``JobContext.result_dir``, without creating it)."""
-    return get_settings().data_dir / "jobs" / str(int(job_id))
+job_folder = job_dir  # where a collab job's files are (engines.platform.jobqueue.job_dir)
 
 
 def counter_scores_path(job_id: int) -> Path:
@@ -60,7 +56,7 @@ def counter_scores_path(job_id: int) -> Path:
     if job.status != JobStatus.SUCCEEDED:
         raise ValueError(f"counter_job_id {job_id}: training job #{job_id} has status {job.status!r}; "
                          "only a succeeded training job's scores can be used")
-    path = job_folder(job_id) / SCORES_FILE
+    path = job_dir(job_id) / SCORES_FILE
     if not path.is_file():
         raise ValueError(f"counter_job_id {job_id}: training job #{job_id} has no {SCORES_FILE} in its folder")
     return path
@@ -155,7 +151,7 @@ class SweepParams(_SimulationParams):
 
 def _write(ctx: JobContext, result: dict) -> Path:
     path = ctx.result_dir / RESULT_FILE
-    path.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(result, path)
     ctx.log(f"wrote {path}")
     return path
 

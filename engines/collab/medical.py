@@ -279,13 +279,16 @@ class MedicalCase:
         return self.labels.index(self.PATHOLOGY)
 
 
-def generate_cases(seed: int, n: int, world: MedicalWorld | None = None) -> list[MedicalCase]:
+def generate_cases(seed: int, n: int, world: MedicalWorld | None = None, *,
+                   differential: bool = True) -> list[MedicalCase]:
     """Sample ``n`` SYNTHETIC cases from ``world`` (default ``default_world()``), deterministically from ``seed``.
 
     Args:
         seed: seeds one ``numpy.random.Generator``; equal seeds give identical cases.
         n: number of cases.
         world: the generative model; its exact posterior fills DIFFERENTIAL_DIAGNOSIS.
+        differential: False leaves DIFFERENTIAL_DIAGNOSIS empty, for callers that compute their own
+            posterior (the full one over every evidence costs about half the generation time).
 
     Returns:
         A list of ``MedicalCase`` with AGE, SEX, EVIDENCES, INITIAL_EVIDENCE, DIFFERENTIAL_DIAGNOSIS
@@ -309,9 +312,10 @@ def generate_cases(seed: int, n: int, world: MedicalWorld | None = None) -> list
         case = MedicalCase(AGE=age, SEX=sex, EVIDENCES=[c for c, on in zip(codes, present, strict=True) if on],
                            INITIAL_EVIDENCE=initial, DIFFERENTIAL_DIAGNOSIS=[], PATHOLOGY=world.pathologies[p],
                            case_id=i, interview=tuple(order), world=world)
-        probs = posterior(case, codes)
-        ranked = np.argsort(-probs, kind="stable")
-        case.DIFFERENTIAL_DIAGNOSIS = [(world.pathologies[j], float(probs[j])) for j in ranked]
+        if differential:
+            probs = posterior(case, codes)
+            ranked = np.argsort(-probs, kind="stable")
+            case.DIFFERENTIAL_DIAGNOSIS = [(world.pathologies[j], float(probs[j])) for j in ranked]
         cases.append(case)
     return cases
 

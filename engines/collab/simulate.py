@@ -48,10 +48,10 @@ import numpy as np
 from engines.collab.controller import (
     ControllerConfig,
     ControllerState,
-    InteractionErrors,
     OnlineController,
     calibrate,
     calibrate_critical,
+    errors_of_sets,
     fixed_baseline,
     upper_bound,
 )
@@ -218,16 +218,10 @@ class MedicalAI:
         if not 0.0 <= self.evidence_fraction <= 1.0:
             raise ValueError(f"evidence_fraction must be in [0, 1], got {self.evidence_fraction!r}")
 
-    @property
-    def n_labels(self) -> int:
-        from engines.collab.medical import default_world
-
-        return len(default_world().pathologies)
-
     def draw(self, n: int, rng: np.random.Generator, hardness: np.ndarray | None = None) -> AICases:
         from engines.collab.medical import evidence_share, generate_cases, posterior
 
-        cases = generate_cases(int(rng.integers(2**63)), n)
+        cases = generate_cases(int(rng.integers(2**63)), n, differential=False)  # p_AI is computed below
         probs = np.array([posterior(c, evidence_share(c, self.evidence_fraction)) for c in cases]).reshape(n, -1)
         pool = AICases(probs=probs, labels=np.array([c.label for c in cases], dtype=np.int64),
                        difficulty=confidence_difficulty(probs), age=np.array([c.AGE for c in cases], dtype=float))
@@ -264,10 +258,6 @@ class DDXPlusAI:
         self.cases = AICases(probs=probs, labels=np.array([c.label for c in release.cases], dtype=np.int64),
                              difficulty=confidence_difficulty(probs),
                              age=np.array([c.AGE for c in release.cases], dtype=float))
-
-    @property
-    def n_labels(self) -> int:
-        return len(self.pathologies)
 
     def draw(self, n: int, rng: np.random.Generator, hardness: np.ndarray | None = None) -> AICases:
         return resample(self.cases, n, rng, hardness)
@@ -774,15 +764,6 @@ def run_fast(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rul
 
 # THE LOOP: REFERENCE PATH
 
-def plain_errors(sets: np.ndarray, label: int, protect: np.ndarray, supply: np.ndarray) -> InteractionErrors:
-    """The activated omissions of sets the rules did not build (the matched baseline): (R, K) sets and masks."""
-    missed = ~sets[:, label]
-    return InteractionErrors(err_harm=bool((protect[:, label] & missed).any()),
-                             err_comp=bool((supply[:, label] & missed).any()),
-                             fired_harm=bool(protect[:, label].any()), fired_comp=bool(supply[:, label].any()),
-                             sets=sets)
-
-
 def frozen_index(t: int, overlap: int) -> int:
     """The number of updates applied when interaction t (from 0) froze its thresholds, with ``overlap``
     participants in flight who finish in the order they started: t − overlap + 1 (0 for the first ones),
@@ -798,7 +779,7 @@ def run_reference(cases: AICases, draws: HumanDraws, params: ParamTrack, protect
     With ``overlap`` P > 1, interaction t shows sets and counts errors with the thresholds frozen
     P − 1 updates earlier (``frozen_index``), while its update applies to the live state: P
     participants in flight on one stream, as in a crowdsourced study. ``plain`` shows the rule-blind
-    set {y : s(y) <= q^C} instead (``plain_errors``), for the matched conformal baseline.
+    set {y : s(y) <= q^C} instead (``controller.errors_of_sets``), for the matched conformal baseline.
     """
     T, n_labels = cases.probs.shape
     scores = cases.scores
@@ -831,7 +812,7 @@ def run_reference(cases: AICases, draws: HumanDraws, params: ParamTrack, protect
             ai_top = int(inside[np.argmin(s[inside])]) if len(inside) else -1
             if human.see(shown, ai_top):
                 break
-        errors = (plain_errors(np.array(ai_sets), y, np.array(protects), np.array(supplies)) if plain else
+        errors = (errors_of_sets(np.array(ai_sets), y, np.array(protects), np.array(supplies)) if plain else
                   frozen.interaction_errors(s, y, np.array(protects), np.array(supplies)))
         ctl.update(errors.err_harm, errors.err_comp, errors.fired_harm, errors.fired_comp)
         sequence = answers + [human.answer()]  # a_1..a_{n+1}: the last is the final answer

@@ -33,7 +33,7 @@ from sqlmodel import Session, select
 from engines.collab.controller import ControllerState, calibrate_critical, step, upper_bound
 from engines.collab.models import ControllerStream, ControllerUpdate
 from engines.platform.db import read_session, write_transaction
-from engines.platform.models import utcnow
+from engines.platform.models import Study, utcnow
 
 
 class StreamError(ValueError):
@@ -52,35 +52,55 @@ class RecordedUpdate:
 PHASES = ("calibration", "excluded", "online")
 
 
-def ensure_stream(key: str, initial: ControllerState, *, study_id: int | None = None, condition: str | None = None,
-                  calibration_size: int = 0, engine: Engine | None = None) -> ControllerState:
-    """The stream's current state, creating the stream with ``initial`` if it does not exist yet.
+def _stream(session: Session, key: str, *, lock: bool = False) -> ControllerStream:
+    """The stream row ``key`` (locked for update with ``lock``); StreamError if there is none."""
+    query = select(ControllerStream).where(ControllerStream.key == key)
+    stream = session.exec(query.with_for_update() if lock else query).first()
+    if stream is None:
+        raise StreamError(f"No controller stream {key!r}.")
+    return stream
 
-    ``calibration_size`` > 0 makes the first that many interactions a calibration batch (module docstring).
+
+def open_stream(session: Session, key: str, initial: ControllerState, *, study_id: int | None = None,
+                study_slug: str | None = None, condition: str | None = None,
+                calibration_size: int = 0) -> StreamSnapshot:
+    """The stream's thresholds and update count now, creating it with ``initial`` if it does not exist yet.
+
+    Runs in the caller's write transaction (a step's ``after_submit`` passes ``ctx.session``, so a
+    creation commits with the stored answer); the row lock (PostgreSQL) orders it with concurrent
+    updates. ``study_slug`` names the study when ``study_id`` is not at hand (looked up only on
+    creation). ``calibration_size`` > 0 makes the first that many interactions a calibration batch
+    (module docstring).
     """
     if calibration_size < 0:
         raise ValueError(f"calibration_size must be >= 0, got {calibration_size!r}")
-    for _attempt in range(2):
-        try:
-            with write_transaction(engine) as session:
-                stream = session.exec(select(ControllerStream).where(ControllerStream.key == key)).first()
-                if stream is not None:
-                    return ControllerState.from_dict(stream.state)
-                session.add(ControllerStream(key=key, study_id=study_id, condition=condition,
-                                             initial_state=initial.to_dict(), state=initial.to_dict(),
-                                             calibration_size=calibration_size))
-                return initial
-        except IntegrityError:
-            continue  # created by a concurrent caller (PostgreSQL); read theirs
-    return current_state(key, engine=engine)
+    try:
+        return stream_snapshot(_stream(session, key, lock=True))
+    except StreamError:
+        pass
+    if study_id is None and study_slug:
+        study_id = session.exec(select(Study.id).where(Study.slug == study_slug)).first()
+    created = ControllerStream(key=key, study_id=study_id, condition=condition, initial_state=initial.to_dict(),
+                               state=initial.to_dict(), calibration_size=calibration_size)
+    try:
+        with session.begin_nested():  # a savepoint: a concurrent creator (PostgreSQL) must not void the caller's work
+            session.add(created)
+    except IntegrityError:
+        return stream_snapshot(_stream(session, key, lock=True))  # theirs
+    return stream_snapshot(created)
+
+
+def ensure_stream(key: str, initial: ControllerState, *, study_id: int | None = None, condition: str | None = None,
+                  calibration_size: int = 0, engine: Engine | None = None) -> ControllerState:
+    """The stream's current state, creating the stream with ``initial`` if it does not exist yet (``open_stream``)."""
+    with write_transaction(engine) as session:
+        return open_stream(session, key, initial, study_id=study_id, condition=condition,
+                           calibration_size=calibration_size).state
 
 
 def current_state(key: str, *, engine: Engine | None = None) -> ControllerState:
     with read_session(engine) as session:
-        stream = session.exec(select(ControllerStream).where(ControllerStream.key == key)).first()
-        if stream is None:
-            raise StreamError(f"No controller stream {key!r}.")
-        return ControllerState.from_dict(stream.state)
+        return ControllerState.from_dict(_stream(session, key).state)
 
 
 def record_interaction(key: str, interaction_key: str, *, err_harm: bool, err_comp: bool, fired_harm: bool = True,
@@ -92,7 +112,7 @@ def record_interaction(key: str, interaction_key: str, *, err_harm: bool, err_co
     Args:
         err_harm, err_comp, fired_harm, fired_comp: the interaction's outcome
             (``controller.interaction_errors``), computed with the thresholds it froze.
-        frozen_seq: the stream's update count when those thresholds were read (``stream_snapshot``);
+        frozen_seq: the stream's update count when those thresholds were read (``open_stream``);
             None means "just now" (no delay).
         score_true: s(Y); required while the stream is calibrating.
         session: a step's ``after_submit`` passes ``ctx.session``, so the update joins that open
@@ -144,11 +164,7 @@ def _fit(stream: ControllerStream, batch: list[tuple[float | None, bool, bool]])
 
 
 def _record(session: Session, key: str, interaction_key: str, outcome: _Outcome) -> RecordedUpdate:
-    stream = session.exec(
-        select(ControllerStream).where(ControllerStream.key == key).with_for_update()
-    ).first()
-    if stream is None:
-        raise StreamError(f"No controller stream {key!r}.")
+    stream = _stream(session, key, lock=True)
     done = session.exec(select(ControllerUpdate).where(
         ControllerUpdate.stream_id == stream.id, ControllerUpdate.interaction_key == interaction_key)).first()
     state = ControllerState.from_dict(stream.state)
@@ -199,15 +215,16 @@ def stream_snapshot(stream: ControllerStream) -> StreamSnapshot:
                           stream.updates < stream.calibration_size)
 
 
+def _updates(session: Session, stream: ControllerStream) -> list[ControllerUpdate]:
+    return list(session.exec(
+        select(ControllerUpdate).where(ControllerUpdate.stream_id == stream.id).order_by(ControllerUpdate.seq)
+    ).all())
+
+
 def history(key: str, *, engine: Engine | None = None) -> list[ControllerUpdate]:
     """The stream's updates in the order they were applied."""
     with read_session(engine) as session:
-        stream = session.exec(select(ControllerStream).where(ControllerStream.key == key)).first()
-        if stream is None:
-            raise StreamError(f"No controller stream {key!r}.")
-        return list(session.exec(
-            select(ControllerUpdate).where(ControllerUpdate.stream_id == stream.id).order_by(ControllerUpdate.seq)
-        ).all())
+        return _updates(session, _stream(session, key))
 
 
 def audit(key: str, *, engine: Engine | None = None) -> ControllerState:
@@ -245,8 +262,10 @@ class StreamAudit:
     bound_no_delay: dict = field(default_factory=dict)
     within_bound: dict = field(default_factory=dict)
 
+    history: list = field(default_factory=list, repr=False)  # the replayed ControllerUpdate rows, in order
+
     def to_dict(self) -> dict:
-        out = {k: v for k, v in self.__dict__.items() if k != "state"}
+        out = {k: v for k, v in self.__dict__.items() if k not in ("state", "history")}
         out["state"] = self.state.to_dict()
         return out
 
@@ -259,11 +278,8 @@ def delay_of(update: ControllerUpdate) -> int:
 def audit_report(key: str, *, engine: Engine | None = None) -> StreamAudit:
     """``audit`` plus the stream's guarantee: rates, delays and the delay-aware bound of its online part."""
     with read_session(engine) as session:
-        stream = session.exec(select(ControllerStream).where(ControllerStream.key == key)).first()
-        if stream is None:
-            raise StreamError(f"No controller stream {key!r}.")
-        session.expunge(stream)
-    updates = history(key, engine=engine)
+        stream = _stream(session, key)
+        updates = _updates(session, stream)
     state = ControllerState.from_dict(stream.initial_state)
     stored = ControllerState.from_dict(stream.state)
     batch, delays, phases = [], [], dict.fromkeys(PHASES, 0)
@@ -292,7 +308,8 @@ def audit_report(key: str, *, engine: Engine | None = None) -> StreamAudit:
         raise StreamError(f"stream {key!r}: replaying {stream.updates} updates does not give the stored state")
     report = StreamAudit(key=key, state=state, updates=len(updates), calibration_size=stream.calibration_size,
                          calibration=stream.calibration, phases=phases, max_delay=max(delays, default=0),
-                         mean_delay=float(np.mean(delays)) if delays else 0.0, delays_known=known)
+                         mean_delay=float(np.mean(delays)) if delays else 0.0, delays_known=known,
+                         history=updates)
     cfg = state.config
     for name, step_size, alpha, q1 in (("harm", state.step_harm, cfg.alpha_harm, state.q1_harm),
                                        ("comp", state.step_comp, cfg.alpha_comp, state.q1_comp)):

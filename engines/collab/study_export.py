@@ -17,10 +17,7 @@ Files:
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import select
@@ -29,6 +26,7 @@ from engines.collab import store
 from engines.collab.models import ControllerStream
 from engines.collab.study_support import interaction_rows
 from engines.platform.db import read_session
+from engines.platform.export import csv_bytes
 from engines.platform.models import Study
 
 INTERACTION_COLUMNS = ["participant_id", "external_id", "condition", "index", "seed", "difficulty", "mode", "stream",
@@ -38,15 +36,6 @@ INTERACTION_COLUMNS = ["participant_id", "external_id", "condition", "index", "s
 UPDATE_COLUMNS = ["stream", "condition", "seq", "interaction_key", "participant_id", "phase", "frozen_seq", "delay",
                   "score_true", "err_harm", "err_comp", "fired_harm", "fired_comp", "q_harm_before", "q_comp_before",
                   "q_harm_after", "q_comp_after", "created_at"]
-
-
-def _csv(columns: list[str], rows: list[dict[str, Any]]) -> bytes:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()})
-    return buffer.getvalue().encode()
 
 
 def study_streams(study_slug: str, *, engine: Engine | None = None) -> list[tuple[str, str | None]]:
@@ -62,7 +51,15 @@ def study_files(study_slug: str, *, engine: Engine | None = None) -> dict[str, b
     """The three files of the module docstring for ``study_slug``."""
     updates, audits = [], {}
     for key, condition in study_streams(study_slug, engine=engine):
-        for u in store.history(key, engine=engine):
+        try:
+            report = store.audit_report(key, engine=engine)
+        except store.StreamError as exc:  # a broken history must still export, with the reason
+            audits[key] = {"condition": condition, "audit": None, "audit_error": str(exc)}
+            rows = store.history(key, engine=engine)
+        else:
+            audits[key] = {"condition": condition, "audit": report.to_dict()}
+            rows = report.history
+        for u in rows:
             updates.append({"stream": key, "condition": condition, "seq": u.seq, "interaction_key": u.interaction_key,
                             "participant_id": u.participant_id, "phase": u.phase, "frozen_seq": u.frozen_seq,
                             "delay": store.delay_of(u) if u.frozen_seq is not None else None,
@@ -71,13 +68,9 @@ def study_files(study_slug: str, *, engine: Engine | None = None) -> dict[str, b
                             "q_harm_before": u.q_harm_before, "q_comp_before": u.q_comp_before,
                             "q_harm_after": u.q_harm_after, "q_comp_after": u.q_comp_after,
                             "created_at": u.created_at.isoformat() if u.created_at else None})
-        try:
-            audits[key] = {"condition": condition, "audit": store.audit_report(key, engine=engine).to_dict()}
-        except store.StreamError as exc:  # a broken history must still export, with the reason
-            audits[key] = {"condition": condition, "audit": None, "audit_error": str(exc)}
     return {
-        "interactions.csv": _csv(INTERACTION_COLUMNS, interaction_rows(study_slug, engine=engine)),
-        "controller_updates.csv": _csv(UPDATE_COLUMNS, updates),
+        "interactions.csv": csv_bytes(INTERACTION_COLUMNS, interaction_rows(study_slug, engine=engine), extra="ignore"),
+        "controller_updates.csv": csv_bytes(UPDATE_COLUMNS, updates, extra="ignore"),
         "controller_streams.json": json.dumps(audits, indent=2, sort_keys=True, default=str).encode(),
     }
 

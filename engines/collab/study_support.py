@@ -5,11 +5,10 @@
   participants see different ones; ``interaction_difficulty`` draws the difficulty from it.
 - The AI: ``trial_case`` generates the image and runs the shipped CNN on it (model and cases
   cached per process; torch is imported only here, on first use).
-- The controller: ``stream_state`` reads (creating if needed) a condition's controller stream
-  *inside the caller's open write transaction*, with its update count (the interaction's
-  ``frozen_seq``) and whether it is still in its calibration batch. ``engines.collab.store.ensure_stream`` opens a
-  transaction of its own, which would wait forever on SQLite's write lock held by a step's
-  ``after_submit``; this function writes through the session it is given instead.
+- The controller: ``initial_state`` and ``calibration_size`` read a condition's parameters; the
+  study opens its stream with ``engines.collab.store.open_stream`` *inside the step's open write
+  transaction* (``store.ensure_stream`` opens one of its own, which would wait forever on SQLite's
+  write lock held by a step's ``after_submit``).
 - Rules: ``round_masks`` builds the prefix z_{t,k} from the participant's answers so far (belief
   set = the single count entered) and evaluates the study's protect and supply rules on it.
 
@@ -27,14 +26,11 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
+from sqlmodel import select
 
 from engines.collab.controller import ControllerConfig, ControllerState, prediction_set
-from engines.collab.models import ControllerStream
 from engines.collab.rules import Prefix, make_rule
 from engines.collab.shapes import N_LABELS, generate_task, to_png_bytes
-from engines.collab.store import StreamSnapshot, stream_snapshot
 from engines.platform.db import read_session
 from engines.platform.models import Participant, Study
 
@@ -116,37 +112,13 @@ def initial_state(params: Mapping[str, Any]) -> ControllerState:
     return ControllerState.initial(config)
 
 
-def stream_state(session: Session, key: str, initial: ControllerState, *, study_slug: str | None = None,
-                 condition: str | None = None, calibration_size: int = 0) -> StreamSnapshot:
-    """The stream's thresholds and update count now, read (and created with ``initial`` if missing) in ``session``.
-
-    Use from a step's ``after_submit`` with ``ctx.session``: the read and a creation commit with
-    the stored answer, and the row lock (PostgreSQL) orders it with concurrent updates.
-    ``calibration_size`` applies when the stream is created (``engines.collab.store``).
-    """
-    stream = session.exec(select(ControllerStream).where(ControllerStream.key == key).with_for_update()).first()
-    if stream is not None:
-        return stream_snapshot(stream)
-    study_id = None
-    if study_slug:
-        study_id = session.exec(select(Study.id).where(Study.slug == study_slug)).first()
-    created = ControllerStream(key=key, study_id=study_id, condition=condition, initial_state=initial.to_dict(),
-                               state=initial.to_dict(), calibration_size=calibration_size)
-    try:
-        with session.begin_nested():  # a savepoint: a concurrent creator (PostgreSQL) must not void the answer
-            session.add(created)
-    except IntegrityError:
-        stream = session.exec(select(ControllerStream).where(ControllerStream.key == key).with_for_update()).one()
-        return stream_snapshot(stream)
-    return stream_snapshot(created)
-
-
 def confidence_unit(confidence: int, scale_max: int = 5) -> float:
     """A 1..scale_max rating as a confidence in [0, 1] (1 -> 0, scale_max -> 1) for the rules' prefix."""
     return (float(confidence) - 1.0) / max(scale_max - 1, 1)
 
 
-def _one_hot(labels: Sequence[int] | None) -> np.ndarray:
+def mask_of(labels: Sequence[int] | None) -> np.ndarray:
+    """(K,) bool mask of a list of counts (none: empty)."""
     mask = np.zeros(N_LABELS, dtype=bool)
     if labels:
         mask[list(labels)] = True
@@ -164,8 +136,8 @@ def round_masks(protect_rule: Mapping[str, Any], supply_rule: Mapping[str, Any],
     k = len(answers)
     if k < 1 or len(confidences) != k or len(ai_sets) != k - 1:
         raise ValueError("round_masks needs k answers and confidences and k-1 earlier AI sets")
-    belief = np.stack([_one_hot([a]) for a in answers])
-    prior = np.stack([_one_hot(s) for s in ai_sets]) if ai_sets else np.zeros((0, N_LABELS), dtype=bool)
+    belief = np.stack([mask_of([a]) for a in answers])
+    prior = np.stack([mask_of(s) for s in ai_sets]) if ai_sets else np.zeros((0, N_LABELS), dtype=bool)
     prefix = Prefix(belief, np.asarray(answers, dtype=int),
                     np.asarray([confidence_unit(c, scale_max) for c in confidences], dtype=float), prior)
     protect = make_rule(protect_rule["name"], **(protect_rule.get("params") or {}))(prefix)
@@ -175,7 +147,7 @@ def round_masks(protect_rule: Mapping[str, Any], supply_rule: Mapping[str, Any],
 
 def ai_set(scores: np.ndarray, protect: np.ndarray, supply: np.ndarray, q_harm: float, q_comp: float) -> list[int]:
     """The counts the AI shows: ``controller.prediction_set`` as a sorted list of labels."""
-    return [int(y) for y in np.flatnonzero(prediction_set(scores, protect, q_harm, q_comp, supply))]
+    return labels_of(prediction_set(scores, protect, q_harm, q_comp, supply))
 
 
 def interaction_rows(study_slug: str, *, engine: Engine | None = None) -> list[dict[str, Any]]:
@@ -201,12 +173,8 @@ def labels_of(mask: np.ndarray) -> list[int]:
     return [int(y) for y in np.flatnonzero(np.asarray(mask, dtype=bool))]
 
 
-def mask_of(labels: Sequence[int]) -> np.ndarray:
-    return _one_hot(labels)
-
-
 __all__ = [
     "TrialCase", "ai_set", "calibration_size", "confidence_unit", "controller_config", "initial_state", "interaction_difficulty",
-    "interaction_rows", "interaction_seed", "labels_of", "mask_of", "round_masks", "stream_state", "trial_case", "trial_png",
+    "interaction_rows", "interaction_seed", "labels_of", "mask_of", "round_masks", "trial_case", "trial_png",
     "trial_question",
 ]

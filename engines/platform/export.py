@@ -71,9 +71,10 @@ def _iso(value: Any) -> str:
     return value.isoformat() if value is not None and hasattr(value, "isoformat") else ("" if value is None else str(value))
 
 
-def _csv(columns: list[str], rows: list[dict[str, Any]]) -> bytes:
+def csv_bytes(columns: list[str], rows: list[dict[str, Any]], *, extra: str = "raise") -> bytes:
+    """UTF-8 CSV of ``rows`` (lists and dicts as JSON); ``extra="ignore"`` drops keys not in ``columns``."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="raise", lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction=extra, lineterminator="\n")
     writer.writeheader()
     for row in rows:
         writer.writerow({k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in row.items()})
@@ -148,11 +149,11 @@ def export_study(slug: str, *, engine: Engine | None = None) -> StudyExport:
         "counts": {"participants": len(participants), "responses": len(responses), "failed_attempts": len(attempts)},
     }
     files = {
-        "participants.csv": _csv(PARTICIPANT_COLUMNS, participant_rows),
-        "responses.csv": _csv(RESPONSE_COLUMNS, response_rows),
+        "participants.csv": csv_bytes(PARTICIPANT_COLUMNS, participant_rows),
+        "responses.csv": csv_bytes(RESPONSE_COLUMNS, response_rows),
         "responses.jsonl": jsonl.encode(),
-        "attempts.csv": _csv(ATTEMPT_COLUMNS, attempt_rows),
-        "data_dictionary.csv": _csv(DICTIONARY_COLUMNS, protocol.describe_fields()),
+        "attempts.csv": csv_bytes(ATTEMPT_COLUMNS, attempt_rows),
+        "data_dictionary.csv": csv_bytes(DICTIONARY_COLUMNS, protocol.describe_fields()),
         "study_config.json": json.dumps(config, indent=2, sort_keys=True, default=str).encode(),
     }
     if protocol.export_files is not None:

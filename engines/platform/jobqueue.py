@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -105,7 +105,7 @@ class JobContext:
 
     @property
     def result_dir(self) -> Path:
-        path = get_settings().data_dir / "jobs" / str(self.job_id)
+        path = job_dir(self.job_id)
         path.mkdir(parents=True, exist_ok=True)
         return path
 
@@ -247,11 +247,20 @@ def get_job(job_id: int, *, engine: Engine | None = None) -> Job:
         return job
 
 
-def list_jobs(*, limit: int = 50, kind: str | None = None, engine: Engine | None = None) -> list[Job]:
+def job_dir(job_id: int) -> Path:
+    """Where job ``job_id`` writes its files (``JobContext.result_dir`` creates it)."""
+    return get_settings().data_dir / "jobs" / str(int(job_id))
+
+
+def list_jobs(*, limit: int = 50, kind: str | None = None, kinds: Sequence[str] | None = None,
+              engine: Engine | None = None) -> list[Job]:
+    """The newest ``limit`` jobs, optionally of one ``kind`` or of any of ``kinds``."""
     with read_session(engine) as session:
         query = select(Job).order_by(Job.id.desc()).limit(limit)
         if kind:
             query = query.where(Job.kind == kind)
+        if kinds is not None:
+            query = query.where(Job.kind.in_(list(kinds)))
         return list(session.exec(query).all())
 
 

@@ -353,9 +353,9 @@ class Trial(Step):
                 # Freeze the interaction's thresholds: the stream's state now, read in this transaction.
                 key = stream_key(ctx)
                 params = ctx.condition_params
-                snapshot = support.stream_state(ctx.session, key, support.initial_state(params),
-                                                study_slug=ctx.study_slug, condition=ctx.condition,
-                                                calibration_size=support.calibration_size(params))
+                snapshot = store.open_stream(ctx.session, key, support.initial_state(params),
+                                             study_slug=ctx.study_slug, condition=ctx.condition,
+                                             calibration_size=support.calibration_size(params))
                 record.update(stream=key, q_harm=snapshot.state.q_harm, q_comp=snapshot.state.q_comp,
                               frozen_seq=snapshot.updates, calibrating=snapshot.calibrating)
             del items[index:]  # a resubmission never reaches here (the runtime stores a step once)

@@ -344,7 +344,7 @@ def test_matched_baseline_is_engine_independent(engine):
 
 
 def test_plain_errors_count_omissions_against_the_rules():
-    from engines.collab.simulate import plain_errors
+    from engines.collab.controller import errors_of_sets as plain_errors
 
     sets = np.array([[True, False, True], [False, False, True]])
     protect = np.array([[False, True, False], [False, False, False]])
