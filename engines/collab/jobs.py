@@ -37,9 +37,6 @@ REPORT_FILE = f"{COUNTER_STEM}_report.json"
 SCORES_FILE = f"{COUNTER_STEM}_scores.npz"
 
 
-job_folder = job_dir  # where a collab job's files are (engines.platform.jobqueue.job_dir)
-
-
 def counter_scores_path(job_id: int) -> Path:
     """The held-out scores file of a succeeded ``collab.train_counter`` job.
 

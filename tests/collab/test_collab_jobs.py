@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engines.collab import dashboard, jobs
+from engines.collab import dashboard
 from engines.platform import jobqueue
 from tests.helpers import QUICK_TRAINING, trained_counter_job
 
@@ -89,7 +89,7 @@ def test_train_counter_job_runs_in_a_child_process_and_writes_into_its_folder(st
     assert job.status == "succeeded", job.error
     assert job.worker == executor.worker and job.progress == 1.0
     assert "epoch 1/1: loss" in job.log  # progress reported per epoch
-    folder = jobs.job_folder(job_id)
+    folder = jobqueue.job_dir(job_id)
     for name in ("counter.pt", "counter_report.json", "counter_scores.npz", "counter_reliability.png",
                  "counter_accuracy.png"):
         assert (folder / name).is_file(), name
@@ -110,7 +110,7 @@ def test_simulate_and_sweep_use_the_scores_of_a_training_job(sqlite_db):
     from engines.collab.simulate import SimulationConfig, prepare
 
     job_id = trained_counter_job()
-    npz = jobs.job_folder(job_id) / "counter_scores.npz"
+    npz = jobqueue.job_dir(job_id) / "counter_scores.npz"
     scores = np.load(npz)
     npz_accuracy = float((scores["probs"].argmax(1) == scores["labels"]).mean())
     base = {"schedule": "stationary", "T": 3_000, "n_calibration": 200}
@@ -158,7 +158,7 @@ def test_bad_counter_job_ids_are_refused_with_the_reason(sqlite_db):
     trained = trained_counter_job()
     job_id = jobqueue.submit_job("collab.simulate", {"T": 300, "n_calibration": 50, "ai": "cnn",
                                                      "counter_job_id": trained})
-    (jobs.job_folder(trained) / "counter_scores.npz").unlink()
+    (jobqueue.job_dir(trained) / "counter_scores.npz").unlink()
     with pytest.raises(jobqueue.JobError, match="has no counter_scores.npz"):
         jobqueue.submit_job("collab.simulate", {"ai": "cnn", "counter_job_id": trained})
     assert jobqueue.run_job(job_id) == "failed"
@@ -170,7 +170,7 @@ def test_a_cancelled_training_job_stops_and_writes_no_model(sqlite_db):
     assert jobqueue.claim(job_id, "w")
     jobqueue.cancel_job(job_id)  # seen at the job's first progress report
     assert jobqueue.run_job(job_id, worker="w") == "cancelled"
-    assert not (jobs.job_folder(job_id) / "counter.pt").exists()
+    assert not (jobqueue.job_dir(job_id) / "counter.pt").exists()
     assert list(dashboard.ai_score_choices()) == ["synthetic", "shipped"]
 
 
