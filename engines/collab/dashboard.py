@@ -35,53 +35,20 @@ from plotly.subplots import make_subplots
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from engines.collab.controller import ControllerState, upper_bound
+from engines.collab.controller import ControllerState
 from engines.collab.models import ControllerStream, ControllerUpdate
+from engines.collab.rates import DEFAULT_WINDOW, bound_trace, denominators, rolling_rate, running_rate
 from engines.platform.db import read_session
 
 CONSTRAINTS = ("harm", "comp")
 CONSTRAINT_TITLES = {"harm": "Counterfactual harm (protect rule)", "comp": "Complementarity failure (supply rule)"}
 THRESHOLD_TITLES = {"harm": "q^H (harm threshold)", "comp": "q^C (complementarity threshold)"}
-DEFAULT_WINDOW = 500  # the precursor's rolling window W
+
 COLORS = {"online": "#1f77b4", "fixed": "#d62728", "stream": "#1f77b4"}
 
 
 class ResultFileError(ValueError):
     """An uploaded or stored result JSON is not a ``simulate`` or ``sweep`` result; the message says why."""
-
-
-# RATES
-
-def running_rate(errors: np.ndarray, denominators: np.ndarray | None = None) -> np.ndarray:
-    """Prefix violation rate: (1/n_t) Σ_{s<=t} err_s, with n_t = t (or ``denominators``, e.g. firing counts).
-
-    Examples::
-
-        >>> running_rate(np.array([1, 0, 0, 1])).tolist()
-        [1.0, 0.5, 0.3333333333333333, 0.5]
-    """
-    errors = np.asarray(errors, dtype=float)
-    n_t = np.arange(1, len(errors) + 1) if denominators is None else np.asarray(denominators, dtype=float)
-    return np.divide(np.cumsum(errors), n_t, out=np.zeros(len(errors)), where=n_t > 0)
-
-
-def rolling_rate(errors: np.ndarray, window: int = DEFAULT_WINDOW, centred: bool = True) -> np.ndarray:
-    """Local violation rate over a window of ``window`` interactions (shorter at the edges).
-
-    ``centred``: interactions t − ⌊W/2⌋ … t + ⌈W/2⌉ − 1 (the precursor's plots); otherwise the
-    trailing window t − W + 1 … t (what ``simulate`` reports as ``local_*``; usable live).
-    """
-    if window < 1:
-        raise ValueError(f"window must be >= 1, got {window!r}")
-    errors = np.asarray(errors, dtype=float)
-    T = len(errors)
-    cum = np.concatenate([[0.0], np.cumsum(errors)])  # cum[i] = Σ_{s<i} err_s
-    idx = np.arange(T)
-    if centred:
-        lo, hi = np.maximum(idx - window // 2, 0), np.minimum(idx - window // 2 + window, T)
-    else:
-        lo, hi = np.maximum(idx - window + 1, 0), idx + 1
-    return (cum[hi] - cum[lo]) / np.maximum(hi - lo, 1)
 
 
 @dataclass
@@ -144,15 +111,10 @@ def traces_from_errors(err: dict[str, np.ndarray], thresholds: dict[str, np.ndar
     for name, step_size, alpha, q1 in (("harm", state.step_harm, cfg.alpha_harm, state.q1_harm),
                                        ("comp", state.step_comp, cfg.alpha_comp, state.q1_comp)):
         e = np.asarray(err[name], dtype=float)
-        n_t = np.cumsum(np.asarray(fired[name], dtype=float)) if (cfg.conditional and fired) else t.astype(float)
+        n_t = denominators(T, fired[name] if (cfg.conditional and fired) else None)
         running[name] = running_rate(e, n_t)
         local[name] = rolling_rate(e, min(window, max(T, 1)), centred=centred) if T else np.zeros(0)
-        if step_size > 0:
-            # upper_bound(n) = upper_bound(1)/n: one call, then vectorised (inf before anything counted)
-            per_one = upper_bound(1, step_size, alpha, q1, cfg.score_bound, delay=delay)
-            bound[name] = np.divide(per_one, n_t, out=np.full(T, np.inf), where=n_t > 0)
-        else:
-            bound[name] = None
+        bound[name] = bound_trace(n_t, step_size, alpha, q1, cfg.score_bound, delay=delay)
     return RateTraces(label=label, t=t, running=running, local=local,
                       thresholds={k: np.asarray(v, dtype=float) for k, v in thresholds.items()},
                       target={"harm": cfg.alpha_harm, "comp": cfg.alpha_comp}, bound=bound,

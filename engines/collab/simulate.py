@@ -68,6 +68,7 @@ from engines.collab.humans import (
     human_preset,
     make_schedule,
 )
+from engines.collab.rates import bound_trace, denominators, rolling_rate, running_rate
 from engines.collab.rules import Prefix, Rule, fast_encoding, make_rule
 
 try:  # numba makes the fast path ~500x faster; without it the same function runs as plain Python
@@ -862,13 +863,11 @@ def summarise(run: RunTrace, labels: np.ndarray, config: SimulationConfig) -> Co
     for name, err, fired, step_size, alpha, q1 in (
             ("harm", run.err_harm, run.fired_harm, state.step_harm, cfg.alpha_harm, state.q1_harm),
             ("comp", run.err_comp, run.fired_comp, state.step_comp, cfg.alpha_comp, state.q1_comp)):
-        cum_err = np.cumsum(err)
-        n_t = np.cumsum(fired) if cfg.conditional else np.arange(1, T + 1)
-        running = np.divide(cum_err, n_t, out=np.zeros(T), where=n_t > 0)
+        n_t = denominators(T, fired if cfg.conditional else None)
+        running = running_rate(err, n_t)
         rates[name] = float(running[-1])
-        if step_size > 0:
-            slack = upper_bound(1, step_size, alpha, q1, cfg.score_bound, delay=delay)  # bound(n) = bound(1)/n
-            bound_t = np.divide(slack, n_t, out=np.full(T, np.inf), where=n_t > 0)
+        bound_t = bound_trace(n_t, step_size, alpha, q1, cfg.score_bound, delay=delay)
+        if bound_t is not None:
             bounds[name] = upper_bound(int(n_t[-1]), step_size, alpha, q1, cfg.score_bound, delay=delay)
             within[name] = bool(rates[name] <= alpha + bounds[name] + 1e-12)
             valid = n_t > 0
@@ -877,8 +876,7 @@ def summarise(run: RunTrace, labels: np.ndarray, config: SimulationConfig) -> Co
             bounds[name] = bounds[name] if math.isfinite(bounds[name]) else None
         else:
             bounds[name] = within[name] = excess[name] = None
-        window = min(config.window, T)
-        local = (cum_err - np.concatenate([np.zeros(window), cum_err[:-window]])) / np.minimum(np.arange(1, T + 1), window)
+        local = rolling_rate(err, min(config.window, T), centred=False)
         trace[f"violation_{name}"] = running[checkpoints - 1].tolist()
         trace[f"local_{name}"] = local[checkpoints - 1].tolist()
     trace["q_harm"] = run.q_harm[checkpoints - 1].tolist()
