@@ -11,6 +11,7 @@ from engines.platform import jobqueue, study_admin
 from engines.platform.export import export_study
 from engines.platform.panels import LinkError
 from engines.platform.runtime import StudyError
+from engines.platform.settings import get_settings
 from pages import _ui as ui
 
 PAGE = {"title": "Collaboration dashboard", "group": "Research", "roles": ["researcher"],
@@ -249,7 +250,7 @@ def use_scores(key: str) -> None:
     st.session_state["collab-ai"] = key  # the simulation form's "AI scores" select
 
 
-trained = {key: label for key, label in dashboard.ai_score_choices().items() if key.startswith("job:")}
+trained = {key: label for key, label in ai_choices.items() if key.startswith("job:")}
 if trained:
     counter_key = st.selectbox("Trained model", list(trained), key="collab-counter-job", format_func=trained.get)
     try:
@@ -268,6 +269,14 @@ if trained:
 # RESULT FIGURES: a finished job, or an uploaded result JSON
 
 st.header("Result figures")
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def finished_job_result(job_id: int, database_url: str) -> tuple[str, dict, bytes]:
+    """A succeeded job's result file (it never changes), read and validated once per database and job."""
+    return dashboard.job_result(job_id)
+
+
 finished = dashboard.collab_jobs(limit=50)
 finished = finished[finished["status"] == "succeeded"]
 source = st.radio("Result from", ["finished job", "uploaded file"], horizontal=True, key="collab-source")
@@ -279,7 +288,7 @@ if source == "finished job":
         job_id = st.selectbox("Job", finished["id"].tolist(), key="collab-job",
                               format_func=lambda i: f"#{i} {finished.set_index('id').loc[i, 'kind']}")
         try:
-            _, data, raw = dashboard.job_result(int(job_id))
+            _, data, raw = finished_job_result(int(job_id), str(get_settings().database_url))
         except dashboard.ResultFileError as exc:
             st.error(str(exc))
 else:
