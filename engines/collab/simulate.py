@@ -908,20 +908,41 @@ class Prepared:
     calibration_n: int
 
 
-def prepare(config: SimulationConfig) -> Prepared:
-    """Draw cases and humans (seeded, vectorised) and calibrate the initial thresholds on a pilot batch.
+@dataclass
+class Drawn:
+    """The part of ``prepare`` that does not depend on the targets: cases, humans and the pilot batch.
 
-    The pilot has n_calibration cases with the first interaction's person (never adversarial: a
-    pilot is run with honest participants). Calibration starts from the human-alone round 1 and
-    then, ``calibration_passes`` times, replays the pilot's multi-round interactions at the current
-    (frozen) thresholds and recalibrates on their critical scores.
+    A sweep draws it once and calibrates every cell of its grid on it (common random numbers).
     """
+
+    cases: AICases
+    params: ParamTrack
+    draws: HumanDraws
+    cal_cases: AICases
+    cal_params: ParamTrack
+    cal_draws: HumanDraws
+    cal_masks: tuple[np.ndarray, np.ndarray]  # round-1 protect and supply masks of the pilot
+    protect: Rule
+    supply: Rule
+    shift_points: list[int]
+    description: str
+
+
+def require_parametric(config: SimulationConfig) -> None:
+    """The array-based loops play parametric humans only; an LLM human has its own runner."""
+    if config.human == LLM_HUMAN:
+        raise ValueError("the LLM human needs a chat backend: run engines.collab.llm_simulate.simulate_llm "
+                         "(command line: simulate --human llm --llm-base-url URL --llm-model NAME, or --llm-local PATH)")
+
+
+def draw(config: SimulationConfig) -> Drawn:
+    """Draw cases and humans, seeded and vectorised (``prepare`` without the calibration)."""
+    require_parametric(config)
     ai_seed, cal_seed, schedule_seed, human_seed = np.random.SeedSequence(config.seed).spawn(4)
     ai = make_ai_source(config.ai, config.ai_scores, config.n_labels, config.task, config.ddxplus_dir,
                         limit=config.T + config.n_calibration)
     ai_rng = np.random.default_rng(ai_seed)
     protect, supply = config.rules()
-    engine = config.resolved_engine()
     track = make_schedule(config.schedule_config(), config.T, human_preset(config.human),
                           np.random.default_rng(schedule_seed))
     description = track.description
@@ -940,21 +961,35 @@ def prepare(config: SimulationConfig) -> Prepared:
     cal_params = ParamTrack.constant(pilot, config.n_calibration)
     cal_draws = draw_humans(cal_cases.labels, cal_cases.difficulty, cal_params, config.rounds, config.n_labels,
                             np.random.default_rng(cal_seed))
-    p_masks, s_masks = calibration_masks(cal_cases, cal_params, cal_draws, protect, supply)
+    cal_masks = calibration_masks(cal_cases, cal_params, cal_draws, protect, supply)
+    draws = draw_humans(cases.labels, cases.difficulty, track.params, config.rounds, config.n_labels,
+                        np.random.default_rng(human_seed))
+    return Drawn(cases, track.params, draws, cal_cases, cal_params, cal_draws, cal_masks, protect, supply,
+                 track.shift_points, description)
+
+
+def prepare(config: SimulationConfig, drawn: Drawn | None = None) -> Prepared:
+    """Draw cases and humans (``draw``, unless given) and calibrate the initial thresholds on a pilot batch.
+
+    The pilot has n_calibration cases with the first interaction's person (never adversarial: a
+    pilot is run with honest participants). Calibration starts from the human-alone round 1 and
+    then, ``calibration_passes`` times, replays the pilot's multi-round interactions at the current
+    (frozen) thresholds and recalibrates on their critical scores.
+    """
+    d = drawn if drawn is not None else draw(config)
+    engine = config.resolved_engine()
     controller_config = config.controller_config()
     # A rule may never fire in round 1 (held_for_rounds): the conditional variant's π̂ then comes from the replays.
     first = controller_config if config.calibration_passes == 0 else dataclasses.replace(controller_config,
                                                                                           conditional=False)
-    state = calibrate(first, cal_cases.scores, cal_cases.labels, p_masks, s_masks)
-    s_true = cal_cases.scores[np.arange(config.n_calibration), cal_cases.labels]
+    state = calibrate(first, d.cal_cases.scores, d.cal_cases.labels, *d.cal_masks)
+    s_true = d.cal_cases.scores[np.arange(config.n_calibration), d.cal_cases.labels]
     for _ in range(config.calibration_passes):
-        replay = run_controller(cal_cases, cal_draws, cal_params, protect, supply, fixed_baseline(state),
+        replay = run_controller(d.cal_cases, d.cal_draws, d.cal_params, d.protect, d.supply, fixed_baseline(state),
                                 config.rounds, engine)
         state = calibrate_critical(controller_config, np.where(replay.fired_harm, s_true, -np.inf),
                                    np.where(replay.fired_comp, s_true, -np.inf))
-    draws = draw_humans(cases.labels, cases.difficulty, track.params, config.rounds, config.n_labels,
-                        np.random.default_rng(human_seed))
-    return Prepared(cases, track.params, draws, state, protect, supply, track.shift_points, description,
+    return Prepared(d.cases, d.params, d.draws, state, d.protect, d.supply, d.shift_points, d.description,
                     config.n_calibration)
 
 
@@ -981,23 +1016,24 @@ def matched_baseline(state: ControllerState, online: RunTrace, cases: AICases) -
     return fixed_baseline(dataclasses.replace(state, q_comp=q, q1_comp=q))
 
 
-def simulate(config: SimulationConfig, progress: bool = False, on_progress=None) -> SimulationResult:
+def simulate(config: SimulationConfig, progress: bool = False, on_progress=None,
+             drawn: Drawn | None = None) -> SimulationResult:
     """Run ``config``: the online controller and (``with_fixed``) the fixed baseline on the same draws,
     and (``with_matched``) the rule-blind conformal set matched in coverage (``matched_baseline``).
 
     ``on_progress(fraction)``, if given, is called as interactions finish (a background job reports it).
+    ``drawn``: cases and humans already drawn for a config that differs from this one only in its
+    targets (``run_sweep``); by default they are drawn here.
     """
     from tqdm import tqdm
 
-    if config.human == LLM_HUMAN:
-        raise ValueError("the LLM human needs a chat backend: run engines.collab.llm_simulate.simulate_llm "
-                         "(command line: simulate --human llm --llm-base-url URL --llm-model NAME, or --llm-local PATH)")
+    require_parametric(config)
     engine = config.resolved_engine()
     if engine == "fast":
         for rule in config.rules():
             fast_encoding(rule)  # ValueError naming a custom rule
     started = time.perf_counter()
-    prepared = prepare(config)
+    prepared = prepare(config, drawn)
     runs = {"online": prepared.state}
     if config.with_fixed:
         runs["fixed"] = fixed_baseline(prepared.state)

@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engines.collab.simulate import SimulationConfig, add_common_arguments, config_from_args, simulate, write_json
+from engines.collab.simulate import (
+    SimulationConfig,
+    add_common_arguments,
+    config_from_args,
+    draw,
+    simulate,
+    write_json,
+)
 
 DEFAULT_HARM_GRID = (0.01, 0.02, 0.05, 0.1, 0.2)
 DEFAULT_COMP_GRID = (0.02, 0.05, 0.1, 0.15)
@@ -115,6 +122,7 @@ def run_sweep(config: SweepConfig, progress: bool = False, on_progress=None) -> 
     wall = 0.0
     result = None
     grid = [(h, c) for h in config.alpha_harm_grid for c in config.alpha_comp_grid]
+    drawn = draw(config.base)  # the cells differ only in their targets: one draw serves them all
     with tqdm(grid, desc="sweep", unit="cell", file=sys.stderr, disable=None if progress else True,
               leave=False) as bar:
         for i, (alpha_harm, alpha_comp) in enumerate(bar):
@@ -122,7 +130,7 @@ def run_sweep(config: SweepConfig, progress: bool = False, on_progress=None) -> 
             message = f"cell {i + 1}/{len(grid)}: alpha_harm={alpha_harm:g}, alpha_comp={alpha_comp:g}"
             if on_progress is not None:
                 on_progress(i / len(grid), message)
-            result = simulate(cfg, on_progress=None if on_progress is None else (
+            result = simulate(cfg, drawn=drawn, on_progress=None if on_progress is None else (
                 lambda f, i=i: on_progress((i + f) / len(grid), None)))
             wall += result.wall_s
             on = result.online
