@@ -320,16 +320,7 @@ def run_llm(cases: list[LLMCase], state: ControllerState, protect: Rule, supply:
         interaction = play(person(t, case), ai, rounds)
         errors = interaction_errors(np.array(ai.scores), y, np.array(ai.protects), np.array(ai.supplies), q_h, q_c)
         ctl.update(errors.err_harm, errors.err_comp, errors.fired_harm, errors.fired_comp)
-        sequence = interaction.answers  # a_1..a_{n+1}: the last is the final answer
-        changes = [i for i in range(1, len(sequence)) if sequence[i] != sequence[i - 1]]
-        out.err_harm[t], out.err_comp[t] = errors.err_harm, errors.err_comp
-        out.fired_harm[t], out.fired_comp[t] = errors.fired_harm, errors.fired_comp
-        out.q_harm[t], out.q_comp[t] = q_h, q_c
-        out.answer_first[t], out.answer_final[t] = sequence[0], sequence[-1]
-        out.rounds[t] = len(interaction.ai_sets)
-        out.stabilise[t] = (changes[-1] if changes else 0) + 1
-        out.set_size[t] = int(errors.sets.sum())
-        out.covered[t] = int(errors.sets[:, y].sum())
+        out.record(t, errors, interaction.answers, y, q_h, q_c)  # a_1..a_{n+1}: the last is the final answer
         part = reply_counts(interaction.records)
         _add(counts, part)
         records.append(interaction_record(t, case, interaction, errors, q_h, q_c, part, keep_replies=t < transcripts))

@@ -48,6 +48,7 @@ import numpy as np
 from engines.collab.controller import (
     ControllerConfig,
     ControllerState,
+    InteractionErrors,
     OnlineController,
     calibrate,
     calibrate_critical,
@@ -461,6 +462,20 @@ class RunTrace:
         b, f, i = (lambda: np.zeros(T, dtype=np.bool_)), (lambda: np.zeros(T)), (lambda: np.zeros(T, dtype=np.int64))
         return cls(b(), b(), b(), b(), f(), f(), i(), i(), i(), i(), i(), i(), state)
 
+    def record(self, t: int, errors: InteractionErrors, sequence: list[int], label: int, q_harm: float,
+               q_comp: float) -> None:
+        """Store interaction t: its errors and sets, the thresholds it used, and its answers a_1..a_{n+1}
+        (one per set shown, then the final one)."""
+        changes = [i for i in range(1, len(sequence)) if sequence[i] != sequence[i - 1]]
+        self.err_harm[t], self.err_comp[t] = errors.err_harm, errors.err_comp
+        self.fired_harm[t], self.fired_comp[t] = errors.fired_harm, errors.fired_comp
+        self.q_harm[t], self.q_comp[t] = q_harm, q_comp
+        self.answer_first[t], self.answer_final[t] = sequence[0], sequence[-1]
+        self.rounds[t] = len(sequence) - 1
+        self.stabilise[t] = (changes[-1] if changes else 0) + 1
+        self.set_size[t] = int(errors.sets.sum())
+        self.covered[t] = int(errors.sets[:, label].sum())
+
     def arrays(self) -> dict[str, np.ndarray]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "final_state"}
 
@@ -816,16 +831,7 @@ def run_reference(cases: AICases, draws: HumanDraws, params: ParamTrack, protect
         errors = (errors_of_sets(np.array(ai_sets), y, np.array(protects), np.array(supplies)) if plain else
                   frozen.interaction_errors(s, y, np.array(protects), np.array(supplies)))
         ctl.update(errors.err_harm, errors.err_comp, errors.fired_harm, errors.fired_comp)
-        sequence = answers + [human.answer()]  # a_1..a_{n+1}: the last is the final answer
-        changes = [i for i in range(1, len(sequence)) if sequence[i] != sequence[i - 1]]
-        out.err_harm[t], out.err_comp[t] = errors.err_harm, errors.err_comp
-        out.fired_harm[t], out.fired_comp[t] = errors.fired_harm, errors.fired_comp
-        out.q_harm[t], out.q_comp[t] = q_h, q_c
-        out.answer_first[t], out.answer_final[t] = answers[0], sequence[-1]
-        out.rounds[t] = len(answers)
-        out.stabilise[t] = (changes[-1] if changes else 0) + 1
-        out.set_size[t] = int(errors.sets.sum())
-        out.covered[t] = int(errors.sets[:, y].sum())
+        out.record(t, errors, answers + [human.answer()], y, q_h, q_c)  # the last answer is the final one
         if on_progress is not None:
             on_progress(1)
     out.final_state = ctl.state
