@@ -353,7 +353,8 @@ def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progre
         metrics: dict[str, dict] = {}
         scores_seed = _stream_seed(config.seed, "scores")
         scores = generate_batch(scores_seed, config.scores_size, difficulty=None)
-        score_probs = torch.softmax(_logits(model, scores.images, device), dim=1).numpy()
+        score_logits = _logits(model, scores.images, device)  # temperature-scaled; reused for T = 1 below
+        score_probs = torch.softmax(score_logits, dim=1).numpy()
         metrics["overall"] = asdict(EvalMetrics.of(score_probs, scores.counts))
         for name in DIFFICULTY_PRESETS:
             test = generate_batch(_stream_seed(config.seed, f"test-{name}"), config.test_size, difficulty=name)
@@ -365,7 +366,7 @@ def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progre
             metrics[f"difficulty {low:.2f}-{min(high, 1.0):.2f}"] = asdict(
                 EvalMetrics.of(score_probs[mask], scores.counts[mask]))
         metrics["uncalibrated (T=1) overall"] = asdict(EvalMetrics.of(
-            torch.softmax(_logits(model, scores.images, device) * temperature, dim=1).numpy(), scores.counts))
+            torch.softmax(score_logits * temperature, dim=1).numpy(), scores.counts))
 
         model = model.to(memory_format=torch.contiguous_format)
         weights_path = save_counter(model, out)
