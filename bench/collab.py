@@ -3,13 +3,13 @@
 Requirement: at least 100,000 simulated interactions/s for the parametric human with the AI's
 scores precomputed, in one process. One interaction = up to R rounds of (human answer and set,
 protect/supply rules, two-threshold AI set, human revision), then the truth, the two violations
-and the threshold update (``engines.collab.simulate``).
+and the threshold update (``engines.collab.simulate``, loops in ``loop_fast`` and ``loop_reference``).
 
 Timed, after a warm-up run (numba compiles, or loads its cache, on first use):
 
 - ``end_to_end`` (the headline): drawing the humans' randomness for T interactions (vectorised
   numpy), the online controller's loop over them, and the metrics (running rates and bounds);
-- ``loop_only``: the sequential loop alone (``run_fast``);
+- ``loop_only``: the sequential loop alone (``loop_fast.run_fast``);
 - ``reference``: the readable one-interaction-at-a-time path on a smaller T, for comparison.
 
 Also measured: the latency of one controller update inside a database transaction
@@ -86,7 +86,10 @@ def run(args: argparse.Namespace) -> dict:
     from tqdm import tqdm
 
     from engines.collab import simulate as sim
+    from engines.collab.ai_sources import AICases
     from engines.collab.humans import ParamTrack, draw_humans
+    from engines.collab.loop_fast import COMPILED, run_fast
+    from engines.collab.loop_reference import run_parametric
     from engines.platform.provenance import code_version
 
     T = args.T or (QUICK_T if args.quick else FULL_T)
@@ -100,24 +103,24 @@ def run(args: argparse.Namespace) -> dict:
 
     def end_to_end():
         draws = draw_humans(p.cases.labels, p.cases.difficulty, p.params, config.rounds, config.n_labels, human_rng)
-        trace = sim.run_fast(p.cases, draws, p.params, p.protect, p.supply, p.state, config.rounds)
+        trace = run_fast(p.cases, draws, p.params, p.protect, p.supply, p.state, config.rounds)
         return sim.summarise(trace, p.cases.labels, config)
 
     def loop_only():
-        return sim.run_fast(p.cases, p.draws, p.params, p.protect, p.supply, p.state, config.rounds)
+        return run_fast(p.cases, p.draws, p.params, p.protect, p.supply, p.state, config.rounds)
 
     head = slice(0, reference_T)
-    small_cases = sim.AICases(p.cases.probs[head], p.cases.labels[head], p.cases.difficulty[head])
+    small_cases = AICases(p.cases.probs[head], p.cases.labels[head], p.cases.difficulty[head])
     small_params = ParamTrack.constant(p.params.at(0), reference_T)  # stationary: every t has the same person
     small_draws = draw_humans(small_cases.labels, small_cases.difficulty, small_params, config.rounds,
                               config.n_labels, np.random.default_rng(args.seed))
 
     def reference():
-        return sim.run_reference(small_cases, small_draws, small_params, p.protect, p.supply, p.state, config.rounds)
+        return run_parametric(small_cases, small_draws, small_params, p.protect, p.supply, p.state, config.rounds)
 
     with tqdm(total=1 + 3 * repeats, desc=NAME, unit="run", file=sys.stderr, disable=None) as bar:
         warm_started = time.perf_counter()
-        sim.run_fast(small_cases, small_draws, small_params, p.protect, p.supply, p.state, config.rounds)
+        run_fast(small_cases, small_draws, small_params, p.protect, p.supply, p.state, config.rounds)
         warm_s = time.perf_counter() - warm_started
         bar.update(1)
         e2e_s, summary = _timed(end_to_end, repeats, bar)
@@ -137,7 +140,7 @@ def run(args: argparse.Namespace) -> dict:
         "headline": {"label": "end to end: human draws + online loop + metrics", **headline},
         "goal": {"interactions_per_s": GOAL_PER_S, "met": headline["pass"]},
         "results": results,
-        "compiled": sim.COMPILED,  # numba present (else the fast path runs as plain Python)
+        "compiled": COMPILED,  # numba present (else the fast path runs as plain Python)
         "warmup_s": round(warm_s, 3),
         "sanity": {"violation_rate": summary.violation_rate, "bound": summary.bound, "accuracy": summary.accuracy},
         "config": {"quick": args.quick, "T": T, "rounds": config.rounds, "repeats": repeats, "seed": args.seed,

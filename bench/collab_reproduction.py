@@ -39,7 +39,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench._results import write_result  # noqa: E402 - needs the repository on sys.path
-from engines.collab import dashboard  # noqa: E402
+from engines.collab import plots, rate_traces  # noqa: E402
 from engines.collab.humans import SCHEDULES  # noqa: E402
 from engines.collab.simulate import SimulationConfig, SimulationResult, simulate  # noqa: E402
 from engines.collab.sweep import (  # noqa: E402
@@ -71,7 +71,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _worst_deviation(summary) -> float:
-    return max(abs(summary.violation_rate[k] - summary.target[k]) for k in dashboard.CONSTRAINTS)
+    return max(abs(summary.violation_rate[k] - summary.target[k]) for k in rate_traces.CONSTRAINTS)
 
 
 def claim_online_vs_fixed(T: int, seed: int) -> tuple[dict, dict[str, SimulationResult]]:
@@ -154,24 +154,24 @@ def check_delayed_updates(T: int, seed: int, overlaps=OVERLAPS) -> dict:
             "schedule": "drift", "overlaps": rows, "holds": holds}
 
 
-# FIGURES (matplotlib: static PNGs for the README; the dashboard draws the same with plotly)
+# FIGURES (matplotlib: static PNGs for the README; engines.collab.plots draws the same with plotly)
 
-def _thin(traces: dashboard.RateTraces, points: int = PLOT_POINTS) -> dashboard.RateTraces:
+def _thin(traces: rate_traces.RateTraces, points: int = PLOT_POINTS) -> rate_traces.RateTraces:
     idx = np.unique(np.linspace(0, len(traces.t) - 1, min(points, len(traces.t))).round().astype(int))
 
     def pick(d):
         return {k: (None if v is None else v[idx]) for k, v in d.items()}
 
-    return dashboard.RateTraces(traces.label, traces.t[idx], pick(traces.running), pick(traces.local),
-                                pick(traces.thresholds), traces.target, pick(traces.bound), traces.local_kind)
+    return rate_traces.RateTraces(traces.label, traces.t[idx], pick(traces.running), pick(traces.local),
+                                  pick(traces.thresholds), traces.target, pick(traces.bound), traces.local_kind)
 
 
-def _run_traces(result: SimulationResult, which: str) -> dashboard.RateTraces:
+def _run_traces(result: SimulationResult, which: str) -> rate_traces.RateTraces:
     run = result.runs[which]
-    traces = dashboard.traces_from_errors({"harm": run.err_harm, "comp": run.err_comp},
-                                          {"harm": run.q_harm, "comp": run.q_comp}, run.final_state,
-                                          fired={"harm": run.fired_harm, "comp": run.fired_comp}, label=which,
-                                          window=WINDOW, centred=True)
+    traces = rate_traces.traces_from_errors({"harm": run.err_harm, "comp": run.err_comp},
+                                            {"harm": run.q_harm, "comp": run.q_comp}, run.final_state,
+                                            fired={"harm": run.fired_harm, "comp": run.fired_comp}, label=which,
+                                            window=WINDOW, centred=True)
     return _thin(traces)
 
 
@@ -181,7 +181,7 @@ def plot_schedule(result: SimulationResult, path: Path) -> None:
     runs = [_run_traces(result, "online"), _run_traces(result, "fixed")]
     colors = {"online": "tab:blue", "fixed": "tab:red"}
     fig, axes = plt.subplots(2, 2, figsize=(13, 8), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
-    for col, name in enumerate(dashboard.CONSTRAINTS):
+    for col, name in enumerate(rate_traces.CONSTRAINTS):
         ax = axes[0, col]
         online = runs[0]
         target = online.target[name]
@@ -197,13 +197,13 @@ def plot_schedule(result: SimulationResult, path: Path) -> None:
             ax.plot(r.t, r.running[name], color=colors[r.label], lw=2, label=f"{r.label}: running rate")
         ax.axhline(target, color="black", ls="--", lw=1.2, label=f"target α = {target:g}")
         ax.set_ylim(0, ymax)
-        ax.set_title(dashboard.CONSTRAINT_TITLES[name])
+        ax.set_title(plots.CONSTRAINT_TITLES[name])
         ax.set_ylabel("violation rate")
         tax = axes[1, col]
         for r in runs:
             tax.plot(r.t, r.thresholds[name], color=colors[r.label], lw=0.8 if r.label == "online" else 1.8,
                      label=r.label)
-        tax.set_title(dashboard.THRESHOLD_TITLES[name])
+        tax.set_title(plots.THRESHOLD_TITLES[name])
         tax.set_ylabel("threshold (score units)")
         tax.set_xlabel("interaction t")
         for point in result.shift_points:

@@ -224,3 +224,24 @@ def jobs_table(frame, empty_message: str) -> None:
         return
     st.dataframe(frame, hide_index=True, width="stretch",
                  column_config={"progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0)})
+
+
+def rule_picker(role: str, default: str, prefix: str = "rule") -> tuple[str, dict]:
+    """A registered collaboration rule for ``role`` ("protect" or "supply") and its typed parameters.
+
+    Researchers pick rules by name and fill in their declared parameters; they never type code.
+    Widget keys: ``<prefix>-<role>`` for the rule, ``<prefix>-<role>-<param>`` for each parameter.
+    """
+    from engines.collab import rules
+
+    names = rules.available_rules(role)
+    name = st.selectbox(f"{role.capitalize()} rule", names, index=names.index(default), key=f"{prefix}-{role}",
+                        help=rules.rule_schema(default)["doc"])
+    params = {}
+    for param in rules.rule_schema(name)["params"]:
+        number = float if param["type"] == "float" else int
+        params[param["name"]] = st.number_input(
+            f"{name}: {param['name']}", value=number(param["default"]), help=param.get("help"),
+            min_value=number(param["min"]) if "min" in param else None,
+            max_value=number(param["max"]) if "max" in param else None, key=f"{prefix}-{role}-{param['name']}")
+    return name, params

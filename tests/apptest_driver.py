@@ -26,7 +26,7 @@ def page_as(page: str | Path, role: str | None, *, query_params: dict | None = N
     """Open and run ``page`` in AppTest logged in as a new account with ``role`` (``None``: anonymous).
 
     ``page`` is a file (``APP`` for the whole app with its menu) or the name of one in ``pages/``
-    ("collab_dashboard"); ``query_params`` (a study link's) are set before the run.
+    ("collab_simulations"); ``query_params`` (a study link's) are set before the run.
     """
     path = page if isinstance(page, Path) or page.endswith(".py") else ROOT / "pages" / f"{page}.py"
     at = AppTest.from_file(str(path), default_timeout=60)

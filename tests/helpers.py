@@ -30,8 +30,9 @@ def run_threads(target, n: int) -> None:
 
 def trained_counter_job() -> int:
     """A quick collab.train_counter job run in this process (a few seconds)."""
+    from engines.collab.jobs import TRAIN_COUNTER
     from engines.platform import jobqueue
 
-    job_id = jobqueue.submit_job("collab.train_counter", QUICK_TRAINING)
+    job_id = jobqueue.submit_job(TRAIN_COUNTER, QUICK_TRAINING)
     assert jobqueue.run_job(job_id) == "succeeded", jobqueue.get_job(job_id).error
     return job_id

@@ -9,9 +9,21 @@ humans and cases. Upstream references: the precursor arXiv:2510.23476 and its co
 (nooranisima/Human-AI-Collaborative-UQ), conformal PID / quantile tracking (Angelopoulos,
 Candès, Tibshirani 2023), Rolling Risk Control (Feldman et al. 2023). See ``shared/specs/collab.md``.
 
-Modules: ``shapes`` (the pictorial shape-counting task), ``counter`` (the CNN that counts),
-``rules`` (harm / complementarity label rules), ``controller`` (the online two-threshold
-controller and its bound), ``humans`` (simulated collaborators and shift schedules),
-``medical`` (the synthetic DDXPlus-style diagnosis task and the DDXPlus loader), ``llm_human`` (a
-language model as the collaborator), ``simulate`` / ``llm_simulate`` / ``sweep`` (the CLI experiments).
+Modules, one job each:
+
+- the task and the AI: ``shapes`` (the pictorial shape-counting task), ``counter`` /
+  ``counter_training`` (the CNN that counts), ``medical`` (the synthetic DDXPlus-style diagnosis task
+  and the DDXPlus loader), ``ai_sources`` (the AI's probabilities per task for simulations);
+- the method: ``rules`` (harm / complementarity label rules, a registry), ``controller`` (the online
+  two-threshold controller and its bounds), ``rates`` (running and local rates, the band over time);
+- the collaborators: ``humans`` (parametric humans and shift schedules), ``llm_human`` (a language
+  model as the collaborator, its chat backends);
+- simulations: ``loop_reference`` (one interaction at a time over a ``Collaborator``),
+  ``loop_fast`` (the same loop compiled), ``trace``, ``simulate`` (the experiment, its config and
+  result), ``sweep`` (a grid of targets), ``llm_simulate`` (the LLM collaborator's run),
+  ``result_files`` (the result JSON, read back);
+- storage and studies: ``models`` (tables), ``store`` (one controller stream per condition in the
+  database, its audit and queries), ``study/`` (what the crowdsourced study needs);
+- the surfaces: ``plots`` and ``rate_traces`` (figures), ``jobs`` (background jobs), ``cli`` and
+  ``__main__`` (``python -m engines.collab``).
 """

@@ -1,7 +1,10 @@
 """Command line of the collaboration engine: ``python -m engines.collab --help``.
 
-Each command lives in its own module, which exposes ``add_arguments(parser)`` and
-``run(args) -> dict``; this file only dispatches and prints (``--json`` for scripts).
+Each command is a pair ``add_arguments(parser)`` / ``run(args) -> dict``: ``simulate`` and ``sweep``
+in ``engines.collab.cli`` (their options come from the config dataclasses), ``train-counter`` in
+``engines.collab.counter_training``. This file discovers the registries the way a job worker and
+the app do (``engines.platform.discovery.discover_all``: a study's rule is known here too), then
+dispatches and prints (``--json`` for scripts).
 """
 
 from __future__ import annotations
@@ -11,10 +14,16 @@ import importlib
 import json
 import sys
 
+from engines.platform.discovery import discover_all
+
+# name: (module, its add_arguments, its run, help)
 COMMANDS = {
-    "train-counter": ("engines.collab.counter_training", "train the shape-counting CNN and write its weights"),
-    "simulate": ("engines.collab.simulate", "run T simulated interactions under online control"),
-    "sweep": ("engines.collab.sweep", "final human accuracy over a grid of targets"),
+    "train-counter": ("engines.collab.counter_training", "add_arguments", "run",
+                      "train the shape-counting CNN and write its weights"),
+    "simulate": ("engines.collab.cli", "add_simulate_arguments", "run_simulate",
+                 "run T simulated interactions under online control"),
+    "sweep": ("engines.collab.cli", "add_sweep_arguments", "run_sweep_command",
+              "final human accuracy over a grid of targets"),
 }
 
 
@@ -22,18 +31,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engines.collab", description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, (module_name, help_text) in COMMANDS.items():
+    for name, (module_name, add_name, run_name, help_text) in COMMANDS.items():
         module = importlib.import_module(module_name)
-        command = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text).strip().splitlines()[0])
-        module.add_arguments(command)
-        command.set_defaults(module=module)
+        run = getattr(module, run_name)
+        command = sub.add_parser(name, help=help_text, description=(run.__doc__ or help_text).strip().splitlines()[0])
+        getattr(module, add_name)(command)
+        command.set_defaults(run=run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
+    discover_all()  # before the parser: registered names (schedules, rules) may come from studies
     args = build_parser().parse_args(argv)
     try:
-        result = args.module.run(args)
+        result = args.run(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)

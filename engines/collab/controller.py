@@ -51,6 +51,26 @@ goes through: err_t = 1 needs q_{f(t)} < B, and each of the d_t intervening upda
 which is the bound above for D = 0. A study with a handful of overlapping participants has D of
 a few units, so the price of concurrency is a few extra steps' worth of slack.
 
+**Only the delay of the latest error counts** (``latest_error_delay``). One participant who
+leaves a trial open for an hour gives the stream a huge D, and with it a useless band for
+everyone. The maximum is not needed. Fix a constraint and a time τ, and let s <= τ be the latest
+update with err_s = 1, with its own delay d_s. Then q_{f(s)} < B (the truth was left out, so
+s(Y) > q_{f(s)}, and s(Y) <= B), each of the d_s updates between f(s) and s adds at most η(1−α), so
+q_s < B + d_s η(1−α) and q_{s+1} < B + (d_s+1)η(1−α). Every update after s up to τ has err = 0,
+so q only falls (or, conditional variant, stays): q_{τ+1} < B + (d_s+1)η(1−α). If there is no
+error up to τ, q_{τ+1} <= q_1. The telescoping sum then gives, at every τ,
+
+    (1/τ) Σ_{t<=τ} err_t <= α + max(0, B + (D_τ+1)η(1−α) − q_1) / (ητ),   D_τ = d_{s(τ)} (0 if no error yet),
+
+so the band at τ needs only the delay of the latest error before τ, never the stream's maximum: a
+long-delayed interaction widens the band only while it is the latest error, and only if it
+errs at all. The same holds per firing interaction in the conditional variant (q moves only on
+firing updates, and d_s over-counts those). ``rates.bound_trace`` takes these per-t delays.
+
+**Scores** must lie in [0, B]: a NaN or out-of-range score breaks "q >= B shows every label", on
+which every bound above rests, so the controller refuses it (``check_scores``) rather than
+silently mis-set a threshold.
+
 **Conditional variant** (``conditional=True``, as in the precursor): q moves only in interactions
 where the rule fired on the truth in some round, with step η/π̂, π̂ = the firing fraction on the
 calibration batch, frozen so the telescoping argument above applies verbatim with η/π̂ and the
@@ -194,14 +214,33 @@ class CalibrationBatch:
 
 # FUNCTIONS
 
+def check_scores(scores: np.ndarray, score_bound: float | None = None, *, what: str = "scores") -> np.ndarray:
+    """``scores`` as a float array, or ValueError if any is NaN or outside [0, B] (``score_bound``; None: only NaN).
+
+    The message names the first bad entry's index and value.
+    """
+    scores = np.asarray(scores, dtype=float)
+    bad = np.isnan(scores)
+    if score_bound is not None:
+        bad |= (scores < 0.0) | (scores > score_bound)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        index = where[0] if len(where) == 1 else where
+        value = float(scores[where]) if scores.ndim else float(scores)
+        span = f"[0, {score_bound:g}]" if score_bound is not None else "a number (not NaN)"
+        raise ValueError(f"{what} must lie in {span}: got {value!r} at index {index}")
+    return scores
+
+
 def prediction_set(scores: np.ndarray, protect: np.ndarray, q_harm: float, q_comp: float,
                    supply: np.ndarray | None = None) -> np.ndarray:
     """C = {y : protect, s <= q_harm} ∪ {y : not protect (or supply), s <= q_comp}; (K,) bool.
 
     Ties count as inside (s <= q). Without ``supply`` this is exactly the spec's set; with it,
     labels both protected and supplied also enter through q_comp (see the module docstring).
+    A NaN score is refused (ValueError); ``OnlineController`` also checks the range [0, B].
     """
-    scores = np.asarray(scores, dtype=float)
+    scores = check_scores(scores)
     protect = np.asarray(protect, dtype=bool)
     via_comp = ~protect if supply is None else (~protect | np.asarray(supply, dtype=bool))
     return (protect & (scores <= q_harm)) | (via_comp & (scores <= q_comp))
@@ -251,7 +290,7 @@ def step(state: ControllerState, err_harm: bool, err_comp: bool,
     cfg = state.config
     e_h, e_c = float(bool(err_harm)), float(bool(err_comp))
     q_harm, q_comp = state.q_harm, state.q_comp
-    # Same arithmetic, same order as the compiled simulator (engines.collab.simulate): results are bit-identical.
+    # Same arithmetic, same order as the compiled simulator (engines.collab.loop_fast): results are bit-identical.
     if fired_harm or not cfg.conditional:
         q_harm = q_harm + state.step_harm * (e_h - cfg.alpha_harm)
     if fired_comp or not cfg.conditional:
@@ -269,7 +308,8 @@ def upper_bound(n: int, step_size: float, alpha: float, q1: float, score_bound: 
 
     ``n`` counts all interactions (plain variant) or the firing ones (conditional variant, η = η/π̂).
     ``delay`` is D, the most updates applied between an interaction freezing its thresholds and its
-    own update (0 when interactions run one after another; see "Delayed updates" above).
+    own update (0 when interactions run one after another; see "Delayed updates" above), or, at a
+    given time, just the delay of the latest update with an error (``latest_error_delay``).
     Infinite for η = 0 (a fixed threshold has no guarantee) or n = 0.
     """
     if delay < 0:
@@ -277,6 +317,28 @@ def upper_bound(n: int, step_size: float, alpha: float, q1: float, score_bound: 
     if step_size <= 0 or n <= 0:
         return math.inf
     return max(0.0, score_bound + (delay + 1) * step_size * (1.0 - alpha) - q1) / (step_size * n)
+
+
+def latest_error_delay(errors: np.ndarray, delays: np.ndarray) -> np.ndarray:
+    """D_τ for τ = 1..T: the delay of the latest update with an error at or before τ (0 before the first error).
+
+    ``errors`` (T,) bool and ``delays`` (T,) int are in update order; the band at τ is
+    ``upper_bound(n_τ, ..., delay=D_τ)`` (module docstring, "Only the delay of the latest error counts").
+
+    Examples::
+
+        >>> latest_error_delay(np.array([0, 1, 0, 0, 1, 0]), np.array([9, 3, 50, 7, 0, 8])).tolist()
+        [0, 3, 3, 3, 0, 0]
+    """
+    errors = np.asarray(errors, dtype=bool)
+    delays = np.asarray(delays, dtype=np.int64)
+    if errors.shape != delays.shape or errors.ndim != 1:
+        raise ValueError(f"errors and delays must be two (T,) arrays, got {errors.shape} and {delays.shape}")
+    if (delays < 0).any():
+        raise ValueError("delays must be >= 0")
+    # Index of the latest error at or before each τ (-1: none yet), then its delay.
+    latest = np.maximum.accumulate(np.where(errors, np.arange(len(errors)), -1)) if len(errors) else np.zeros(0, int)
+    return np.where(latest >= 0, delays[np.maximum(latest, 0)], 0)
 
 
 def lower_bound(n: int, step_size: float, alpha: float, q1: float) -> float:
@@ -336,6 +398,9 @@ def calibrate_critical(config: ControllerConfig, critical_harm: np.ndarray, crit
         critical = np.asarray(critical, dtype=float)
         if len(critical) == 0:
             raise ValueError("the calibration batch is empty")
+        if np.isnan(critical).any() or np.isposinf(critical).any():
+            raise ValueError(f"{name} calibration scores must lie in [0, {config.score_bound}] "
+                             "(or be -inf where the rule never fired): got NaN or +inf")
         if np.isfinite(critical).any() and (critical[np.isfinite(critical)].min() < 0
                                              or critical[np.isfinite(critical)].max() > config.score_bound):
             raise ValueError(f"calibration scores must lie in [0, {config.score_bound}]")
@@ -360,6 +425,7 @@ def calibrate(config: ControllerConfig, scores: np.ndarray, labels: np.ndarray, 
         labels: (n,) true labels.
         protect, supply: (n, K) round-1 masks or (n, R, K) masks of every round.
     """
+    scores = check_scores(scores, config.score_bound, what="calibration scores")
     return calibrate_critical(config, critical_scores(scores, labels, protect),
                               critical_scores(scores, labels, supply))
 
@@ -405,10 +471,13 @@ class OnlineController:
         return self.state.q_harm, self.state.q_comp
 
     def prediction_set(self, scores: np.ndarray, protect: np.ndarray, supply: np.ndarray | None = None) -> np.ndarray:
+        """The set at the current thresholds; ValueError for a score that is NaN or outside [0, B]."""
+        scores = check_scores(scores, self.config.score_bound)
         return prediction_set(scores, protect, self.state.q_harm, self.state.q_comp, supply)
 
     def interaction_errors(self, scores: np.ndarray, label: int, protect: np.ndarray,
                            supply: np.ndarray) -> InteractionErrors:
+        scores = check_scores(scores, self.config.score_bound)
         return interaction_errors(scores, label, protect, supply, self.state.q_harm, self.state.q_comp)
 
     def update(self, err_harm: bool, err_comp: bool, fired_harm: bool = True, fired_comp: bool = True) -> None:

@@ -30,8 +30,8 @@ import torch
 from torch import nn
 
 from engines.collab.shapes import N_LABELS
+from engines.platform.settings import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_WEIGHTS = REPO_ROOT / "assets" / "collab" / "counter.pt"
 WEIGHTS_FORMAT = 1  # bump when the saved dictionary's layout changes
 

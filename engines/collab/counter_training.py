@@ -46,6 +46,7 @@ from tqdm import tqdm
 
 from engines.collab.counter import DEFAULT_WEIGHTS, CounterConfig, ShapeCounter, n_parameters, save_counter
 from engines.collab.shapes import DIFFICULTY_PRESETS, LABELS, generate_batch
+from engines.platform.settings import REPO_ROOT
 
 DEFAULT_SEED = 2026
 
@@ -515,8 +516,6 @@ def _jsonable(value):
 
 def _display_path(path: Path) -> str:
     """The path relative to the repository when it lies inside it (a portable command line)."""
-    from engines.collab.counter import REPO_ROOT
-
     try:
         return str(Path(path).resolve().relative_to(REPO_ROOT))
     except ValueError:

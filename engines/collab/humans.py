@@ -345,7 +345,7 @@ def draw_humans(labels: np.ndarray, difficulty: np.ndarray, params: ParamTrack, 
                       u_attend=u_attend, u_anchor=u_anchor)
 
 
-# ONE PERSON IN ONE INTERACTION (reference path; engines.collab.simulate._kernel mirrors it)
+# ONE PERSON IN ONE INTERACTION (each a loop_reference.Collaborator; engines.collab.loop_fast._kernel mirrors them)
 
 def sum_in_label_order(weights: np.ndarray) -> float:
     # A plain left-to-right sum: numpy's sum is pairwise, which can differ in the last bit from
@@ -358,7 +358,7 @@ def sum_in_label_order(weights: np.ndarray) -> float:
 
 @dataclass
 class ParametricHuman:
-    """The parametric person of the module docstring, for one interaction.
+    """The parametric person of the module docstring, for one interaction (a ``loop_reference.Collaborator``).
 
     Call ``answer``/``belief_set``/``confidence`` for the current round, then ``see`` the AI set.
     """
@@ -401,7 +401,11 @@ class ParametricHuman:
 
 @dataclass
 class AdversarialHuman:
-    """The adversary of the module docstring for one interaction (knows Y, the scores and the thresholds)."""
+    """The adversary of the module docstring for one interaction (knows Y, the scores and the thresholds).
+
+    A ``loop_reference.Collaborator``: ``loop_reference.parametric_collaborators`` hands it the
+    interaction's frozen thresholds.
+    """
 
     label: int
     scores: np.ndarray  # (K,)

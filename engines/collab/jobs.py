@@ -2,8 +2,13 @@
 
 Each job is the command line's ``simulate`` / ``sweep`` / ``train-counter`` run in the job queue
 (``engines.platform.jobqueue``): the parameters mirror the main CLI options, with small defaults
-so a job started from the dashboard finishes in seconds (simulations) or about a minute
+so a job started from the Simulations page finishes in seconds (simulations) or about a minute
 (training); the job's own result is a compact summary with ``result_path``.
+
+The kind names are ``SIMULATE``, ``SWEEP`` and ``TRAIN_COUNTER``. The simulation jobs' parameters
+are derived from ``SimulationConfig`` and ``SweepConfig`` (``engines.platform.config_schema``),
+with the smaller defaults of ``simulate.JOB_DEFAULTS`` and ``sweep.JOB_DEFAULTS``;
+``simulation_job_params`` builds them from a form's values.
 
 - ``collab.simulate`` / ``collab.sweep``: the full JSON result (the same object ``--out``
   writes) goes to ``result.json`` in the job's folder. ``ai="cnn"`` uses the counting CNN's
@@ -19,19 +24,24 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engines.collab.ai_sources import DEFAULT_AI_SCORES
 from engines.collab.humans import HUMAN_PRESETS
-from engines.collab.simulate import DEFAULT_AI_SCORES, SimulationConfig, simulate, write_json
-from engines.collab.sweep import SweepConfig, run_sweep
+from engines.collab.simulate import JOB_DEFAULTS as SIMULATION_JOB_DEFAULTS
+from engines.collab.simulate import SIMULATE_ONLY, SimulationConfig, calibration_size, simulate, write_json
+from engines.collab.sweep import JOB_DEFAULTS as SWEEP_JOB_DEFAULTS
+from engines.collab.sweep import SweepConfig, parse_grid, run_sweep
+from engines.platform.config_schema import job_model
+from engines.platform.discovery import discover_all
 from engines.platform.jobqueue import JobContext, JobError, get_job, job_dir, register_job
 from engines.platform.models import JobStatus
-from engines.platform.registry import discover as discover_studies
 
-RESULT_FILE = "result.json"
+SIMULATE = "collab.simulate"
+SWEEP = "collab.sweep"
 TRAIN_COUNTER = "collab.train_counter"
+RESULT_FILE = "result.json"
 COUNTER_STEM = "counter"  # the training job writes counter.pt, counter_report.json, counter_scores.npz
 REPORT_FILE = f"{COUNTER_STEM}_report.json"
 SCORES_FILE = f"{COUNTER_STEM}_scores.npz"
@@ -59,35 +69,13 @@ def counter_scores_path(job_id: int) -> Path:
     return path
 
 
-class _SimulationParams(BaseModel):
-    """Options shared by both jobs (the CLI's ``add_common_arguments``), small defaults."""
+class _SimulationParams(job_model(SimulationConfig, name="SimulationFields", exclude=SIMULATE_ONLY,
+                                 defaults=SIMULATION_JOB_DEFAULTS)):
+    """Options shared by both jobs: ``SimulationConfig``'s fields a job may set (no file path), small defaults."""
 
-    # A misspelt or unknown option is refused, not ignored (there is no way to pass a file path).
-    model_config = ConfigDict(extra="forbid")
-
-    schedule: str = Field(default="drift", title="Shift schedule over t")
-    human: str = Field(default="parametric", title="Simulated human model")
-    switch_at: float = Field(default=0.5, gt=0, lt=1, title="Fraction of T where switches happen")
-    strength: float = Field(default=1.0, ge=0, title="Size of the schedule's shift")
-    eta_harm: float = Field(default=0.05, ge=0, title="Step size of the harm threshold")
-    eta_comp: float = Field(default=0.05, ge=0, title="Step size of the complementarity threshold")
-    conditional: bool = Field(default=False, title="Conditional variant (update when the rule fires)")
-    rounds: int = Field(default=3, ge=1, le=10, title="Maximum rounds per interaction")
-    T: int = Field(default=5_000, ge=10, le=2_000_000, title="Interactions")
-    n_calibration: int = Field(default=500, ge=10, le=100_000, title="Calibration batch size")
-    seed: int = Field(default=0, title="Seed")
-    overlap: int = Field(default=1, ge=1, le=10_000, title="Participants in flight on one stream (update delay + 1)")
-    task: Literal["shapes", "medical"] = Field(default="shapes", title="Task: shape counting or synthetic diagnosis")
-    case_order: Literal["random", "age"] = Field(default="random", title="Medical task: patients in order of age")
-    ai: Literal["synthetic", "cnn"] = Field(default="synthetic", title="AI scores: synthetic, or the counting CNN's")
     counter_job_id: int | None = Field(default=None, ge=1,
                                        title="With ai='cnn': the succeeded collab.train_counter job whose scores "
                                              "to use (none: the shipped model's)")
-    # Registered rule names and their parameters (engines.collab.rules); never code.
-    protect_rule: str = Field(default="human_holds", title="Harm rule: labels to protect")
-    protect_params: dict = Field(default_factory=dict, title="Parameters of the harm rule")
-    supply_rule: str = Field(default="human_lacks", title="Complementarity rule: labels to supply")
-    supply_params: dict = Field(default_factory=dict, title="Parameters of the complementarity rule")
 
     @field_validator("human")
     @classmethod
@@ -102,7 +90,7 @@ class _SimulationParams(BaseModel):
         """The ``SimulationConfig`` these parameters describe (raises ValueError with the reason)."""
         # Study modules register rules of their own (e.g. collab_shapes' near_count) when imported: the
         # worker process must know the same rules as the page that offered them.
-        discover_studies()
+        discover_all()
         fields = set(SimulationConfig.__dataclass_fields__)
         values = {k: v for k, v in self.model_dump().items() if k in fields}
         values["ai_scores"] = self.ai_scores_path()
@@ -118,11 +106,9 @@ class _SimulationParams(BaseModel):
         return str(counter_scores_path(self.counter_job_id))
 
 
-class SimulateParams(_SimulationParams):
-    alpha_harm: float = Field(default=0.05, gt=0, lt=1, title="Target counterfactual-harm rate")
-    alpha_comp: float = Field(default=0.05, gt=0, lt=1, title="Target complementarity-failure rate")
-    with_fixed: bool = Field(default=True, title="Also run the fixed-threshold baseline")
-    with_matched: bool = Field(default=True, title="Also run the AI-only conformal set matched in coverage")
+class SimulateParams(job_model(SimulationConfig, name="SimulateFields", base=_SimulationParams,
+                               only=SIMULATE_ONLY)):
+    """Parameters of a ``collab.simulate`` job: the shared options, the targets and the baselines to run."""
 
     @model_validator(mode="after")
     def _valid_config(self) -> SimulateParams:
@@ -130,11 +116,9 @@ class SimulateParams(_SimulationParams):
         return self
 
 
-class SweepParams(_SimulationParams):
-    alpha_harm_grid: list[float] = Field(default=[0.01, 0.02, 0.05], min_length=1, max_length=12,
-                                         title="Harm targets (increasing)")
-    alpha_comp_grid: list[float] = Field(default=[0.02, 0.1], min_length=1, max_length=12,
-                                         title="Complementarity targets (increasing)")
+class SweepParams(job_model(SweepConfig, name="SweepFields", base=_SimulationParams,
+                            defaults=SWEEP_JOB_DEFAULTS)):
+    """Parameters of a ``collab.sweep`` job: the shared options and the two grids of targets."""
 
     @model_validator(mode="after")
     def _valid_config(self) -> SweepParams:
@@ -146,6 +130,32 @@ class SweepParams(_SimulationParams):
                            alpha_comp_grid=tuple(self.alpha_comp_grid))
 
 
+def simulation_job_params(kind: str, **values) -> dict:
+    """The parameters of a ``collab.simulate`` or ``collab.sweep`` job from a form's values.
+
+    ``values`` are job parameters by name: ``SimulationConfig``'s fields and ``counter_job_id``,
+    the targets ``alpha_harm``/``alpha_comp`` (simulate) and the grids ``alpha_harm_grid``/
+    ``alpha_comp_grid`` (sweep), as numbers or as text such as "0.01, 0.02, 0.05" (``parse_grid``).
+    A form may hold both kinds' fields: those of the other kind are left out. Without
+    ``n_calibration`` the pilot batch follows T (``simulate.calibration_size``). ``submit_job``
+    validates the result.
+
+    Raises:
+        ValueError: an unknown kind, or a grid that is not numbers (the message quotes it).
+    """
+    models = {SIMULATE: SimulateParams, SWEEP: SweepParams}
+    if kind not in models:
+        raise ValueError(f"not a simulation job kind: {kind!r} (known: {', '.join(models)})")
+    other = set().union(*(m.model_fields for k, m in models.items() if k != kind)) - set(models[kind].model_fields)
+    params = {name: value for name, value in values.items() if name not in other}
+    for name in ("alpha_harm_grid", "alpha_comp_grid"):
+        if isinstance(params.get(name), str):
+            params[name] = list(parse_grid(params[name]))
+    if "T" in params and "n_calibration" not in params:
+        params["n_calibration"] = calibration_size(params["T"])
+    return params
+
+
 def _write(ctx: JobContext, result: dict) -> Path:
     path = ctx.result_dir / RESULT_FILE
     write_json(result, path)
@@ -153,7 +163,7 @@ def _write(ctx: JobContext, result: dict) -> Path:
     return path
 
 
-@register_job("collab.simulate", title="Collaboration: simulate interactions (online vs fixed)",
+@register_job(SIMULATE, title="Collaboration: simulate interactions (online vs fixed)",
               params=SimulateParams)
 def simulate_job(ctx: JobContext, **params) -> dict:
     """Run T simulated interactions under the online controller and the fixed baseline; writes result.json."""
@@ -176,7 +186,7 @@ def simulate_job(ctx: JobContext, **params) -> dict:
     }
 
 
-@register_job("collab.sweep", title="Collaboration: final accuracy over a grid of targets", params=SweepParams)
+@register_job(SWEEP, title="Collaboration: final accuracy over a grid of targets", params=SweepParams)
 def sweep_job(ctx: JobContext, **params) -> dict:
     """Rerun the simulation for every (alpha_harm, alpha_comp) in the grid; writes result.json."""
     config = SweepParams(**params).sweep_config()
@@ -276,3 +286,96 @@ def train_counter_job(ctx: JobContext, **params) -> dict:
         **counter_summary(report),
         "total_time_s": report["total_time_s"],
     }
+
+
+# QUERIES: the collab jobs a researcher looks at, and what they wrote
+
+SIMULATION_KINDS = (SIMULATE, SWEEP)  # the jobs whose result.json the result figures draw
+
+
+def simulation_jobs(*, limit: int = 20, succeeded: bool = False, engine=None) -> list:
+    """The newest ``limit`` simulate and sweep jobs (``Job`` rows, newest first); only succeeded ones if ``succeeded``."""
+    from engines.platform.jobqueue import list_jobs, list_jobs_with_status
+
+    if succeeded:
+        return list_jobs_with_status(JobStatus.SUCCEEDED, limit=limit, kinds=SIMULATION_KINDS, engine=engine)
+    return list_jobs(limit=limit, kinds=SIMULATION_KINDS, engine=engine)
+
+
+def counter_jobs(*, limit: int = 20, succeeded: bool = False, engine=None) -> list:
+    """The newest ``limit`` ``collab.train_counter`` jobs, newest first; only succeeded ones if ``succeeded``."""
+    from engines.platform.jobqueue import list_jobs, list_jobs_with_status
+
+    if succeeded:
+        return list_jobs_with_status(JobStatus.SUCCEEDED, limit=limit, kind=TRAIN_COUNTER, engine=engine)
+    return list_jobs(limit=limit, kind=TRAIN_COUNTER, engine=engine)
+
+
+def simulation_result(job_id: int, *, engine=None):
+    """The checked result file of a finished simulate or sweep job (``result_files.load_result_file``).
+
+    Raises:
+        ResultFileError: no such job, no result file, or the file is not a valid result (the message says which).
+    """
+    from engines.collab.result_files import ResultFileError, load_result_file
+    from engines.platform.jobqueue import job_result_file
+
+    try:
+        path = job_result_file(job_id, engine=engine)
+    except JobError as exc:
+        raise ResultFileError(str(exc)) from None
+    return load_result_file(path)
+
+
+def counter_job_report(job_id: int, *, engine=None):
+    """The report (``CounterReportFile``, with its plots) a succeeded ``collab.train_counter`` job wrote.
+
+    Raises:
+        ResultFileError: no such job, not a succeeded training job, or its report is missing or incomplete.
+    """
+    from engines.collab.result_files import CounterReportFile, ResultFileError
+
+    try:
+        job = get_job(job_id, engine=engine)
+    except JobError as exc:
+        raise ResultFileError(str(exc)) from None
+    if job.kind != TRAIN_COUNTER or job.status != JobStatus.SUCCEEDED:
+        raise ResultFileError(f"job #{job_id} is not a succeeded {TRAIN_COUNTER} job ({job.kind}, {job.status})")
+    folder = job_dir(job_id)
+    path = folder / REPORT_FILE
+    if not path.is_file():
+        raise ResultFileError(f"training job #{job_id} has no {REPORT_FILE} in its folder")
+    plots = [p for p in (folder / f"{COUNTER_STEM}_reliability.png", folder / f"{COUNTER_STEM}_accuracy.png")
+             if p.is_file()]
+    return CounterReportFile.from_json(path, job_id=job_id, plots=plots)
+
+
+def ai_score_choices(*, limit: int = 50, engine=None) -> dict[str, str]:
+    """AI score sources a simulation job can use, as {key: label}: synthetic, the shipped CNN, each trained CNN.
+
+    Keys are "synthetic", "shipped" and "job:<id>" (succeeded training jobs, newest first);
+    ``ai_score_params`` turns a key into job parameters.
+    """
+    choices = {"synthetic": "synthetic AI (parametric)", "shipped": "shipped CNN (assets/collab)"}
+    for job in counter_jobs(limit=limit, succeeded=True, engine=engine):
+        overall = (job.result or {}).get("overall", {})
+        accuracy = f", accuracy {overall['accuracy']:.3f}" if "accuracy" in overall else ""
+        quick = ", quick" if (job.params or {}).get("quick") else ""
+        choices[f"job:{job.id}"] = f"CNN from job #{job.id}{accuracy}{quick}"
+    return choices
+
+
+def ai_score_params(key: str) -> dict:
+    """Simulation job parameters for a key of ``ai_score_choices``: ``ai`` and, for a trained CNN, ``counter_job_id``."""
+    if key == "synthetic":
+        return {"ai": "synthetic"}
+    if key == "shipped":
+        return {"ai": "cnn"}
+    if key.startswith("job:") and key[4:].isdigit():
+        return {"ai": "cnn", "counter_job_id": int(key[4:])}
+    raise ValueError(f"unknown AI score source {key!r} (synthetic, shipped or job:<id>)")
+
+
+def train_counter_defaults() -> dict:
+    """The default parameters of a ``collab.train_counter`` job (what a training form starts from)."""
+    return TrainCounterParams().model_dump()

@@ -11,15 +11,17 @@ Pieces:
   Two adapters: ``OpenAICompatibleBackend`` (POST ``{base_url}/chat/completions``: OpenAI, vLLM,
   llama.cpp server, Ollama, ...) and ``TransformersBackend`` (a local causal LM; never downloads
   unless told to).
-- ``LLMCollaborator`` — one interaction, with the interface of ``engines.collab.humans``'
-  simulated people: ``answer()``, ``belief_set()``, ``confidence()``, ``see(ai_set, ai_top) -> stop``.
+- ``LLMCollaborator`` — one interaction, a ``engines.collab.loop_reference.Collaborator`` like
+  the simulated people of ``engines.collab.humans``: ``answer()``, ``belief_set()``,
+  ``confidence()``, ``see(ai_set, ai_top) -> stop``.
   Each round it asks for strict JSON ``{"answer": <label>, "confidence": 1-5, "final": bool}``.
   The belief set is {answer}; the confidence is mapped to [0, 1] as (c - 1) / 4. A reply that
   cannot be used (no JSON object, a label outside the label space, a bad confidence) is retried
   once with the reason; if the retry fails too the collaborator keeps its previous answer (round 1:
   the first label, confidence 0) and the record says so. Parse failures never raise; backend
   failures (HTTP errors, unreachable server) do, as ``BackendError``.
-- ``play`` — runs one interaction against an AI policy (prefix -> set) and returns the records.
+- ``play`` — runs one interaction against an AI policy (prefix -> set) and returns the records
+  (the rounds of ``loop_reference.play_rounds``, which the simulator's loop plays too).
 
 Example::
 
@@ -39,6 +41,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from engines.collab.loop_reference import play_rounds
 from engines.collab.rules import Prefix
 
 # ---------------------------------------------------------------- backends
@@ -276,7 +279,7 @@ class RoundRecord:
 
 
 class LLMCollaborator:
-    """An LLM playing the human in one interaction (the ``ParametricHuman`` interface).
+    """An LLM playing the human in one interaction (a ``loop_reference.Collaborator``, like ``ParametricHuman``).
 
     Args:
         backend: a ``ChatBackend``.
@@ -302,7 +305,7 @@ class LLMCollaborator:
         self.round = 0  # AI sets seen so far
         self.stopped = False
 
-    # The humans.py interface. The first call asks the model for round 1.
+    # The Collaborator protocol. The first call asks the model for round 1.
     def answer(self) -> int:
         return self._current().answer
 
@@ -318,7 +321,7 @@ class LLMCollaborator:
         self.round += 1
         record = self._ask(np.asarray(ai_set, dtype=bool))
         self.records.append(record)
-        # ``rounds`` AI sets at most, hence rounds + 1 answers, the last being final (as in simulate.py).
+        # ``rounds`` AI sets at most, hence rounds + 1 answers, the last being final (as in loop_reference).
         self.stopped = record.final or len(self.records) > self.rounds
         return self.stopped
 
@@ -404,20 +407,21 @@ class LLMInteraction:
 
 
 def play(person: LLMCollaborator, ai: AIPolicy, rounds: int | None = None) -> LLMInteraction:
-    """Run one interaction as ``simulate.run_reference`` does: answer, AI set from the prefix, see, repeat.
+    """Run one interaction as the simulator's loop does (``loop_reference.play_rounds``): answer, AI set
+    from the prefix, see, repeat.
 
     Stops after ``rounds`` AI sets (default and at most ``person.rounds``) or once the person says "final".
     ``records`` then holds the answers a_1..a_{n+1}, the last being the final answer.
     """
     rounds = person.rounds if rounds is None else rounds
     result = LLMInteraction(person.records)
-    for _ in range(rounds):
-        person.answer()
-        prefix = result.prefix()
+
+    def show(prefix: Prefix) -> tuple[np.ndarray, int]:
         shown = np.asarray(ai(prefix), dtype=bool)
         result.ai_sets.append(shown)
-        if person.see(shown):
-            break
+        return shown, -1  # the language model reads the set, not the AI's ranking within it
+
+    play_rounds(person, show, rounds)
     return result
 
 

@@ -2,8 +2,9 @@
 
 Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
 User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5 and
-§6 (LLM-simulated setting). The loop of ``simulate.run_reference``, one interaction at a time,
-with an ``LLMCollaborator`` (``engines.collab.llm_human``) in place of the parametric person:
+§6 (LLM-simulated setting). The simulator's reference loop (``loop_reference.run_reference``), one
+interaction at a time, with an ``LLMCollaborator`` (``engines.collab.llm_human``) in place of the
+parametric person:
 
 1. The case: shapes — ``shapes.generate_task(seed_t, difficulty_t)`` (difficulty ~ U[0, 1]), seen
    as text (``ShapeTask.describe(detail)``, "perceived" by default so hard images stay hard), with
@@ -11,8 +12,9 @@ with an ``LLMCollaborator`` (``engines.collab.llm_human``) in place of the param
    (``medical.generate_cases``) whose evidence is revealed round by round (``medical_views``), the
    AI being the exact posterior given the round's evidence, or a DDXPlus patient (``--ddxplus-dir``)
    with its DIFFERENTIAL_DIAGNOSIS as the AI in every round.
-2. The interaction: ``llm_human.play``; in round k the AI builds the controller's set from the
-   registered protect/supply rules on the prefix at the interaction's frozen thresholds.
+2. The interaction: in round k the AI builds the controller's set from the registered
+   protect/supply rules on the prefix at the interaction's frozen thresholds, with the case's
+   round-k scores (``LLMCase.scores``: the evidence grows over the rounds).
 3. The truth is revealed: ``controller.interaction_errors`` over the rounds shown, then the update.
 
 Initial thresholds: split-conformal (``controller.calibrate``) on ``n_calibration`` human-alone
@@ -30,7 +32,6 @@ the first ``--llm-transcripts`` interactions of each run.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import sys
@@ -41,16 +42,9 @@ from pathlib import Path
 
 import numpy as np
 
-from engines.collab.controller import (
-    ControllerState,
-    OnlineController,
-    calibrate,
-    fixed_baseline,
-    interaction_errors,
-    prediction_set,
-)
+from engines.collab.ai_sources import DEFAULT_AI_SCORES, confidence_difficulty
+from engines.collab.controller import ControllerState, calibrate, fixed_baseline
 from engines.collab.llm_human import (
-    BackendError,
     ChatBackend,
     LLMCollaborator,
     OpenAICompatibleBackend,
@@ -58,22 +52,13 @@ from engines.collab.llm_human import (
     TaskView,
     TransformersBackend,
     medical_views,
-    play,
     shape_view,
 )
+from engines.collab.loop_reference import Finished, run_reference
 from engines.collab.rules import Prefix, Rule
 from engines.collab.shapes import DESCRIBE_DETAILS
-from engines.collab.simulate import (
-    DEFAULT_AI_SCORES,
-    LLM_HUMAN,
-    RunTrace,
-    SimulationConfig,
-    SimulationResult,
-    confidence_difficulty,
-    config_from_args,
-    summarise,
-    write_json,
-)
+from engines.collab.simulate import LLM_HUMAN, SimulationConfig, SimulationResult, summarise
+from engines.collab.trace import RunTrace
 
 QUICK_T, QUICK_CALIBRATION = 20, 10
 DEFAULT_T, DEFAULT_CALIBRATION = 200, 50  # each interaction costs up to rounds + 1 LLM calls per run
@@ -99,17 +84,26 @@ class LLMConfig:
         timeout: seconds per HTTP request.
     """
 
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    local: str | None = None
-    temperature: float = 0.0
-    max_tokens: int = 96
-    persona: str = ""
-    persona_switch: str | None = None
-    shape_detail: str = "perceived"
-    transcripts: int = 20
-    timeout: float = 60.0
+    # Options ``--llm-<field>`` of ``simulate`` (``engines.platform.config_schema``); never a job's.
+    base_url: str | None = field(default=None, metadata={
+        "help": "OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1"})
+    model: str | None = field(default=None, metadata={"help": "model name served at --llm-base-url"})
+    api_key_env: str | None = field(default=None, metadata={
+        "help": "name of the environment variable holding the API key (the key is never an option)",
+        "cli": {"metavar": "NAME"}})
+    local: str | None = field(default=None, metadata={
+        "help": "local transformers model folder instead of an endpoint (never downloads)", "cli": {"metavar": "PATH"}})
+    temperature: float = field(default=0.0, metadata={"help": "0: greedy"})
+    max_tokens: int = field(default=96, metadata={"help": "tokens per reply"})
+    persona: str = field(default="", metadata={"help": "extra system text, e.g. 'You trust the AI a lot.'"})
+    persona_switch: str | None = field(default=None, metadata={
+        "help": "a second persona from interaction switch_at*T on (non-stationary humans)", "cli": {"metavar": "TEXT"}})
+    shape_detail: str = field(default="perceived", metadata={
+        "help": "'perceived': hard-to-see shapes are described ambiguously; 'exact': every kind named",
+        "choices": DESCRIBE_DETAILS, "cli": {"flag": "--shape-detail"}})
+    transcripts: int = field(default=20, metadata={
+        "help": "keep the raw replies of the first N interactions of each run (0: none)", "cli": {"metavar": "N"}})
+    timeout: float = field(default=60.0, metadata={"help": "seconds per request"})
 
     def __post_init__(self):
         if self.base_url and self.local:
@@ -262,30 +256,6 @@ PersonFactory = Callable[[int, LLMCase], LLMCollaborator]
 
 
 @dataclass
-class ControllerAI:
-    """The AI of one interaction (an ``llm_human.AIPolicy``): in round k, the two-threshold set of
-    ``controller.prediction_set`` from the protect/supply rules on the prefix, at the interaction's
-    frozen thresholds. It keeps each round's scores and masks for ``interaction_errors``."""
-
-    case: LLMCase
-    protect: Rule
-    supply: Rule
-    q_harm: float
-    q_comp: float
-    scores: list[np.ndarray] = field(default_factory=list)  # (K,) per round shown
-    protects: list[np.ndarray] = field(default_factory=list)
-    supplies: list[np.ndarray] = field(default_factory=list)
-
-    def __call__(self, prefix: Prefix) -> np.ndarray:
-        s = self.case.scores(prefix.round)
-        protect, supply = self.protect(prefix), self.supply(prefix)
-        self.scores.append(s)
-        self.protects.append(protect)
-        self.supplies.append(supply)
-        return prediction_set(s, protect, self.q_harm, self.q_comp, supply)
-
-
-@dataclass
 class LLMRun:
     """One controller run with the LLM: the trace ``summarise`` reads, per-interaction records, counts."""
 
@@ -308,41 +278,35 @@ def _add(total: dict, part: dict) -> None:
 
 def run_llm(cases: list[LLMCase], state: ControllerState, protect: Rule, supply: Rule, person: PersonFactory,
             rounds: int, transcripts: int = 0, on_progress=None) -> LLMRun:
-    """One interaction at a time, as ``simulate.run_reference`` does, with ``person(t, case)`` as the human."""
-    T = len(cases)
-    ctl = OnlineController(state)
-    out = RunTrace.empty(T, state)
+    """``loop_reference.run_reference`` over ``cases`` with ``person(t, case)`` as the human, keeping
+    each interaction's record (``interaction_record``) and reply counts."""
     records, counts = [], {}
-    for t, case in enumerate(cases):
-        y = case.label
-        q_h, q_c = ctl.thresholds
-        ai = ControllerAI(case, protect, supply, q_h, q_c)
-        interaction = play(person(t, case), ai, rounds)
-        errors = interaction_errors(np.array(ai.scores), y, np.array(ai.protects), np.array(ai.supplies), q_h, q_c)
-        ctl.update(errors.err_harm, errors.err_comp, errors.fired_harm, errors.fired_comp)
-        out.record(t, errors, interaction.answers, y, q_h, q_c)  # a_1..a_{n+1}: the last is the final answer
-        part = reply_counts(interaction.records)
+
+    def keep(done: Finished) -> None:
+        part = reply_counts(done.collaborator.records)
         _add(counts, part)
-        records.append(interaction_record(t, case, interaction, errors, q_h, q_c, part, keep_replies=t < transcripts))
-        if on_progress is not None:
-            on_progress(1)
-    out.final_state = ctl.state
-    return LLMRun(out, records, counts)
+        records.append(interaction_record(done, cases[done.t], part, keep_replies=done.t < transcripts))
+
+    trace = run_reference(np.array([c.label for c in cases], dtype=np.int64), lambda t, k: cases[t].scores(k),
+                          lambda t, _thresholds: person(t, cases[t]), protect, supply, state, rounds,
+                          on_progress=on_progress, on_interaction=keep)
+    return LLMRun(trace, records, counts)
 
 
-def interaction_record(t, case, interaction, errors, q_h, q_c, counts, keep_replies: bool) -> dict:
+def interaction_record(done: Finished, case: LLMCase, counts: dict, keep_replies: bool) -> dict:
     """What the JSON keeps of one interaction (label indices; names in ``llm.labels``)."""
+    errors, records = done.errors, done.collaborator.records
     record = {
-        "t": t, "label": case.label, "difficulty": round(case.difficulty, 4), "q_harm": q_h, "q_comp": q_c,
-        "answers": interaction.answers, "confidences": [r.confidence_raw for r in interaction.records],
+        "t": done.t, "label": case.label, "difficulty": round(case.difficulty, 4), "q_harm": done.q_harm,
+        "q_comp": done.q_comp, "answers": done.answers, "confidences": [r.confidence_raw for r in records],
         "ai_sets": [np.flatnonzero(s).tolist() for s in errors.sets],
         "err_harm": errors.err_harm, "err_comp": errors.err_comp,
         "fired_harm": errors.fired_harm, "fired_comp": errors.fired_comp,
         "unusable_replies": counts["unusable_replies"], "fallbacks": counts["fallbacks"],
-        "parse_errors": [r.parse_error for r in interaction.records if r.parse_error],
+        "parse_errors": [r.parse_error for r in records if r.parse_error],
     }
     if keep_replies:
-        record["replies"] = [r.replies for r in interaction.records]
+        record["replies"] = [r.replies for r in records]
     return record
 
 
@@ -416,7 +380,7 @@ def simulate_llm(config: SimulationConfig, llm: LLMConfig, backend: ChatBackend 
         progress: a tqdm bar on stderr; ``on_progress(fraction)`` is called as interactions finish.
 
     Raises:
-        ValueError: bad options; BackendError: the endpoint or model failed (``run`` names the URL).
+        ValueError: bad options; BackendError: the endpoint or model failed (the command line names the URL).
     """
     from tqdm import tqdm
 
@@ -485,51 +449,3 @@ def simulate_llm(config: SimulationConfig, llm: LLMConfig, backend: ChatBackend 
                "mean_call_s": round(counter.seconds / counter.calls, 4) if counter.calls else None},
         counts={"calibration": cal_counts, **{name: run.counts for name, run in done.items()}},
         interactions={name: run.records for name, run in done.items()})
-
-
-# COMMAND LINE
-
-def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``--llm-*`` options of ``simulate`` (used with ``--human llm``)."""
-    d = {f.name: f.default for f in dataclasses.fields(LLMConfig)}
-    group = parser.add_argument_group("LLM human (--human llm)")
-    group.add_argument("--llm-base-url", default=None, help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
-    group.add_argument("--llm-model", default=None, help="model name served at --llm-base-url")
-    group.add_argument("--llm-api-key-env", default=None, metavar="NAME",
-                       help="name of the environment variable holding the API key (the key is never an option)")
-    group.add_argument("--llm-local", default=None, metavar="PATH",
-                       help="local transformers model folder instead of an endpoint (never downloads)")
-    group.add_argument("--llm-temperature", type=float, default=d["temperature"], help="0: greedy")
-    group.add_argument("--llm-max-tokens", type=int, default=d["max_tokens"], help="tokens per reply")
-    group.add_argument("--llm-persona", default=d["persona"], help="extra system text, e.g. 'You trust the AI a lot.'")
-    group.add_argument("--llm-persona-switch", default=None, metavar="TEXT",
-                       help="a second persona from interaction switch_at*T on (non-stationary humans)")
-    group.add_argument("--llm-timeout", type=float, default=d["timeout"], help="seconds per request")
-    group.add_argument("--llm-transcripts", type=int, default=d["transcripts"], metavar="N",
-                       help="keep the raw replies of the first N interactions of each run (0: none)")
-    group.add_argument("--shape-detail", default=d["shape_detail"], choices=DESCRIBE_DETAILS,
-                       help="'perceived': hard-to-see shapes are described ambiguously; 'exact': every kind named")
-
-
-def llm_config_from_args(args: argparse.Namespace) -> LLMConfig:
-    return LLMConfig(base_url=args.llm_base_url, model=args.llm_model, api_key_env=args.llm_api_key_env,
-                     local=args.llm_local, temperature=args.llm_temperature, max_tokens=args.llm_max_tokens,
-                     persona=args.llm_persona, persona_switch=args.llm_persona_switch,
-                     shape_detail=args.shape_detail, transcripts=args.llm_transcripts, timeout=args.llm_timeout)
-
-
-def run(args: argparse.Namespace) -> dict:
-    """``simulate --human llm``: smaller defaults (T=200, calibration 50; --quick: 20 and 10)."""
-    llm = llm_config_from_args(args)
-    config = config_from_args(
-        args, alpha_harm=args.alpha_harm, alpha_comp=args.alpha_comp, with_fixed=not args.no_fixed,
-        calibration_passes=0,  # one pass on round-1 answers (replays would cost many more calls)
-        T=args.T if args.T is not None else (QUICK_T if args.quick else DEFAULT_T),
-        n_calibration=args.n_calibration if args.n_calibration is not None else (
-            QUICK_CALIBRATION if args.quick else DEFAULT_CALIBRATION))
-    try:
-        result = simulate_llm(config, llm, progress=True).to_dict()
-    except BackendError as exc:
-        raise ValueError(f"the LLM backend at {llm.where} failed: {exc}") from None
-    write_json(result, args.out)
-    return result

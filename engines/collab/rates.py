@@ -1,4 +1,4 @@
-"""Running and local violation rates and the bound over time, shared by the simulator and the dashboard.
+"""Running and local violation rates and the bound over time, shared by the simulator and the pages.
 
 Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
 User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5,
@@ -55,13 +55,27 @@ def rolling_rate(errors: np.ndarray, window: int = DEFAULT_WINDOW, centred: bool
 
 
 def bound_trace(n_t: np.ndarray, step_size: float, alpha: float, q1: float, score_bound: float,
-                delay: int = 0) -> np.ndarray | None:
-    """bound(t) = ``upper_bound(n_t, ...)`` for every t (inf before anything counted); None for η = 0 (no guarantee)."""
+                delay: int | np.ndarray = 0) -> np.ndarray | None:
+    """bound(t) = ``upper_bound(n_t, ..., delay)`` for every t (inf before anything counted); None for η = 0.
+
+    ``delay``: one D for every t (the run's largest delay), or a (T,) array of per-t delays, the
+    delay of the latest error at or before t (``controller.latest_error_delay``), which gives the
+    tighter band that a live stream with one slow participant needs.
+    """
     if step_size <= 0:
         return None
     n_t = np.asarray(n_t, dtype=float)
-    # upper_bound(n) = upper_bound(1)/n: one call, then vectorised.
-    per_one = upper_bound(1, step_size, alpha, q1, score_bound, delay=delay)
+    if np.ndim(delay) == 0:
+        # upper_bound(n) = upper_bound(1)/n: one call, then vectorised.
+        per_one = upper_bound(1, step_size, alpha, q1, score_bound, delay=int(delay))
+    else:
+        delay = np.asarray(delay, dtype=np.int64)
+        if delay.shape != n_t.shape:
+            raise ValueError(f"per-t delays must have the shape of n_t {n_t.shape}, got {delay.shape}")
+        if (delay < 0).any():
+            raise ValueError("delays must be >= 0")
+        # Same expression as controller.upper_bound with n = 1, one D per t.
+        per_one = np.maximum(0.0, score_bound + (delay + 1) * step_size * (1.0 - alpha) - q1) / step_size
     return np.divide(per_one, n_t, out=np.full(len(n_t), np.inf), where=n_t > 0)
 
 

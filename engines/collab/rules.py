@@ -58,7 +58,7 @@ import numpy as np
 Role = Literal["protect", "supply", "either"]
 ROLES = ("protect", "supply", "either")
 
-# Integer codes of the built-ins in the compiled simulator (engines.collab.simulate._kernel).
+# Integer codes of the built-ins in the compiled simulator (engines.collab.loop_fast._kernel).
 FAST_CODES = {
     "human_holds": 0,
     "human_lacks": 1,
@@ -176,14 +176,25 @@ def unregister_rule(name: str) -> None:
     _RULES.pop(name, None)
 
 
+def _discover() -> None:
+    # Studies register rules of their own when imported: look them up the way the CLI, a job worker
+    # and the app all do (engines.platform.discovery), so each sees the same names.
+    from engines.platform.discovery import discover_all
+
+    discover_all()
+
+
 def get_rule_spec(name: str) -> RuleSpec:
+    if name not in _RULES:
+        _discover()
     if name not in _RULES:
         raise ValueError(f"unknown rule {name!r} (registered: {', '.join(sorted(_RULES))})")
     return _RULES[name]
 
 
 def available_rules(role: Role | None = None) -> list[str]:
-    """Registered rule names, optionally those meant for ``role`` (plus the "either" ones)."""
+    """Registered rule names (study rules included), optionally those meant for ``role`` (plus the "either" ones)."""
+    _discover()
     return sorted(n for n, s in _RULES.items() if role is None or s.role in (role, "either"))
 
 

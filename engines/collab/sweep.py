@@ -13,35 +13,54 @@ cases, same people, same draws), so differences between cells come from the targ
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from engines.collab.simulate import (
-    SimulationConfig,
-    add_common_arguments,
-    config_from_args,
-    draw,
-    simulate,
-    write_json,
-)
+from engines.collab.simulate import SimulationConfig, draw, simulate
+from engines.platform.config_schema import cli_type
 
 DEFAULT_HARM_GRID = (0.01, 0.02, 0.05, 0.1, 0.2)
 DEFAULT_COMP_GRID = (0.02, 0.05, 0.1, 0.15)
 QUICK_HARM_GRID = (0.01, 0.02, 0.05)
 QUICK_COMP_GRID = (0.02, 0.1)
+# A job runs the --quick grid by default (a click on the Simulations page finishes in seconds).
+JOB_DEFAULTS = {"alpha_harm_grid": QUICK_HARM_GRID, "alpha_comp_grid": QUICK_COMP_GRID}
+MAX_GRID = 12  # values per axis a job may ask for
+
+
+def parse_grid(text: str) -> tuple[float, ...]:
+    """``"0.01, 0.02, 0.05"`` -> (0.01, 0.02, 0.05): the targets of one axis, as typed on a form or the command line.
+
+    Raises:
+        ValueError: a part that is not a number, with the text.
+    """
+    try:
+        return tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ValueError(f"expected comma-separated numbers such as 0.01,0.05,0.1, got {text!r}") from None
+
+
+def _grid_option(name: str, default: tuple[float, ...], quick: tuple[float, ...]) -> dict:
+    """Metadata of a grid field (``engines.platform.config_schema``)."""
+    return {"help": f"{name} targets (increasing)", "min_length": 1, "max_length": MAX_GRID,
+            "cli": {"type": cli_type(parse_grid), "default": None,
+                    "help": f"{name} targets (default {','.join(map(str, default))}; "
+                            f"--quick: {','.join(map(str, quick))})"}}
 
 
 @dataclass(frozen=True)
 class SweepConfig:
     """A grid of (alpha_harm, alpha_comp) over one base simulation (its targets are ignored)."""
 
-    base: SimulationConfig = field(default_factory=lambda: SimulationConfig(with_fixed=False, with_matched=False))
-    alpha_harm_grid: tuple[float, ...] = DEFAULT_HARM_GRID
-    alpha_comp_grid: tuple[float, ...] = DEFAULT_COMP_GRID
+    base: SimulationConfig = field(default_factory=lambda: SimulationConfig(with_fixed=False, with_matched=False),
+                                   metadata={"cli": False, "job": False})  # options and job fields of its own
+    alpha_harm_grid: tuple[float, ...] = field(default=DEFAULT_HARM_GRID,
+                                               metadata=_grid_option("harm", DEFAULT_HARM_GRID, QUICK_HARM_GRID))
+    alpha_comp_grid: tuple[float, ...] = field(default=DEFAULT_COMP_GRID, metadata=_grid_option(
+        "complementarity", DEFAULT_COMP_GRID, QUICK_COMP_GRID))
 
     def __post_init__(self):
         for name in ("alpha_harm_grid", "alpha_comp_grid"):
@@ -142,31 +161,3 @@ def run_sweep(config: SweepConfig, progress: bool = False, on_progress=None) -> 
     return SweepResult(config=config, cells=cells, accuracy=accuracy,
                        human_alone_accuracy=result.human_alone_accuracy, ai_alone_accuracy=result.ai_alone_accuracy,
                        wall_s=round(wall, 3))
-
-
-# COMMAND LINE
-
-def _grid(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers such as 0.01,0.05,0.1, got {text!r}") from None
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_common_arguments(parser)
-    parser.add_argument("--alpha-harm-grid", type=_grid, default=None,
-                        help=f"harm targets (default {','.join(map(str, DEFAULT_HARM_GRID))}; "
-                             f"--quick: {','.join(map(str, QUICK_HARM_GRID))})")
-    parser.add_argument("--alpha-comp-grid", type=_grid, default=None,
-                        help=f"complementarity targets (default {','.join(map(str, DEFAULT_COMP_GRID))}; "
-                             f"--quick: {','.join(map(str, QUICK_COMP_GRID))})")
-
-
-def run(args: argparse.Namespace) -> dict:
-    base = config_from_args(args, with_fixed=False, with_matched=False)
-    harm = args.alpha_harm_grid or (QUICK_HARM_GRID if args.quick else DEFAULT_HARM_GRID)
-    comp = args.alpha_comp_grid or (QUICK_COMP_GRID if args.quick else DEFAULT_COMP_GRID)
-    result = run_sweep(SweepConfig(base=base, alpha_harm_grid=harm, alpha_comp_grid=comp), progress=True).to_dict()
-    write_json(result, args.out)
-    return result

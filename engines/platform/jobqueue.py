@@ -7,7 +7,8 @@ ID``), so a crash or a cancel never takes the app down, and the job writes its o
 a job whose heartbeat stops (its process died, the server restarted) is marked failed with the
 reason, never left running. The ``Executor`` protocol is what a cluster executor (Ray) implements.
 
-Job functions live in ``engines/<area>/jobs.py`` modules, which are discovered automatically.
+Job functions live in ``engines/<area>/jobs.py`` modules, which are discovered automatically
+(``engines.platform.discovery.discover_all``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from engines.platform.db import get_engine, read_session, write_transaction
-from engines.platform.discovery import import_area_modules
+from engines.platform.discovery import discover_all
 from engines.platform.models import Job, JobStatus, utcnow
 from engines.platform.provenance import code_version
 from engines.platform.settings import REPO_ROOT, get_settings
@@ -59,8 +60,6 @@ class JobKind:
 
 
 _KINDS: dict[str, JobKind] = {}
-_DISCOVERED = False
-_DISCOVER_LOCK = threading.Lock()
 
 
 def register_job(name: str, *, title: str = "", params: type[BaseModel] | None = None):
@@ -74,12 +73,11 @@ def register_job(name: str, *, title: str = "", params: type[BaseModel] | None =
 
 
 def discover_job_kinds() -> dict[str, JobKind]:
-    """Import every ``engines.<area>.jobs`` module once, so their jobs register."""
-    global _DISCOVERED
-    with _DISCOVER_LOCK:
-        if not _DISCOVERED:
-            import_area_modules("jobs")
-            _DISCOVERED = True
+    """The registered job kinds, after ``discovery.discover_all`` (every area's jobs and the studies, once).
+
+    A worker runs jobs through here, so it knows what the app knows: e.g. a rule a study registers.
+    """
+    discover_all()
     return dict(_KINDS)
 
 
@@ -429,3 +427,30 @@ def wait_for_job(job_id: int, *, timeout_s: float = 60.0, engine: Engine | None 
         if job.status in JobStatus.FINISHED or time.monotonic() > deadline:
             return job
         time.sleep(0.2)
+
+
+# QUERIES
+
+
+def list_jobs_with_status(status: str, *, limit: int = 50, kind: str | None = None,
+                          kinds: Sequence[str] | None = None, engine: Engine | None = None) -> list[Job]:
+    """The newest ``limit`` jobs with ``status`` (e.g. ``JobStatus.SUCCEEDED``), optionally of ``kind`` or ``kinds``."""
+    with read_session(engine) as session:
+        query = select(Job).where(Job.status == status).order_by(Job.id.desc()).limit(limit)
+        if kind:
+            query = query.where(Job.kind == kind)
+        if kinds is not None:
+            query = query.where(Job.kind.in_(list(kinds)))
+        return list(session.exec(query).all())
+
+
+def job_result_file(job_id: int, *, engine: Engine | None = None) -> Path:
+    """The file job ``job_id`` names as its result (``Job.result_path``).
+
+    Raises:
+        JobError: no such job, or it has no result file (yet, or any more); the message gives its status.
+    """
+    job = get_job(job_id, engine=engine)
+    if not job.result_path or not Path(job.result_path).is_file():
+        raise JobError(f"job {job_id} has no result file (status {job.status})")
+    return Path(job.result_path)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engines.collab import study_support as support
+from engines.collab.study import support
 from engines.platform import runtime
 from engines.platform.forms import field_specs
 from pages._ui import register_step_renderer, render_field, submit_step_form, widget_key

@@ -14,19 +14,21 @@ interaction), ``fixed`` (the same sets with thresholds frozen at their initial v
 ``no_ai`` (no set: human alone). One controller stream per condition, key "<study slug>:<condition>",
 shared by all its participants (``engines.collab.store``).
 
-Design, in the order the data flows:
+Design, in the order the data flows (``Trial.after_submit`` hands each submitted round to
+``engines.collab.study.rounds.submit_round``, one engine call that does the steps below in the step's
+write transaction):
 
 - Image: seed = sha256("{C.IMAGE_SEED}:{slug}:{external id}:{interaction index}") (63 bits), difficulty
   drawn from the seed in ``C.DIFFICULTY``; the AI is the shipped CNN on that image.
 - Calibration batch: a condition's first ``calibration_interactions`` finished interactions (over all
   its participants) run at ``q_*_init`` and only record their outcome; the stream then fits q_1 on
   them (split-conformal, ``engines.collab.store``) and the controller starts from it.
-- Frozen thresholds: when round 1 of interaction t is submitted, ``after_submit`` reads the stream's
+- Frozen thresholds: when round 1 of interaction t is submitted, the engine reads the stream's
   current (q^H, q^C) and update count (``frozen_seq``) in the same write transaction and stores them
   with the interaction; every set of the interaction uses them. Nothing shown before that depends on
   the thresholds. Updates of other participants landing before this one's are its delay, which the
   stream's audit turns into the delay-aware bound.
-- Sets: the set of round k is computed once, in ``after_submit`` of round k, from the prefix (the
+- Sets: the set of round k is computed once, when round k is submitted, from the prefix (the
   participant's answers and confidences of rounds 1..k and the sets already shown) with the rules
   ``C.PROTECT_RULE``/``C.SUPPLY_RULE`` and ``controller.prediction_set``; it is stored, and round k+1
   displays the stored set, so the set seen is the set stored. No set follows a final answer.
@@ -36,25 +38,24 @@ Design, in the order the data flows:
   the condition's stream in the same transaction as the answer (``online`` and ``fixed``; the fixed
   stream has η = 0, so it only counts violations).
 - Stored: each round's typed answer (answer, confidence, final) as a step response; the derived
-  data in the participant's vars under ``collab.interactions[i]``: seed, difficulty, mode, stream,
-  frozen q_harm/q_comp and frozen_seq, per round {answer, confidence, protect, supply, ai_set}, and at the end
-  final_round, final_answer, true_count, correct, err/fired flags and the stream update's seq, phase
-  and thresholds after it.
+  data in the participant's vars under ``collab.interactions[i]`` (``engines.collab.study.record``):
+  seed, difficulty, mode, stream, frozen q_harm/q_comp and frozen_seq, per round {answer,
+  confidence, protect, supply, ai_set}, and at the end final_round, final_answer, true_count,
+  correct, err/fired flags and the stream update's seq, phase and thresholds after it.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
 
-from engines.collab import store
-from engines.collab import study_support as support
-from engines.collab.controller import interaction_errors
 from engines.collab.rules import Prefix, register_rule
+from engines.collab.study import support
+from engines.collab.study.record import InteractionRecord
+from engines.collab.study.rounds import RoundsConfig, image_of, interaction_log, mode_of, submit_round
 from engines.platform.study import Check, CompletionStep, ConsentStep, Constants, InfoStep, Step, StepContext
 
 
@@ -123,7 +124,7 @@ class SurveyResponse(BaseModel):
 
 
 # A rule of this study's own, registered like the built-ins (engines.collab.rules): researchers pick it
-# by name ("near_count") in the study's constants or on the dashboard, never as code.
+# by name ("near_count") in the study's constants or on the New study page, never as code.
 @dataclass(frozen=True)
 class NearCountParams:
     width: int = field(default=1, metadata={"help": "protect the counts within ± width of the answer",
@@ -156,30 +157,19 @@ def rounds_of(ctx: StepContext) -> int:
     return min(int(ctx.C.ROUNDS), C.ROUNDS)  # an instance may lower ROUNDS, not raise it (repeat is fixed)
 
 
-def mode_of(ctx: StepContext) -> str:
-    return ctx.condition_params.get("mode", "none")
+def rounds_config(ctx: StepContext) -> RoundsConfig:
+    """This instance's constants as the engine's rounds read them."""
+    return RoundsConfig(rounds=rounds_of(ctx), protect_rule=ctx.C.PROTECT_RULE, supply_rule=ctx.C.SUPPLY_RULE,
+                        confidence_max=ctx.C.CONFIDENCE_MAX, image_seed=ctx.C.IMAGE_SEED,
+                        difficulty=tuple(ctx.C.DIFFICULTY))
 
 
-def interactions(ctx: StepContext) -> list[dict[str, Any]]:
-    return list((ctx.vars.get("collab") or {}).get("interactions") or [])
-
-
-def stream_key(ctx: StepContext) -> str:
-    return f"{ctx.study_slug}:{ctx.condition}"
-
-
-def image_of(ctx: StepContext, index: int) -> tuple[int, float]:
-    seed = support.interaction_seed(ctx.C.IMAGE_SEED, ctx.study_slug, ctx.external_id, index)
-    low, high = ctx.C.DIFFICULTY
-    return seed, support.interaction_difficulty(seed, low, high)
-
-
-def feedback_for(ctx: StepContext, record: dict[str, Any] | None) -> str:
-    if ctx.C.FEEDBACK != "truth" or not record or record.get("final_round") is None:
+def feedback_for(ctx: StepContext, record: InteractionRecord | None) -> str:
+    if ctx.C.FEEDBACK != "truth" or record is None or not record.is_final:
         return ""
-    verdict = "right" if record["correct"] else "not right"
-    return (f"Previous image: the correct count was **{record['true_count']}**; your final answer "
-            f"{record['final_answer']} was {verdict}.")
+    verdict = "right" if record.correct else "not right"
+    return (f"Previous image: the correct count was **{record.true_count}**; your final answer "
+            f"{record.final_answer} was {verdict}.")
 
 
 def _is_number(value: Any) -> bool:
@@ -308,19 +298,17 @@ class Trial(Step):
             return False
         if rnd == 1:
             return True
-        done = interactions(ctx)
-        if index >= len(done):
-            return False
-        record = done[index]
-        return record.get("final_round") is None and len(record["rounds"]) == rnd - 1
+        record = interaction_log(ctx).get(index)
+        return record is not None and not record.is_final and len(record.rounds) == rnd - 1
 
     @staticmethod
     def vars_for_template(ctx: StepContext) -> dict:
         index, rnd = slot(ctx.round_number)
-        done = interactions(ctx)
-        record = done[index] if index < len(done) else None
-        seed, difficulty = (record["seed"], record["difficulty"]) if record else image_of(ctx, index)
-        history = [{k: r[k] for k in ("answer", "confidence", "ai_set")} for r in (record or {}).get("rounds", [])]
+        done = interaction_log(ctx)
+        record = done.get(index)
+        seed, difficulty = (record.seed, record.difficulty) if record else image_of(ctx, rounds_config(ctx), index)
+        history = [{"answer": r.answer, "confidence": r.confidence, "ai_set": r.ai_set}
+                   for r in (record.rounds if record else [])]
         mode = mode_of(ctx)
         return {
             "interaction": index + 1, "interactions": ctx.C.INTERACTIONS, "round": rnd, "rounds": rounds_of(ctx),
@@ -342,54 +330,7 @@ class Trial(Step):
     @staticmethod
     def after_submit(ctx: StepContext, response: BaseModel) -> None:
         index, rnd = slot(ctx.round_number)
-        mode = mode_of(ctx)
-        collab = copy.deepcopy(ctx.vars.get("collab") or {"interactions": []})
-        items = collab["interactions"]
-        if rnd == 1:
-            seed, difficulty = image_of(ctx, index)
-            record: dict[str, Any] = {"index": index, "seed": seed, "difficulty": difficulty, "mode": mode,
-                                      "stream": None, "q_harm": None, "q_comp": None, "rounds": []}
-            if mode != "none":
-                # Freeze the interaction's thresholds: the stream's state now, read in this transaction.
-                key = stream_key(ctx)
-                params = ctx.condition_params
-                snapshot = store.open_stream(ctx.session, key, support.initial_state(params),
-                                             study_slug=ctx.study_slug, condition=ctx.condition,
-                                             calibration_size=support.calibration_size(params))
-                record.update(stream=key, q_harm=snapshot.state.q_harm, q_comp=snapshot.state.q_comp,
-                              frozen_seq=snapshot.updates, calibrating=snapshot.calibrating)
-            del items[index:]  # a resubmission never reaches here (the runtime stores a step once)
-            items.append(record)
-        record = items[index]
-        final = bool(response.final) or rnd >= rounds_of(ctx)
-        this_round: dict[str, Any] = {"answer": response.answer, "confidence": response.confidence,
-                                      "protect": None, "supply": None, "ai_set": None}
-        record["rounds"].append(this_round)
-        case = support.trial_case(record["seed"], record["difficulty"])
-        if mode != "none" and not final:
-            rounds = record["rounds"]
-            protect, supply = support.round_masks(
-                ctx.C.PROTECT_RULE, ctx.C.SUPPLY_RULE, [r["answer"] for r in rounds], [r["confidence"] for r in rounds],
-                [r["ai_set"] for r in rounds[:-1]], scale_max=ctx.C.CONFIDENCE_MAX)
-            this_round.update(protect=support.labels_of(protect), supply=support.labels_of(supply),
-                              ai_set=support.ai_set(case.scores, protect, supply, record["q_harm"], record["q_comp"]))
-        if final:
-            record.update(final_round=rnd, final_answer=response.answer, true_count=case.count,
-                          correct=response.answer == case.count)
-            shown = [r for r in record["rounds"] if r["ai_set"] is not None]
-            if mode != "none" and shown:
-                errors = interaction_errors(
-                    case.scores, case.count, [support.mask_of(r["protect"]) for r in shown],
-                    [support.mask_of(r["supply"]) for r in shown], record["q_harm"], record["q_comp"])
-                update = store.record_interaction(
-                    record["stream"], f"{ctx.participant_id}:{index}", err_harm=errors.err_harm,
-                    err_comp=errors.err_comp, fired_harm=errors.fired_harm, fired_comp=errors.fired_comp,
-                    participant_id=ctx.participant_id, frozen_seq=record.get("frozen_seq"),
-                    score_true=float(case.scores[case.count]), session=ctx.session)
-                record.update(err_harm=errors.err_harm, err_comp=errors.err_comp, fired_harm=errors.fired_harm,
-                              fired_comp=errors.fired_comp, stream_seq=update.seq, stream_phase=update.phase,
-                              q_harm_after=update.after.q_harm, q_comp_after=update.after.q_comp)
-        ctx.vars["collab"] = collab
+        submit_round(ctx, rounds_config(ctx), index, rnd, response)
 
 
 class AttentionAfter(Step):
@@ -400,8 +341,7 @@ class AttentionAfter(Step):
 
     @staticmethod
     def vars_for_template(ctx: StepContext) -> dict:
-        done = interactions(ctx)
-        return {"feedback": feedback_for(ctx, done[-1]) if done else ""}
+        return {"feedback": feedback_for(ctx, interaction_log(ctx).last)}
 
 
 class Survey(Step):
@@ -419,7 +359,7 @@ class Completion(CompletionStep):
 
 def export_files(slug: str, engine=None) -> dict[str, bytes]:
     """Interactions, controller-stream histories and their audit, added to the study's data export."""
-    from engines.collab.study_export import study_files
+    from engines.collab.study.export import study_files
 
     return study_files(slug, engine=engine)
 

@@ -7,11 +7,9 @@ and knows the truth of each image from its seed, so its answers are deterministi
 from __future__ import annotations
 
 from engines.collab import store
-from engines.collab import study_support as support
+from engines.collab.study import support
 from engines.platform import runtime
 from engines.platform.bots import Bot, BotFailure, Submission, SubmissionMustFail, expect
-from engines.platform.db import read_session
-from engines.platform.models import Participant
 
 
 class PlayerBot(Bot):
@@ -90,17 +88,15 @@ class PlayerBot(Bot):
             return
         view = runtime.current_view(self.participant_id)
         finals = [r for r in responses if "confidence" in r and r.get("final")]
-        with read_session() as session:
-            participant = session.get(Participant, self.participant_id)
-            items = (participant.vars or {}).get("collab", {}).get("interactions", [])
+        items = support.participant_interactions(self.participant_id)
         expect(len(finals), len(items))
         expect(len(items), ">", 0)
-        expect(all(item.get("final_round") is not None for item in items), True)
+        expect(all(item.is_final for item in items), True)
         if view.condition == "no_ai":
-            expect(all(r["ai_set"] is None for item in items for r in item["rounds"]), True)
+            expect(all(r.ai_set is None for item in items for r in item.rounds), True)
             return
         mine = [u for u in store.history(f"{view.study_slug}:{view.condition}") if u.participant_id == self.participant_id]
         expect(len(mine), len(items))
         expect([u.interaction_key for u in mine], [f"{self.participant_id}:{i}" for i in range(len(items))])
-        expect([u.seq for u in mine], [item["stream_seq"] for item in items])
+        expect([u.seq for u in mine], [item.stream_seq for item in items])
         store.audit(f"{view.study_slug}:{view.condition}")

@@ -9,8 +9,9 @@ import pytest
 from sqlmodel import select
 
 from engines.collab import store
-from engines.collab import study_support as support
 from engines.collab.controller import prediction_set
+from engines.collab.study import support
+from engines.collab.study.record import InteractionLog
 from engines.platform import runtime, study_admin
 from engines.platform.bots import run_bot, stored_responses
 from engines.platform.db import read_session
@@ -20,9 +21,8 @@ from studies.collab_shapes import C, PlayerBot, Trial, slot
 SLUG = "shapes"
 
 
-def participant_vars(participant_id: int) -> list[dict]:
-    with read_session() as session:
-        return session.get(Participant, participant_id).vars["collab"]["interactions"]
+def participant_log(participant_id: int) -> InteractionLog:
+    return support.participant_interactions(participant_id)
 
 
 def trial_rows(participant_id: int):
@@ -82,15 +82,15 @@ def test_online_stream_gets_one_update_per_interaction_in_order(six_bots):
     assert all(u.q_harm_before == C.CONDITIONS["online"]["q_harm_init"] for u in updates[:CALIBRATION])
     assert updates[CALIBRATION].q_harm_before == report.state.q1_harm  # online starts at the fitted q_1
     for pid in online:
-        items = participant_vars(pid)
+        items = participant_log(pid)
         assert len(items) == C.INTERACTIONS
         mine = [u for u in updates if u.participant_id == pid]
         for item, update in zip(items, mine, strict=True):
             # Sequential participants: the frozen thresholds are the stream's state when the update applied.
-            assert math.isclose(item["q_harm"], update.q_harm_before) and math.isclose(item["q_comp"], update.q_comp_before)
-            assert (item["err_harm"], item["err_comp"]) == (update.err_harm, update.err_comp)
-            assert item["stream_seq"] == update.seq and item["frozen_seq"] == update.seq - 1
-            assert item["stream_phase"] == update.phase
+            assert math.isclose(item.q_harm, update.q_harm_before) and math.isclose(item.q_comp, update.q_comp_before)
+            assert (item.err_harm, item.err_comp) == (update.err_harm, update.err_comp)
+            assert item.stream_seq == update.seq and item.frozen_seq == update.seq - 1
+            assert item.stream_phase == update.phase
 
 
 def test_fixed_stream_is_calibrated_once_then_never_moves(six_bots):
@@ -123,12 +123,34 @@ def test_export_bundle_has_interactions_and_stream_histories(six_bots):
     assert audits[f"{SLUG}:online"]["audit"]["within_bound"]["harm"] in (True, False)
 
 
+def test_audit_checks_each_participants_record_against_the_stream(six_bots):
+    import json
+
+    from engines.collab.study.export import audit_study_stream, study_files
+    from engines.platform.db import write_transaction
+
+    key = f"{SLUG}:online"
+    report = audit_study_stream(SLUG, key)
+    assert report.claims_checked == 2 * C.INTERACTIONS  # every interaction of both online participants
+    online = [bot for rep, bot in six_bots if rep.condition == "online"]
+    victim = online[1].participant_id
+    with write_transaction() as session:  # the record now says the participant saw another q^H
+        participant = session.get(Participant, victim)
+        data = json.loads(json.dumps(participant.vars))
+        data["collab"]["interactions"][2]["q_harm"] += 0.125
+        participant.vars = data
+        session.add(participant)
+    audit = json.loads(study_files(SLUG)["controller_streams.json"])[key]
+    assert audit["audit"] is None
+    assert f"participant {victim} (p3), interaction 3 was shown thresholds" in audit["audit_error"]
+
+
 def test_the_set_shown_is_stored_and_recomputes_from_stored_answers(six_bots):
     checked = 0
     for report, bot in six_bots:
         if report.condition == "no_ai":
             continue
-        items = participant_vars(bot.participant_id)
+        items = participant_log(bot.participant_id)
         rows = trial_rows(bot.participant_id)
         by_interaction: dict[int, list[dict]] = {}
         for row in rows:
@@ -138,27 +160,28 @@ def test_the_set_shown_is_stored_and_recomputes_from_stored_answers(six_bots):
         for index, item in enumerate(items):
             answers = [d["answer"] for d in by_interaction[index]]
             confidences = [d["confidence"] for d in by_interaction[index]]
-            assert [r["answer"] for r in item["rounds"]] == answers
-            assert item["final_round"] == len(answers) and by_interaction[index][-1]["final"]
-            case = support.trial_case(item["seed"], item["difficulty"])
-            assert item["true_count"] == case.count
+            assert [r.answer for r in item.rounds] == answers
+            assert item.final_round == len(answers) and by_interaction[index][-1]["final"]
+            case = support.trial_case(item.seed, item.difficulty)
+            assert item.true_count == case.count
             for k in range(1, len(answers)):  # rounds 1..final-1 showed a set
                 protect, supply = support.round_masks(C.PROTECT_RULE, C.SUPPLY_RULE, answers[:k], confidences[:k],
-                                                      [r["ai_set"] for r in item["rounds"][:k - 1]])
-                recomputed = prediction_set(case.scores, protect, item["q_harm"], item["q_comp"], supply)
-                assert support.labels_of(recomputed) == item["rounds"][k - 1]["ai_set"]
+                                                      [r.ai_set for r in item.rounds[:k - 1]])
+                recomputed = prediction_set(case.scores, protect, item.q_harm, item.q_comp, supply)
+                assert support.labels_of(recomputed) == item.rounds[k - 1].ai_set
                 checked += 1
-            assert item["rounds"][-1]["ai_set"] is None  # no set after the final answer
+            assert item.rounds[-1].ai_set is None  # no set after the final answer
     assert checked >= 4 * C.INTERACTIONS
 
 
 def test_no_ai_condition_shows_no_set_and_has_no_stream(six_bots):
     no_ai = [bot.participant_id for report, bot in six_bots if report.condition == "no_ai"]
     for pid in no_ai:
-        items = participant_vars(pid)
+        items = participant_log(pid)
         assert len(items) == C.INTERACTIONS
-        assert all(r["ai_set"] is None for item in items for r in item["rounds"])
-        assert all(item["stream"] is None and "err_harm" not in item for item in items)
+        assert all(r.ai_set is None for item in items for r in item.rounds)
+        assert all(item.stream is None and item.err_harm is None for item in items)
+        assert all("err_harm" not in item.to_dict() for item in items)  # stored as before: no error fields
     with pytest.raises(store.StreamError):
         store.history(f"{SLUG}:no_ai")
 
@@ -178,7 +201,7 @@ def test_double_submitting_a_round_stores_once_and_updates_once(study):
     assert len(trial_rows(entered.participant_id)) == 2
     updates = store.history(f"{study}:online")
     assert [u.interaction_key for u in updates] == [f"{entered.participant_id}:0"]
-    assert len(participant_vars(entered.participant_id)) == 1
+    assert len(participant_log(entered.participant_id)) == 1
     after = runtime.current_view(entered.participant_id)
     assert after.template_vars["interaction"] == 2 and after.template_vars["round"] == 1
     assert "correct count was" in after.template_vars["feedback"]  # C.FEEDBACK == "truth"
@@ -212,10 +235,10 @@ def test_interleaved_participants_share_one_stream(study):
     updates = store.history(f"{study}:online")
     assert [u.interaction_key for u in updates] == [f"{pid}:0" for pid in online]
     store.audit(f"{study}:online")
-    frozen = [participant_vars(pid)[0]["q_harm"] for pid in online]
+    frozen = [participant_log(pid)[0].q_harm for pid in online]
     assert frozen[0] == frozen[1] == C.CONDITIONS["online"]["q_harm_init"]  # both froze the initial state
     # Both froze after 0 updates: the second update landed one update after its freeze (delay 1).
-    assert [participant_vars(pid)[0]["frozen_seq"] for pid in online] == [0, 0]
+    assert [participant_log(pid)[0].frozen_seq for pid in online] == [0, 0]
     assert [store.delay_of(u) for u in updates] == [0, 1]
 
 
@@ -264,9 +287,12 @@ def test_interaction_rows_flatten_the_derived_data(six_bots):
         assert len(session.exec(select(Participant)).all()) == 6
     rows = support.interaction_rows(SLUG)
     assert len(rows) == 6 * C.INTERACTIONS
-    online = [r for r in rows if r["condition"] == "online"]
-    assert all(r["stream"] == f"{SLUG}:online" and r["stream_seq"] >= 1 for r in online)
-    assert {r["mode"] for r in rows} == {"online", "fixed", "none"}
+    online = [r for r in rows if r.condition == "online"]
+    assert all(r.record.stream == f"{SLUG}:online" and r.record.stream_seq >= 1 for r in online)
+    assert {r.record.mode for r in rows} == {"online", "fixed", "none"}
+    flat = online[0].to_row()
+    assert flat["condition"] == "online" and flat["stream_seq"] == online[0].record.stream_seq
+    assert flat["rounds"] == [r.model_dump(mode="json") for r in online[0].record.rounds]
 
 
 def test_a_study_instance_can_shorten_the_study(sqlite_db):
@@ -274,8 +300,8 @@ def test_a_study_instance_can_shorten_the_study(sqlite_db):
     bot = PlayerBot("follows_ai")
     report = run_bot("short", bot, "s1")
     assert report.status == "completed"
-    items = participant_vars(bot.participant_id)
-    assert len(items) == 3 and all(item["final_round"] <= 2 for item in items)
+    items = participant_log(bot.participant_id)
+    assert len(items) == 3 and all(item.final_round <= 2 for item in items)
     assert len(store.history("short:online")) == 3
 
 
@@ -289,13 +315,13 @@ def test_a_rule_registered_in_the_study_module_runs_the_study(sqlite_db):
     entered = runtime.enter("near", {"pid": "n1"})
     view = advance_to_trials(entered.participant_id)
     runtime.submit(entered.participant_id, view.step.index, {"answer": 4, "confidence": 2})
-    (item,) = participant_vars(entered.participant_id)
-    first = item["rounds"][0]
-    assert first["protect"] == [3, 4, 5]  # the count and its neighbours
-    case = support.trial_case(item["seed"], item["difficulty"])
-    protect, supply = support.mask_of(first["protect"]), support.mask_of(first["supply"])
-    expected = prediction_set(case.scores, protect, item["q_harm"], item["q_comp"], supply)
-    assert first["ai_set"] == support.labels_of(expected)
+    (item,) = participant_log(entered.participant_id)
+    first = item.rounds[0]
+    assert first.protect == [3, 4, 5]  # the count and its neighbours
+    case = support.trial_case(item.seed, item.difficulty)
+    protect, supply = support.mask_of(first.protect), support.mask_of(first.supply)
+    expected = prediction_set(case.scores, protect, item.q_harm, item.q_comp, supply)
+    assert first.ai_set == support.labels_of(expected)
 
 
 @pytest.mark.parametrize("width", ["2", None, -1, 1.5, 10, True])

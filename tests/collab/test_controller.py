@@ -368,3 +368,93 @@ def test_delay_breaks_the_textbook_bound_but_not_the_delay_aware_one():
     assert rate <= 0.1 + upper_bound(100, 0.05, 0.1, 0.0, 1.0, delay=99)
     with pytest.raises(ValueError, match="delay must be >= 0"):
         upper_bound(10, 0.05, 0.1, 0.0, 1.0, delay=-1)
+
+
+# The band at t needs only the delay of the latest error before t
+
+@settings(max_examples=120, deadline=None)
+@given(cfg=configs(), max_delay=st.integers(0, 40), data=st.data())
+def test_delayed_updates_stay_within_the_latest_error_delay_bound(cfg, max_delay, data):
+    """Adversarial cases and adversarial delays: at every t the rate stays within the band whose D is
+    the delay of the latest update with an error up to t (a tighter band than the stream's maximum)."""
+    from engines.collab.controller import latest_error_delay
+
+    seq = data.draw(sequences(cfg.score_bound))
+    delays = data.draw(hnp.arrays(np.int64, seq["T"], elements=st.integers(0, max_delay)), label="delays")
+    ctl = OnlineController(cfg)
+    states = [ctl.state]  # states[i]: the thresholds after i updates
+    used, err_h, err_c = [], [], []
+    for t in range(seq["T"]):
+        d = int(min(delays[t], t))  # interaction t froze its thresholds d updates ago
+        used.append(d)
+        errs = _attacked(seq, t, OnlineController(states[t - d]), disjoint=False)
+        ctl.update(errs.err_harm, errs.err_comp, errs.fired_harm, errs.fired_comp)
+        states.append(ctl.state)
+        err_h.append(errs.err_harm)
+        err_c.append(errs.err_comp)
+        s = ctl.state
+        d_h = int(latest_error_delay(np.array(err_h), np.array(used))[-1])
+        d_c = int(latest_error_delay(np.array(err_c), np.array(used))[-1])
+        rate_h, rate_c = ctl.violation_rates()
+        assert rate_h <= cfg.alpha_harm + upper_bound(t + 1, s.step_harm, cfg.alpha_harm, s.q1_harm,
+                                                      cfg.score_bound, delay=d_h) + 1e-9
+        assert rate_c <= cfg.alpha_comp + upper_bound(t + 1, s.step_comp, cfg.alpha_comp, s.q1_comp,
+                                                      cfg.score_bound, delay=d_c) + 1e-9
+
+
+def test_one_slow_participant_without_an_error_does_not_widen_the_band():
+    """Worked example: an interaction left open for 10,000 updates ends without an error; the band
+    keeps D = 0 (the latest error had no delay), where the maximum would give D = 10,000."""
+    from engines.collab.controller import latest_error_delay
+
+    errors = np.array([1, 0, 1, 0, 0], dtype=bool)
+    delays = np.array([0, 0, 0, 10_000, 0])
+    assert latest_error_delay(errors, delays).tolist() == [0, 0, 0, 0, 0]
+    # The same slow interaction with an error is the latest error until the next one.
+    errors[3] = True
+    assert latest_error_delay(errors, delays).tolist() == [0, 0, 0, 10_000, 10_000]
+    # By hand: B = 1, η = 0.05, α = 0.1, q_1 = 0.5, t = 5: (1 + (D+1)·0.045 − 0.5)/(0.05·5).
+    assert upper_bound(5, 0.05, 0.1, 0.5, 1.0, delay=0) == pytest.approx(0.545 / 0.25)
+    assert upper_bound(5, 0.05, 0.1, 0.5, 1.0, delay=10_000) == pytest.approx((0.5 + 10_001 * 0.045) / 0.25)
+    with pytest.raises(ValueError, match="two \\(T,\\) arrays"):
+        latest_error_delay(errors, delays[:3])
+
+
+def test_bound_trace_takes_per_t_delays():
+    from engines.collab.rates import bound_trace
+
+    n_t = np.array([1.0, 2.0, 4.0])
+    per_t = bound_trace(n_t, 0.05, 0.1, 0.5, 1.0, delay=np.array([0, 2, 0]))
+    # By hand: (1 + (D+1)·0.045 − 0.5)/0.05/n_t
+    np.testing.assert_allclose(per_t, [0.545 / 0.05, (0.5 + 3 * 0.045) / 0.05 / 2, 0.545 / 0.05 / 4])
+    np.testing.assert_allclose(bound_trace(n_t, 0.05, 0.1, 0.5, 1.0, delay=2), [(0.5 + 3 * 0.045) / 0.05 / n for n in n_t])
+    with pytest.raises(ValueError, match="per-t delays must have the shape"):
+        bound_trace(n_t, 0.05, 0.1, 0.5, 1.0, delay=np.array([0, 1]))
+
+
+# Scores outside [0, B] and NaN are refused
+
+@pytest.mark.parametrize("bad, value, index", [
+    (np.array([0.2, np.nan, 0.1]), "nan", 1),
+    (np.array([0.2, 1.5, 0.1]), "1.5", 1),
+    (np.array([-0.01, 0.5, 0.1]), "-0.01", 0),
+])
+def test_controller_refuses_scores_outside_the_range(bad, value, index):
+    ctl = OnlineController(ControllerConfig())
+    protect = np.array([T_, F_, F_])
+    message = rf"must lie in \[0, 1\]: got {value} at index {index}"
+    with pytest.raises(ValueError, match=message):
+        ctl.prediction_set(bad, protect)
+    with pytest.raises(ValueError, match=message):
+        ctl.interaction_errors(bad, 0, protect[None], ~protect[None])
+    with pytest.raises(ValueError, match=rf"calibration scores must lie in \[0, 1\]: got {value} at index \(0, {index}\)"):
+        calibrate(ControllerConfig(), bad[None], np.array([0]), protect[None], ~protect[None])
+
+
+def test_a_nan_score_never_silently_enters_or_leaves_the_set():
+    with pytest.raises(ValueError, match="not NaN"):
+        prediction_set(np.array([np.nan, 0.2]), np.array([T_, F_]), 0.5, 0.5)
+    from engines.collab.controller import calibrate_critical
+
+    with pytest.raises(ValueError, match="got NaN or \\+inf"):  # NaN must not pass as "the rule never fired"
+        calibrate_critical(ControllerConfig(), np.array([0.2, np.nan]), np.array([0.2, 0.3]))

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from engines.collab.__main__ import main
-from engines.collab.dashboard import result_view
 from engines.collab.llm_simulate import LLMConfig, simulate_llm
 from engines.collab.medical import default_world
+from engines.collab.plots import result_view
 from engines.collab.simulate import SimulationConfig, simulate
 from tests.collab.fake_llm import FakeServer, ScriptedClinician, tiny_gpt2
 from tests.collab.test_medical import ddxplus_folder
@@ -34,7 +34,7 @@ def shapes_run():
 
 def test_result_has_the_simulate_fields_and_the_llm_ones(shapes_run):
     result, data, server = shapes_run
-    view = result_view(data)  # the dashboard draws it like any simulate result
+    view = result_view(data)  # the simulations page draws it like any simulate result
     assert view.kind == "simulate" and "human llm" in view.title and "violations" in view.figures
     assert data["engine"] == "llm" and data["config"]["human"] == "llm" and data["config"]["n_labels"] == 10
     assert data["config"]["ai"] == "cnn"  # the shipped CNN on the generated images, whatever the default said

@@ -11,8 +11,9 @@ import json
 import numpy as np
 import pytest
 
-from engines.collab import medical
+from engines.collab import cli, medical
 from engines.collab import simulate as sim
+from engines.collab.ai_sources import MedicalAI
 from engines.collab.controller import fixed_baseline
 from engines.collab.medical import (
     DDXPlusFormatError,
@@ -222,7 +223,7 @@ def test_ddxplus_folder(tmp_path):
 
 
 def test_medical_ai_source_is_the_partial_evidence_posterior():
-    ai = sim.MedicalAI()
+    ai = MedicalAI()
     cases = ai.draw(400, np.random.default_rng(0))
     assert cases.probs.shape == (400, 12) and np.allclose(cases.probs.sum(axis=1), 1)
     assert np.mean(cases.probs.argmax(axis=1) == cases.labels) == pytest.approx(0.8, abs=0.06)
@@ -253,14 +254,14 @@ def test_medical_fast_path_is_identical_to_reference(schedule):
 
 def test_medical_task_from_the_command_line(tmp_path):
     parser = argparse.ArgumentParser()
-    sim.add_arguments(parser)
-    result = sim.run(parser.parse_args(["--task", "medical", "--quick", "--T", "1000", "--n-calibration", "200"]))
+    cli.add_simulate_arguments(parser)
+    result = cli.run_simulate(parser.parse_args(["--task", "medical", "--quick", "--T", "1000", "--n-calibration", "200"]))
     assert result["config"]["task"] == "medical" and result["config"]["n_labels"] == 12
     assert result["engine"] == "fast" and result["online"]["within_bound"] == {"harm": True, "comp": True}
     assert result["collab_accuracy"]["online"] > max(result["human_alone_accuracy"], result["ai_alone_accuracy"])
     # The real release's format, through --ddxplus-dir: its pathologies are the labels.
     folder = ddxplus_folder(tmp_path)
-    result = sim.run(parser.parse_args(["--task", "medical", "--ddxplus-dir", str(folder), "--T", "50",
+    result = cli.run_simulate(parser.parse_args(["--task", "medical", "--ddxplus-dir", str(folder), "--T", "50",
                                         "--n-calibration", "20", "--no-fixed"]))
     assert result["config"]["n_labels"] == 2 and result["config"]["ddxplus_dir"] == str(folder)
     assert result["ai_alone_accuracy"] == 1.0  # the fixture's differentials rank the pathology first

@@ -13,8 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from engines.collab import cli
 from engines.collab import simulate as sim
 from engines.collab import sweep as sweep_mod
+from engines.collab.ai_sources import PrecomputedAI, SyntheticAI
 from engines.collab.controller import fixed_baseline
 from engines.collab.humans import SCHEDULES, HumanParams, ScheduleConfig, make_schedule
 from engines.collab.rules import Prefix, register_rule, unregister_rule
@@ -184,7 +186,7 @@ def test_schedules_shift_what_they_say(reproduction):
 
 def test_precomputed_ai_scores(tmp_path):
     path = tmp_path / "counter_scores.npz"
-    cases = sim.SyntheticAI().draw(500, np.random.default_rng(0))
+    cases = SyntheticAI().draw(500, np.random.default_rng(0))
     np.savez(path, probs=cases.probs, labels=cases.labels, difficulty=cases.difficulty)
     result = simulate(SimulationConfig(ai="cnn", ai_scores=str(path), T=500, n_calibration=100))
     assert result.ai_alone_accuracy == pytest.approx(0.8, abs=0.1)
@@ -193,7 +195,7 @@ def test_precomputed_ai_scores(tmp_path):
         simulate(SimulationConfig(ai="cnn", ai_scores=str(missing), T=10))
     np.savez(path, probs=cases.probs[:, :5], labels=cases.labels, difficulty=cases.difficulty)
     with pytest.raises(ValueError, match=r"expected probs \(n, 10\)"):
-        sim.PrecomputedAI(path)
+        PrecomputedAI(path)
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -262,12 +264,108 @@ def test_cli_errors_exit_2_with_the_message():
 
 def test_run_functions_take_parsed_arguments(tmp_path):
     parser = argparse.ArgumentParser()
-    sim.add_arguments(parser)
+    cli.add_simulate_arguments(parser)
     args = parser.parse_args(["--quick", "--T", "300", "--protect-rule", "held_for_rounds",
                               "--protect-params", "rounds=2", "--out", str(tmp_path / "a.json")])
-    result = sim.run(args)
+    result = cli.run_simulate(args)
     assert result["config"]["protect_params"] == {"rounds": 2} and result["config"]["T"] == 300
     assert "interactions/s" in result["summary"]
+
+
+
+def test_cli_knows_the_rules_a_study_registers(tmp_path):
+    # studies/collab_shapes registers near_count when imported: the CLI discovers it as a job worker does.
+    proc = _run_cli("--json", "simulate", "--quick", "--T", "50", "--n-calibration", "20", "--protect-rule",
+                    "near_count", "--protect-params", "width=1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["config"]["protect_rule"] == "near_count" and result["config"]["protect_params"] == {"width": 1}
+    assert result["engine"] == "reference"  # a custom rule runs on the reference path
+
+
+def test_cli_options_come_from_the_config_fields():
+    parser = argparse.ArgumentParser()
+    cli.add_simulate_arguments(parser)
+    dests = {a.dest: a for a in parser._actions}
+    for f in dataclasses.fields(SimulationConfig):
+        assert (f.name in dests) == (f.metadata.get("cli", True) is not False), f.name
+    for flag in ("--T", "--n-calibration", "--no-fixed", "--no-matched", "--ai-scores", "--ddxplus-dir",
+                 "--case-order", "--overlap", "--engine", "--quick", "--llm-base-url", "--llm-transcripts",
+                 "--shape-detail"):
+        assert flag in parser._option_string_actions, flag
+    assert "default 10000; --quick: 2000; --human llm: 200, --quick 20" in dests["T"].help
+    assert dests["schedule"].choices == sorted(sim.SCHEDULES) and "llm" in dests["human"].choices
+    args = parser.parse_args(["--no-fixed", "--protect-params", "rounds=2", "--llm-local", "/m"])
+    assert args.with_fixed is False and args.with_matched is True and args.protect_params == {"rounds": 2}
+    assert args.llm_local == "/m"
+    sweep_parser = argparse.ArgumentParser()
+    cli.add_sweep_arguments(sweep_parser)
+    assert "--alpha-harm" not in sweep_parser._option_string_actions
+    assert sweep_parser.parse_args(["--alpha-harm-grid", "0.01,0.02"]).alpha_harm_grid == (0.01, 0.02)
+    with pytest.raises(SystemExit):
+        sweep_parser.parse_args(["--alpha-harm-grid", "0.01,x"])
+    with pytest.raises(ValueError, match="expected comma-separated numbers"):
+        sweep_mod.parse_grid("0.01, x")
+
+
+# The reference loop: any collaborator, scores per round
+
+def test_parametric_and_llm_collaborators_share_one_protocol():
+    from engines.collab.humans import AdversarialHuman, ParametricHuman
+    from engines.collab.llm_human import LLMCollaborator, TaskView
+    from engines.collab.loop_reference import Collaborator
+
+    person = ParametricHuman(HumanParams(), np.ones(10), 1.0, np.zeros(3), np.ones(3))
+    adversary = AdversarialHuman(3, np.linspace(0, 1, 10), 0.5, 0.5, 3)
+    llm = LLMCollaborator(backend=None, views=TaskView("d", "q", ("a", "b")))
+    assert all(isinstance(c, Collaborator) for c in (person, adversary, llm))
+
+
+class _Reader:
+    """A collaborator that holds label 0 and never stops, recording the sets it is shown."""
+
+    def __init__(self, n_labels: int):
+        self.n_labels, self.shown = n_labels, []
+
+    def answer(self) -> int:
+        return 0
+
+    def belief_set(self) -> np.ndarray:
+        return np.arange(self.n_labels) == 0
+
+    def confidence(self) -> float:
+        return 0.5
+
+    def see(self, shown_set: np.ndarray, ai_top: int) -> bool:
+        self.shown.append((shown_set.copy(), ai_top))
+        return False
+
+
+def test_reference_loop_takes_the_ai_scores_of_each_round():
+    from engines.collab.controller import ControllerConfig, ControllerState
+    from engines.collab.loop_reference import run_reference
+    from engines.collab.rules import make_rule
+
+    # Round k's scores make label k the only one under both thresholds (0.5): the sets follow the rounds.
+    scores = np.ones((2, 3, 4))
+    for k in range(3):
+        scores[:, k, k + 1] = 0.0
+    readers, finished = [], []
+
+    def reader(t, thresholds):
+        readers.append(_Reader(4))
+        return readers[-1]
+
+    state = ControllerState(config=ControllerConfig(), q_harm=0.5, q_comp=0.5, q1_harm=0.5, q1_comp=0.5)
+    trace = run_reference(np.array([2, 3]), lambda t, k: scores[t, k - 1], reader, make_rule("human_holds"),
+                          make_rule("human_lacks"), state, 3, on_interaction=finished.append)
+    for person in readers:
+        assert [np.flatnonzero(s).tolist() for s, _ in person.shown] == [[1], [2], [3]]
+        assert [top for _, top in person.shown] == [1, 2, 3]
+    assert [f.errors.sets.sum(axis=1).tolist() for f in finished] == [[1, 1, 1], [1, 1, 1]]
+    assert trace.covered.tolist() == [1, 1] and trace.rounds.tolist() == [3, 3]
+    assert not trace.err_harm.any() and trace.err_comp.tolist() == [True, True]  # truth missed in two rounds
+    assert [f.answers for f in finished] == [[0, 0, 0, 0]] * 2
 
 
 # Benchmark script

@@ -51,7 +51,7 @@ def test_audit_detects_a_tampered_history(sqlite_db):
         row = session.get(ControllerUpdate, store.history("s:c")[1].id)
         row.err_comp = False
         session.add(row)
-    with pytest.raises(store.StreamError, match="did not start from the previous thresholds|does not give"):
+    with pytest.raises(store.StreamError, match=r"update 2 \(p:1\) records .* as applied, but replaying it gives"):
         store.audit("s:c")
 
 
@@ -69,9 +69,11 @@ def test_ensure_stream_keeps_existing_state(sqlite_db):
 
 # Calibration batch and delays
 
-def _calibrate(key: str, scores, fired, start: int = 0):
+def _calibrate(key: str, scores, fired, start: int = 0, q_init: float = 0.5):
+    # Errors as the study computes them at the batch's thresholds (both q_init): the rule fired and s(Y) > q.
     for i, (s, f) in enumerate(zip(scores, fired, strict=True)):
-        store.record_interaction(key, f"cal:{start + i}", err_harm=False, err_comp=False, fired_harm=f, fired_comp=f,
+        err = f and s > q_init
+        store.record_interaction(key, f"cal:{start + i}", err_harm=err, err_comp=err, fired_harm=f, fired_comp=f,
                                  score_true=s)
 
 

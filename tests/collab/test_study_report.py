@@ -1,6 +1,6 @@
-"""Study summaries for the dashboard: accuracy human alone vs final, by condition and participant."""
+"""Study summaries for the participants page: accuracy human alone vs final, by condition and participant."""
 
-from engines.collab import study_report
+from engines.collab.study import report as study_report
 from engines.platform import study_admin
 from engines.platform.bots import run_protocol_bots
 
@@ -40,18 +40,24 @@ def test_empty_study_gives_empty_tables(sqlite_db):
     assert study_report.accuracy_over_time_figure(frame).layout.title.text == "No finished interactions yet"
 
 
-def test_dashboard_page_shows_the_study_section(sqlite_db):
-    from tests.apptest_driver import page_as
+def test_participants_and_streams_pages_show_the_study(sqlite_db):
+    from engines.platform.navigation import discover_pages
+    from tests.apptest_driver import APP, page_as
 
     study_admin.create_study("c", "collab_shapes", config={"constants": {"INTERACTIONS": 2}})
     run_protocol_bots("collab_shapes", participants=2, slug="c")
-    at = page_as("collab_dashboard", "researcher")
+    at = page_as(APP, "researcher")
+    pages = {spec.path.stem: str(spec.path) for spec in discover_pages()}
+    at.switch_page(pages["collab_streams"]).run()
     assert not at.exception
-    assert "Study participants" in [h.value for h in at.header]
+    phases = next(d.value for d in at.dataframe if "calibration batch" in d.value.columns)  # the live stream's phases
+    assert phases.loc[0, "calibration batch"] == "2 / 40" and phases.loc[0, "fit"] == "pending"
+    at.switch_page(pages["collab_participants"]).run()
+    assert not at.exception
+    assert [t.value for t in at.title] == ["Study participants"]
+    assert any("`c:" in c.value for c in at.caption)  # the study's controller streams
     tables = [d.value for d in at.dataframe]
     assert any("accuracy_final" in t.columns for t in tables)
-    phases = next(t for t in tables if "calibration batch" in t.columns)  # the live stream's phases
-    assert phases.loc[0, "calibration batch"] == "2 / 40" and phases.loc[0, "fit"] == "pending"
     at.button(key="study-bundle").click().run()
     assert not at.exception
     import io
@@ -63,11 +69,11 @@ def test_dashboard_page_shows_the_study_section(sqlite_db):
                             "c/responses.csv"} <= names
 
 
-def test_dashboard_starts_a_simulation_with_a_chosen_rule(sqlite_db):
+def test_simulations_page_starts_a_simulation_with_a_chosen_rule(sqlite_db):
     from engines.platform import jobqueue
     from tests.apptest_driver import page_as
 
-    at = page_as("collab_dashboard", "researcher")
+    at = page_as("collab_simulations", "researcher")
     at.selectbox(key="rule-protect").set_value("held_for_rounds").run()
     at.number_input(key="rule-protect-rounds").set_value(3).run()
     at.number_input(key="collab-overlap").set_value(20)

@@ -1,4 +1,4 @@
-"""Setting up a collaboration study from the dashboard: condition rows and rules become checked constants."""
+"""Setting up a collaboration study on its page: condition rows and rules become checked constants."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from engines.collab import study_setup
+from engines.collab.study import setup as study_setup
 from engines.platform import runtime, study_admin
 from engines.platform.runtime import StudyError
 from studies.collab_shapes import C
@@ -55,10 +55,10 @@ def test_created_study_runs_its_own_conditions_and_rules(sqlite_db):
     assert [s.slug for s in study_admin.list_studies()] == ["designed"]
 
 
-def test_dashboard_creates_a_study_with_a_picked_rule(sqlite_db):
+def test_setup_page_creates_a_study_with_a_picked_rule(sqlite_db):
     from tests.apptest_driver import page_as
 
-    at = page_as("collab_dashboard", "researcher")
+    at = page_as("collab_setup", "researcher")
     at.selectbox(key="setup-protect").set_value("held_for_rounds").run()
     at.number_input(key="setup-protect-rounds").set_value(2).run()
     at.text_input(key="setup-slug").input("from-dashboard")

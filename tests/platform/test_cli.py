@@ -57,3 +57,41 @@ def test_cli_bad_input_exits_2_with_a_clear_message(cli):
     assert proc.returncode == 2 and "error:" in proc.stderr
     proc = cli("export", "ghost", "--out", "x", ok=False)
     assert proc.returncode == 2 and "no study called 'ghost'" in proc.stderr
+
+
+# ---------------------------------------------------------------- options and job models from one dataclass
+
+def test_options_and_job_model_come_from_one_config_dataclass():
+    import argparse
+    from dataclasses import dataclass, field
+
+    from engines.platform.config_schema import argparse_options, job_model, option_values
+
+    @dataclass(frozen=True)
+    class ToyConfig:
+        steps: int = field(default=100, metadata={"help": "steps to run", "min": 1, "max": 1_000})
+        mode: str = field(default="fast", metadata={"help": "how to run", "choices": ("fast", "slow")})
+        rate: float = field(default=0.5, metadata={"help": "a rate", "gt": 0, "lt": 1})
+        verbose: bool = field(default=False, metadata={"help": "say more"})
+        extra: dict = field(default_factory=dict, metadata={"help": "named extras"})
+        path: str = field(default="x.npz", metadata={"help": "a file", "job": False})
+        detail: int = field(default=3, metadata={"cli": False, "job": False})
+
+    parser = argparse.ArgumentParser()
+    argparse_options(ToyConfig, parser, prefix="toy_", overrides={"steps": {"help": "steps (default 100)"}})
+    args = parser.parse_args(["--toy-steps", "5", "--toy-verbose", "--toy-extra", "a=1,b=x"])
+    assert option_values(ToyConfig, args, prefix="toy_") == {
+        "steps": 5, "mode": "fast", "rate": 0.5, "verbose": True, "extra": {"a": 1, "b": "x"}, "path": "x.npz"}
+    assert "--toy-detail" not in parser._option_string_actions
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--toy-mode", "medium"])  # choices
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--toy-extra", "novalue"])  # key=value pairs
+
+    Params = job_model(ToyConfig, name="ToyParams", defaults={"steps": 10})
+    assert list(Params.model_fields) == ["steps", "mode", "rate", "verbose", "extra"]  # no path, no detail
+    assert Params().steps == 10 and Params.model_fields["steps"].title == "Steps to run"
+    for bad in ({"steps": 0}, {"mode": "medium"}, {"rate": 1.0}, {"path": "/etc/passwd"}):
+        with pytest.raises(ValueError):
+            Params(**bad)
+    assert Params().extra == {} and Params().extra is not Params().extra  # a fresh dict per model

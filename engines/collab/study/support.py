@@ -1,16 +1,18 @@
-"""Helpers of the crowdsourced shape-counting study (``studies/collab_shapes``), kept out of the page.
+"""Helpers of the crowdsourced shape-counting study (``studies/collab_shapes``): images, the AI, rules, rows.
 
 - Deterministic images: ``interaction_seed`` hashes (seed base, study slug, external id,
   interaction index) into a seed, so a participant sees the same image after a refresh and two
   participants see different ones; ``interaction_difficulty`` draws the difficulty from it.
 - The AI: ``trial_case`` generates the image and runs the shipped CNN on it (model and cases
   cached per process; torch is imported only here, on first use).
-- The controller: ``initial_state`` and ``calibration_size`` read a condition's parameters; the
-  study opens its stream with ``engines.collab.store.open_stream`` *inside the step's open write
-  transaction* (``store.ensure_stream`` opens one of its own, which would wait forever on SQLite's
-  write lock held by a step's ``after_submit``).
+- The controller: ``initial_state`` and ``calibration_size`` read a condition's parameters;
+  ``rounds.submit_round`` opens the stream with ``engines.collab.store.open_stream`` *inside the
+  step's open write transaction* (``store.ensure_stream`` opens one of its own, which would wait
+  forever on SQLite's write lock held by a step's ``after_submit``).
 - Rules: ``round_masks`` builds the prefix z_{t,k} from the participant's answers so far (belief
   set = the single count entered) and evaluates the study's protect and supply rules on it.
+- Stored records: ``interaction_rows`` (a study's) and ``participant_interactions`` (one
+  participant's) read the typed records (``record``) back from the participants' vars.
 
 No Streamlit here (layering): the renderer in ``pages/_renderers/collab_trial.py`` calls these.
 """
@@ -31,6 +33,7 @@ from sqlmodel import select
 from engines.collab.controller import ControllerConfig, ControllerState, prediction_set
 from engines.collab.rules import Prefix, make_rule
 from engines.collab.shapes import N_LABELS, generate_task, to_png_bytes
+from engines.collab.study.record import InteractionLog, StudyInteraction
 from engines.platform.db import read_session
 from engines.platform.models import Participant, Study
 
@@ -150,12 +153,12 @@ def ai_set(scores: np.ndarray, protect: np.ndarray, supply: np.ndarray, q_harm: 
     return labels_of(prediction_set(scores, protect, q_harm, q_comp, supply))
 
 
-def interaction_rows(study_slug: str, *, engine: Engine | None = None) -> list[dict[str, Any]]:
-    """One row per started interaction of the study's participants, from their stored vars.
+def interaction_rows(study_slug: str, *, engine: Engine | None = None) -> list[StudyInteraction]:
+    """One typed row per started interaction of the study's participants, from their stored vars.
 
     The platform export (``engines.platform.export``) has the typed answers but not participant
     vars; this gives the derived data (image seed, frozen thresholds, sets shown, truth, errors,
-    stream seq) for analysis. Rounds stay a list of dicts (JSON) in the ``rounds`` column.
+    stream seq) for analysis. ``StudyInteraction.to_row`` flattens a row (rounds stay a list of dicts).
     """
     rows = []
     with read_session(engine) as session:
@@ -163,10 +166,17 @@ def interaction_rows(study_slug: str, *, engine: Engine | None = None) -> list[d
             select(Participant).join(Study, Study.id == Participant.study_id)
             .where(Study.slug == study_slug).order_by(Participant.id)).all()
         for participant in participants:
-            for item in ((participant.vars or {}).get("collab") or {}).get("interactions") or []:
-                rows.append({"participant_id": participant.id, "external_id": participant.external_id,
-                             "condition": participant.condition, **item})
+            for record in InteractionLog.from_vars(participant.vars):
+                rows.append(StudyInteraction(participant_id=participant.id, external_id=participant.external_id,
+                                             condition=participant.condition, record=record))
     return rows
+
+
+def participant_interactions(participant_id: int, *, engine: Engine | None = None) -> InteractionLog:
+    """The typed interactions stored for one participant (empty for an unknown participant)."""
+    with read_session(engine) as session:
+        participant = session.get(Participant, participant_id)
+        return InteractionLog.from_vars(participant.vars if participant is not None else None)
 
 
 def labels_of(mask: np.ndarray) -> list[int]:
@@ -175,6 +185,6 @@ def labels_of(mask: np.ndarray) -> list[int]:
 
 __all__ = [
     "TrialCase", "ai_set", "calibration_size", "confidence_unit", "controller_config", "initial_state", "interaction_difficulty",
-    "interaction_rows", "interaction_seed", "labels_of", "mask_of", "round_masks", "trial_case", "trial_png",
-    "trial_question",
+    "interaction_rows", "interaction_seed", "labels_of", "mask_of", "participant_interactions", "round_masks",
+    "trial_case", "trial_png", "trial_question",
 ]

@@ -1,6 +1,6 @@
-"""What the researcher dashboard shows about a running collaboration study, from its stored data.
+"""What the Participants page shows about a running collaboration study, from its stored data.
 
-Per interaction (``study_support.interaction_rows``): the participant's first answer (human alone,
+Per interaction (``support.interaction_rows``, typed records): the participant's first answer (human alone,
 before any AI set), the final answer, the truth, the sets shown. Summaries: accuracy human alone
 vs final and mean set size by condition, the same over the interaction index, and one row per
 participant (spec ``shared/specs/collab.md`` §5, metrics 3–4).
@@ -13,7 +13,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 from sqlalchemy.engine import Engine
 
-from engines.collab.study_support import interaction_rows
+from engines.collab.study.support import interaction_rows
 
 COLUMNS = ["participant_id", "external_id", "condition", "phase", "interaction", "human_alone_correct",
            "final_correct", "changed_answer", "rounds_used", "mean_set_size", "err_harm", "err_comp"]
@@ -23,22 +23,22 @@ NO_STREAM = "no AI"  # the phase of an interaction without a controller stream
 def interactions_frame(study_slug: str, *, engine: Engine | None = None) -> pd.DataFrame:
     """One row per finished interaction (interactions still in progress are left out)."""
     rows = []
-    for item in interaction_rows(study_slug, engine=engine):
-        if item.get("final_answer") is None or item.get("true_count") is None:
+    for row in interaction_rows(study_slug, engine=engine):
+        record = row.record
+        if record.final_answer is None or record.true_count is None:
             continue
-        rounds = item.get("rounds") or []
-        sets = [r["ai_set"] for r in rounds if r.get("ai_set") is not None]
-        first = rounds[0]["answer"] if rounds else None
+        sets = record.ai_sets
+        first = record.first_answer
         rows.append({
-            "participant_id": item["participant_id"], "external_id": item["external_id"],
-            "condition": item["condition"], "phase": item.get("stream_phase") or NO_STREAM,
-            "interaction": int(item["index"]) + 1,
-            "human_alone_correct": first == item["true_count"],
-            "final_correct": item["final_answer"] == item["true_count"],
-            "changed_answer": first != item["final_answer"],
-            "rounds_used": item.get("final_round") or len(rounds),
+            "participant_id": row.participant_id, "external_id": row.external_id,
+            "condition": row.condition, "phase": record.stream_phase or NO_STREAM,
+            "interaction": record.index + 1,
+            "human_alone_correct": first == record.true_count,
+            "final_correct": record.final_answer == record.true_count,
+            "changed_answer": first != record.final_answer,
+            "rounds_used": record.final_round or len(record.rounds),
             "mean_set_size": sum(len(s) for s in sets) / len(sets) if sets else None,
-            "err_harm": item.get("err_harm"), "err_comp": item.get("err_comp"),
+            "err_harm": record.err_harm, "err_comp": record.err_comp,
         })
     return pd.DataFrame(rows, columns=COLUMNS)
 

@@ -1,4 +1,4 @@
-"""Set up a collaboration study from the dashboard: the condition table and rules as study constants.
+"""Set up a collaboration study from the New study page: the condition table and rules as study constants.
 
 A researcher designs the crowdsourced study of Noorani et al. (ICML 2026, arXiv:2602.17646) as
 data: one row per condition (mode online / fixed / none, targets α, step sizes η, starting
@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from engines.collab.study_support import CONFIG_KEYS
+from engines.collab.study.support import CONFIG_KEYS
 
 PROTOCOL = "collab_shapes"
 MODES = ("online", "fixed", "none")
@@ -70,7 +70,7 @@ def conditions_from_rows(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[st
 def study_constants(*, conditions: Mapping[str, Mapping[str, Any]], protect_rule: str, protect_params: Mapping,
                     supply_rule: str, supply_params: Mapping, interactions: int, rounds: int,
                     feedback: str) -> dict[str, Any]:
-    """The constants overrides of ``studies/collab_shapes`` for a study designed on the dashboard."""
+    """The constants overrides of ``studies/collab_shapes`` for a study designed on the New study page."""
     unknown = {k for params in conditions.values() for k in params} - {"mode", "calibration_interactions", *CONFIG_KEYS}
     if unknown:
         raise ValueError(f"unknown condition settings: {sorted(unknown)}")

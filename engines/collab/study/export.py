@@ -7,12 +7,15 @@ condition stream, every threshold update in the order it was applied, with its p
 ICML 2026, arXiv:2602.17646; the audit is ``engines.collab.store.audit_report``).
 
 Files:
-- ``interactions.csv``: one row per started interaction (seed, difficulty, frozen thresholds and
-  ``frozen_seq``, the rounds as JSON, final answer, truth, errors, the stream update's seq and phase);
+- ``interactions.csv``: one row per started interaction (``record.InteractionRecord``: seed,
+  difficulty, frozen thresholds and ``frozen_seq``, the rounds as JSON, final answer, truth, errors,
+  the stream update's seq and phase);
 - ``controller_updates.csv``: one row per stream update (key, seq, interaction, phase, delay, s(Y),
   errors, thresholds before and after);
 - ``controller_streams.json``: per stream, the audit (calibration fit, phase counts, delays,
-  running rates, targets, the delay-aware and the textbook bound), or the reason the audit failed.
+  running rates, targets, the delay-aware and the textbook bound), or the reason the audit failed;
+  the audit also checks each participant's record (the thresholds it was shown and the update
+  count it froze them at) against the history (``audit_study_stream``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ from sqlmodel import select
 
 from engines.collab import store
 from engines.collab.models import ControllerStream
-from engines.collab.study_support import interaction_rows
+from engines.collab.study.record import StudyInteraction
+from engines.collab.study.rounds import interaction_key
+from engines.collab.study.support import interaction_rows
 from engines.platform.db import read_session
 from engines.platform.export import csv_bytes
 from engines.platform.models import Study
@@ -47,12 +52,42 @@ def study_streams(study_slug: str, *, engine: Engine | None = None) -> list[tupl
     return [(key, condition) for key, condition in rows]
 
 
+def frozen_claims(rows: list[StudyInteraction], key: str) -> list[store.FrozenClaim]:
+    """What each participant's record says its interactions on stream ``key`` were shown, for the audit.
+
+    Records without ``frozen_seq`` (written before it was stored) cannot be placed in the
+    history and are left out.
+    """
+    return [store.FrozenClaim(where=f"participant {row.participant_id} ({row.external_id}), interaction "
+                                    f"{row.record.index + 1}",
+                              frozen_seq=row.record.frozen_seq, q_harm=row.record.q_harm, q_comp=row.record.q_comp,
+                              interaction_key=interaction_key(row.participant_id, row.record.index))
+            for row in rows if row.record.stream == key and row.record.frozen_seq is not None]
+
+
+def audit_study_stream(study_slug: str, key: str, *, engine: Engine | None = None,
+                       rows: list[StudyInteraction] | None = None) -> store.StreamAudit:
+    """``store.audit_report`` of one of the study's streams, with its participants' records as claims."""
+    rows = interaction_rows(study_slug, engine=engine) if rows is None else rows
+    return store.audit_report(key, engine=engine, claims=frozen_claims(rows, key))
+
+
+def audit_stream(stream: store.StreamInfo, *, engine: Engine | None = None) -> store.StreamAudit:
+    """The audit of a listed stream (``store.list_streams``): with its study's participants' records as
+    claims when it belongs to a study, the stream alone otherwise."""
+    if stream.study_slug is None:
+        return store.audit_report(stream.key, engine=engine)
+    return audit_study_stream(stream.study_slug, stream.key, engine=engine)
+
+
 def study_files(study_slug: str, *, engine: Engine | None = None) -> dict[str, bytes]:
     """The three files of the module docstring for ``study_slug``."""
+    typed = interaction_rows(study_slug, engine=engine)
+    interactions = [row.to_row() for row in typed]
     updates, audits = [], {}
     for key, condition in study_streams(study_slug, engine=engine):
         try:
-            report = store.audit_report(key, engine=engine)
+            report = audit_study_stream(study_slug, key, engine=engine, rows=typed)
         except store.StreamError as exc:  # a broken history must still export, with the reason
             audits[key] = {"condition": condition, "audit": None, "audit_error": str(exc)}
             rows = store.history(key, engine=engine)
@@ -69,10 +104,11 @@ def study_files(study_slug: str, *, engine: Engine | None = None) -> dict[str, b
                             "q_harm_after": u.q_harm_after, "q_comp_after": u.q_comp_after,
                             "created_at": u.created_at.isoformat() if u.created_at else None})
     return {
-        "interactions.csv": csv_bytes(INTERACTION_COLUMNS, interaction_rows(study_slug, engine=engine), extra="ignore"),
+        "interactions.csv": csv_bytes(INTERACTION_COLUMNS, interactions, extra="ignore"),
         "controller_updates.csv": csv_bytes(UPDATE_COLUMNS, updates, extra="ignore"),
         "controller_streams.json": json.dumps(audits, indent=2, sort_keys=True, default=str).encode(),
     }
 
 
-__all__ = ["INTERACTION_COLUMNS", "UPDATE_COLUMNS", "study_files", "study_streams"]
+__all__ = ["INTERACTION_COLUMNS", "UPDATE_COLUMNS", "audit_stream", "audit_study_stream", "frozen_claims", "study_files",
+           "study_streams"]

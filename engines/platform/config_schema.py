@@ -1,0 +1,181 @@
+"""Command-line options and job parameter models derived from one config dataclass.
+
+A frozen config dataclass (``SimulationConfig``, ``SweepConfig``, ...) is the one declaration of
+a parameter set: its fields carry their defaults, and their ``metadata`` says how each one is
+offered to a person, the way ``engines.collab.rules`` describes rule parameters::
+
+    T: int = field(default=10_000, metadata={"help": "interactions", "min": 10, "max": 2_000_000})
+
+Metadata keys (all optional):
+
+- ``help``: one line; the option's help and, capitalised, the job field's title (``title`` overrides it).
+- ``min``/``max`` (inclusive), ``gt``/``lt`` (exclusive), ``min_length``/``max_length``: bounds a
+  job or a form enforces. The command line passes values through to the dataclass, whose
+  ``__post_init__`` stays the validation that names what is wrong.
+- ``choices``: the allowed values: a tuple (argparse ``choices`` and a ``Literal`` in the job
+  model), or a callable returning them, for a registry that may grow (argparse reads it when the
+  parser is built; the job keeps the plain type and the dataclass validates).
+- ``cli``: False for no option, or a dict of argparse details: ``flag`` (default ``--field-name``),
+  ``help``, ``default``, ``type``, ``action``, ``metavar``, ``choices``. Without a ``type``, int and
+  float fields parse as such, bool fields are ``store_true`` flags and dict fields take
+  ``key=value,key=value`` (``key_values``).
+- ``job``: False when a job may not set the field (a file path, an execution detail).
+
+``argparse_options`` adds the options (dest = the field name, with ``prefix``), ``option_values``
+reads them back, and ``job_model`` builds the pydantic model of a job's parameters
+(``extra="forbid"``: a misspelt or unknown parameter is refused, not ignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+BOUNDS = {"min": "ge", "max": "le", "gt": "gt", "lt": "lt", "min_length": "min_length", "max_length": "max_length"}
+
+
+class JobParams(BaseModel):
+    """Base of every derived job model: unknown parameters are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _fields(cls: type, only: Iterable[str] | None, exclude: Iterable[str], flag: str) -> list[dataclasses.Field]:
+    """The dataclass fields of ``cls`` in declaration order, without those whose metadata[flag] is False."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    wanted = set(only) if only is not None else names
+    unknown = (wanted | set(exclude)) - names
+    if unknown:
+        raise ValueError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
+    return [f for f in dataclasses.fields(cls)
+            if f.name in wanted and f.name not in set(exclude) and f.metadata.get(flag, True) is not False]
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    raise ValueError(f"field {f.name!r} needs a default: a config must work as declared")
+
+
+def _choices(meta: Mapping) -> tuple | None:
+    choices = meta.get("choices")
+    return tuple(choices()) if callable(choices) else choices
+
+
+def _plain(hint: Any) -> Any:
+    """``int | None`` -> int; other hints unchanged."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1 else hint
+
+
+def cli_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` as an argparse ``type``: its ValueError message is shown instead of "invalid value"."""
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = parse.__name__
+    return convert
+
+
+def key_values(text: str) -> dict:
+    """``"rounds=2,threshold=0.4"`` -> {"rounds": 2, "threshold": 0.4} (ints, floats, true/false, else strings)."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "=" not in part:
+            raise ValueError(f"expected key=value pairs, got {part!r}")
+        key, value = (x.strip() for x in part.split("=", 1))
+        for cast in (int, float):
+            try:
+                out[key] = cast(value)
+                break
+            except ValueError:
+                continue
+        else:
+            out[key] = {"true": True, "false": False}.get(value.lower(), value)
+    return out
+
+
+def argparse_options(cls: type, parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
+                     only: Iterable[str] | None = None, exclude: Iterable[str] = (), prefix: str = "",
+                     overrides: Mapping[str, Mapping] | None = None) -> None:
+    """Add one option per field of the dataclass ``cls`` (in declaration order) to ``parser``.
+
+    Args:
+        only, exclude: restrict the fields (fields with ``cli=False`` are never offered).
+        prefix: put before every flag and dest ("llm_": ``--llm-base-url``, ``args.llm_base_url``);
+            a ``flag`` given in the metadata is used as it is.
+        overrides: per field, argparse details that only the caller knows (e.g. a help text naming
+            another command's defaults); they win over the metadata's ``cli`` dict.
+    """
+    hints = typing.get_type_hints(cls)
+    for f in _fields(cls, only, exclude, "cli"):
+        meta = f.metadata
+        cli = {**(meta.get("cli") or {}), **((overrides or {}).get(f.name) or {})}
+        flag = cli.get("flag", "--" + (prefix + f.name).replace("_", "-"))
+        kwargs: dict[str, Any] = {"dest": prefix + f.name, "default": cli.get("default", _default(f)),
+                                  "help": cli.get("help", meta.get("help"))}
+        hint = _plain(hints[f.name])
+        if hint is bool or "action" in cli:
+            kwargs["action"] = cli.get("action", "store_true")
+        else:
+            kind = cli.get("type", hint if hint in (int, float) else cli_type(key_values) if hint is dict else None)
+            if kind is None and hint is not str:
+                raise TypeError(f"{cls.__name__}.{f.name}: give metadata cli={{'type': ...}} to parse {hint!r}")
+            if kind is not None:
+                kwargs["type"] = kind
+            choices = _choices(cli) if "choices" in cli else _choices(meta)
+            if choices is not None:
+                kwargs["choices"] = list(choices)
+            if "metavar" in cli:
+                kwargs["metavar"] = cli["metavar"]
+        parser.add_argument(flag, **kwargs)
+
+
+def option_values(cls: type, args: argparse.Namespace, *, only: Iterable[str] | None = None,
+                  exclude: Iterable[str] = (), prefix: str = "") -> dict[str, Any]:
+    """{field: value} of the options ``argparse_options`` added with the same arguments."""
+    return {f.name: getattr(args, prefix + f.name) for f in _fields(cls, only, exclude, "cli")}
+
+
+def job_model(cls: type, *, name: str, base: type[JobParams] = JobParams, only: Iterable[str] | None = None,
+              exclude: Iterable[str] = (), defaults: Mapping[str, Any] | None = None,
+              doc: str | None = None) -> type[JobParams]:
+    """A pydantic model with one field per field of the dataclass ``cls`` (``job=False`` ones left out).
+
+    Each field keeps its type (a ``Literal`` of static ``choices``), its default (or the one in
+    ``defaults``: jobs often run smaller than the command line), its bounds and a title from its
+    help. Subclass the result to add methods and validators; ``base`` must derive from ``JobParams``.
+    """
+    if not issubclass(base, JobParams):
+        raise TypeError(f"base must derive from JobParams (extra='forbid'), got {base.__name__}")
+    hints = typing.get_type_hints(cls)
+    defaults = dict(defaults or {})
+    fields: dict[str, Any] = {}
+    for f in _fields(cls, only, exclude, "job"):
+        meta = f.metadata
+        choices = meta.get("choices")
+        hint = Literal[tuple(choices)] if isinstance(choices, (tuple, list)) else hints[f.name]
+        value = defaults.pop(f.name, _default(f))
+        title = meta.get("title") or (meta["help"][:1].upper() + meta["help"][1:] if meta.get("help") else None)
+        bounds = {pydantic: meta[key] for key, pydantic in BOUNDS.items() if key in meta}
+        if isinstance(value, (dict, list)):
+            fields[f.name] = (hint, Field(default_factory=lambda v=value: type(v)(v), title=title, **bounds))
+        else:
+            fields[f.name] = (hint, Field(default=value, title=title, **bounds))
+    if defaults:
+        raise ValueError(f"defaults for field(s) that {name} does not have: {sorted(defaults)}")
+    model = create_model(name, __base__=base, __module__=base.__module__, **fields)
+    model.__doc__ = doc or base.__doc__
+    return model
