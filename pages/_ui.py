@@ -14,6 +14,7 @@ import streamlit as st
 
 from engines.platform import auth, migrate, runtime
 from engines.platform.auth import Identity
+from engines.platform.config_schema import FieldInfo
 from engines.platform.forms import FieldSpec
 from engines.platform.jobqueue import start_local_executor
 from engines.platform.settings import get_settings
@@ -245,3 +246,17 @@ def rule_picker(role: str, default: str, prefix: str = "rule") -> tuple[str, dic
             min_value=number(param["min"]) if "min" in param else None,
             max_value=number(param["max"]) if "max" in param else None, key=f"{prefix}-{role}-{param['name']}")
     return name, params
+
+
+def number_from_field(container, label: str, field: FieldInfo, **kwargs) -> int | float:
+    """A number input with a job parameter's own default and bounds (``config_schema.field_info``), so a
+    page never restates them; ``kwargs`` (step, format, help, key) pass through. An exclusive bound
+    (a rate in (0, 1)) becomes the nearest value the widget's format shows inside it."""
+    integer = isinstance(field.default, int) and not isinstance(field.default, bool)
+    cast = int if integer else float
+    inside = 1 if integer else 0.001
+    low = field.ge if field.ge is not None else (None if field.gt is None else field.gt + inside)
+    high = field.le if field.le is not None else (None if field.lt is None else field.lt - inside)
+    return container.number_input(label, value=cast(field.default), min_value=None if low is None else cast(low),
+                                  max_value=None if high is None else cast(high),
+                                  help=kwargs.pop("help", field.title), **kwargs)

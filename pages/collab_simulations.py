@@ -8,6 +8,7 @@ from engines.collab.humans import HUMAN_PRESETS, SCHEDULES
 from engines.collab.result_files import ResultFileError, load_result_file
 from engines.collab.simulate import TASKS
 from engines.platform import jobqueue
+from engines.platform.config_schema import field_info
 from engines.platform.settings import get_settings
 from pages import _ui as ui
 
@@ -21,6 +22,8 @@ st.caption("Simulated interactions under the online controller and the fixed bas
            "grid of targets, run as background jobs; then the running violation rates against their targets with "
            "the finite-sample bound band (spec §5), from a finished job or an uploaded result file.")
 
+# Defaults and bounds of the form: the jobs' own (derived from SimulationConfig and SweepConfig), never restated here.
+fields = field_info(collab_jobs.SweepParams) | field_info(collab_jobs.SimulateParams)
 ai_choices = collab_jobs.ai_score_choices()
 picked = st.session_state.pop(PICKED_AI, None)
 if picked in ai_choices:
@@ -37,21 +40,22 @@ with st.expander("Start a simulation or sweep", expanded=picked in ai_choices):
                         format_func={collab_jobs.SIMULATE: "simulate (online vs fixed)",
                                      collab_jobs.SWEEP: "sweep (accuracy over targets)"}.get)
         left, right = st.columns(2)
-        schedule = left.selectbox("Schedule", sorted(SCHEDULES), index=sorted(SCHEDULES).index("drift"))
-        human = right.selectbox("Human model", sorted(HUMAN_PRESETS))
-        T = left.number_input("Interactions T", min_value=100, max_value=2_000_000, value=5_000, step=1_000)
-        seed = right.number_input("Seed", min_value=0, value=0, step=1)
+        schedule = left.selectbox("Schedule", sorted(SCHEDULES), index=sorted(SCHEDULES).index(fields["schedule"].default))
+        human = right.selectbox("Human model", sorted(HUMAN_PRESETS),
+                                index=sorted(HUMAN_PRESETS).index(fields["human"].default))
+        T = ui.number_from_field(left, "Interactions T", fields["T"], step=1_000)
+        seed = ui.number_from_field(right, "Seed", fields["seed"], step=1, help=None)
         task = right.selectbox("Task", TASKS, key="collab-task",
                                help="medical: the synthetic diagnosis task (12 pathologies, Bayes-posterior AI)")
         by_age = right.checkbox("Medical: patients in order of age (calibrate on the youngest)", key="collab-by-age")
-        overlap = left.number_input("Participants in flight on one stream", min_value=1, max_value=10_000, value=1,
-                                    key="collab-overlap",
-                                    help="P > 1: each update lands P - 1 updates late, as in a study with P "
-                                         "participants at once; the bound widens accordingly.")
-        alpha_harm = left.number_input("alpha_harm (simulate)", 0.001, 0.5, 0.05, step=0.01, format="%.3f")
-        alpha_comp = right.number_input("alpha_comp (simulate)", 0.001, 0.5, 0.05, step=0.01, format="%.3f")
-        harm_grid = left.text_input("alpha_harm grid (sweep)", "0.01, 0.02, 0.05")
-        comp_grid = right.text_input("alpha_comp grid (sweep)", "0.02, 0.1")
+        overlap = ui.number_from_field(left, "Participants in flight on one stream", fields["overlap"],
+                                      key="collab-overlap",
+                                      help="P > 1: each update lands P - 1 updates late, as in a study with P "
+                                           "participants at once; the bound widens accordingly.")
+        alpha_harm = ui.number_from_field(left, "alpha_harm (simulate)", fields["alpha_harm"], step=0.01, format="%.3f")
+        alpha_comp = ui.number_from_field(right, "alpha_comp (simulate)", fields["alpha_comp"], step=0.01, format="%.3f")
+        harm_grid = left.text_input("alpha_harm grid (sweep)", ", ".join(map(str, fields["alpha_harm_grid"].default)))
+        comp_grid = right.text_input("alpha_comp grid (sweep)", ", ".join(map(str, fields["alpha_comp_grid"].default)))
         ai_source = st.selectbox("AI scores", list(ai_choices), format_func=ai_choices.get, key="collab-ai",
                                  help="The AI's probabilities: synthetic, or a counting CNN's held-out scores "
                                       "(the shipped model, or one trained on the AI model page).")

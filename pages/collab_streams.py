@@ -37,7 +37,10 @@ def live_stream() -> None:
                "shows the bound with the largest delay D seen and the bound without delay.")
     st.dataframe(view.table, hide_index=True, width="stretch")
     if not view.figures:
-        st.info("No interactions recorded in this stream yet.")
+        stream = by_key[key]
+        st.info("No interactions recorded in this stream yet." if stream.updates == 0 else
+                f"No online interactions yet: the {stream.updates} recorded so far froze their thresholds before the "
+                f"calibration fit (a batch of {stream.calibration_size}); the guarantee counts from the fit on.")
         return
     for name, fig in view.figures.items():
         st.plotly_chart(fig, key=f"stream-{name}")

@@ -17,7 +17,7 @@ Modules, one job each:
 - the method: ``rules`` (harm / complementarity label rules, a registry), ``controller`` (the online
   two-threshold controller and its bounds), ``rates`` (running and local rates, the band over time);
 - the collaborators: ``humans`` (parametric humans and shift schedules), ``llm_human`` (a language
-  model as the collaborator, its chat backends);
+  model as the collaborator), ``backends`` (the chat models behind it: the area's model role);
 - simulations: ``loop_reference`` (one interaction at a time over a ``Collaborator``),
   ``loop_fast`` (the same loop compiled), ``trace``, ``simulate`` (the experiment, its config and
   result), ``sweep`` (a grid of targets), ``llm_simulate`` (the LLM collaborator's run),

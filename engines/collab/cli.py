@@ -16,7 +16,7 @@ import argparse
 from pathlib import Path
 
 from engines.collab import llm_simulate
-from engines.collab.llm_human import BackendError
+from engines.collab.backends import BackendError
 from engines.collab.llm_simulate import LLMConfig, simulate_llm
 from engines.collab.simulate import (
     LLM_HUMAN,

@@ -43,17 +43,9 @@ from pathlib import Path
 import numpy as np
 
 from engines.collab.ai_sources import DEFAULT_AI_SCORES, confidence_difficulty
+from engines.collab.backends import ChatBackend, OpenAICompatibleBackend, TransformersBackend
 from engines.collab.controller import ControllerState, calibrate, fixed_baseline
-from engines.collab.llm_human import (
-    ChatBackend,
-    LLMCollaborator,
-    OpenAICompatibleBackend,
-    RoundRecord,
-    TaskView,
-    TransformersBackend,
-    medical_views,
-    shape_view,
-)
+from engines.collab.llm_human import LLMCollaborator, RoundRecord, TaskView, medical_views, shape_view
 from engines.collab.loop_reference import Finished, run_reference
 from engines.collab.rules import Prefix, Rule
 from engines.collab.shapes import DESCRIBE_DETAILS

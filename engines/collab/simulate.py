@@ -156,7 +156,7 @@ class SimulationConfig:
         "help": "participants in flight on one stream (each update lands overlap-1 updates late)",
         "min": 1, "max": 10_000})
     calibration_passes: int = field(default=2, metadata={"cli": False, "job": False})
-    seed: int = field(default=0, metadata={"help": "seed of every draw (cases, people, the pilot)"})
+    seed: int = field(default=0, metadata={"help": "seed of every draw (cases, people, the pilot)", "min": 0})
     n_labels: int | None = field(default=None, metadata={"cli": False, "job": False})  # resolved to the task's
     ai: str = field(default="synthetic", metadata={
         "help": "AI scores: parametric synthetic AI, or the counting CNN's held-out scores", "choices": AI_KINDS})

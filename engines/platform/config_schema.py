@@ -179,3 +179,28 @@ def job_model(cls: type, *, name: str, base: type[JobParams] = JobParams, only: 
     model = create_model(name, __base__=base, __module__=base.__module__, **fields)
     model.__doc__ = doc or base.__doc__
     return model
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldInfo:
+    """What a form needs of one job parameter: its default, inclusive or exclusive bounds, and title."""
+
+    name: str
+    default: Any
+    title: str | None = None
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+
+
+def field_info(model: type[BaseModel]) -> dict[str, FieldInfo]:
+    """{name: FieldInfo} of a job model's fields (``job_model``), so a page offers the job's own defaults and bounds."""
+    out = {}
+    for name, info in model.model_fields.items():
+        bounds = {key: getattr(meta, key) for meta in info.metadata for key in ("ge", "gt", "le", "lt")
+                  if getattr(meta, key, None) is not None}
+        out[name] = FieldInfo(name=name, default=info.get_default(call_default_factory=True), title=info.title,
+                              **bounds)
+    return out
+

@@ -7,15 +7,12 @@ import json
 import numpy as np
 import pytest
 
+from engines.collab.backends import BackendError, ChatBackend, OpenAICompatibleBackend, TransformersBackend
 from engines.collab.llm_human import (
-    BackendError,
-    ChatBackend,
     LLMCollaborator,
-    OpenAICompatibleBackend,
     Reply,
     ReplyError,
     TaskView,
-    TransformersBackend,
     medical_views,
     parse_reply,
     play,

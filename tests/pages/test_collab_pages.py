@@ -62,6 +62,20 @@ def test_simulations_page_shows_a_finished_job(sqlite_db):
     assert at.selectbox(key="collab-ai").options == ["synthetic AI (parametric)", "shipped CNN (assets/collab)"]
 
 
+def test_simulation_form_opens_with_the_jobs_defaults_and_bounds(sqlite_db):
+    """The form restates nothing: a job default declared beside the config is what the form opens with."""
+    from engines.collab import simulate
+
+    at = page_as("collab_simulations", "researcher")
+    number = {n.label: n for n in at.number_input}
+    assert number["Interactions T"].value == 5_000 and number["Interactions T"].max == 2_000_000
+    assert number["Interactions T"].min == 10 and number["Seed"].min == 0
+    assert number["alpha_harm (simulate)"].value == 0.05 and number["alpha_harm (simulate)"].max == 0.999
+    assert {t.label: t.value for t in at.text_input}["alpha_harm grid (sweep)"] == "0.01, 0.02, 0.05"
+    assert next(b for b in at.selectbox if b.label == "Schedule").value == simulate.JOB_DEFAULTS["schedule"]
+    assert number["Interactions T"].value == simulate.JOB_DEFAULTS["T"]
+
+
 def test_simulations_page_starts_a_sweep_from_its_grids(sqlite_db):
     at = page_as("collab_simulations", "researcher")
     at.radio[0].set_value("collab.sweep")
