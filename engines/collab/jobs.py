@@ -29,14 +29,29 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from engines.collab.ai_sources import DEFAULT_AI_SCORES
 from engines.collab.humans import HUMAN_PRESETS
+from engines.collab.result_files import (
+    CounterReportFile,
+    ResultFileError,
+    SimulationResultFile,
+    SweepResultFile,
+    load_result_file,
+)
 from engines.collab.simulate import JOB_DEFAULTS as SIMULATION_JOB_DEFAULTS
 from engines.collab.simulate import SIMULATE_ONLY, SimulationConfig, calibration_size, simulate, write_json
 from engines.collab.sweep import JOB_DEFAULTS as SWEEP_JOB_DEFAULTS
 from engines.collab.sweep import SweepConfig, parse_grid, run_sweep
 from engines.platform.config_schema import job_model
 from engines.platform.discovery import discover_all
-from engines.platform.jobqueue import JobContext, JobError, get_job, job_dir, register_job
-from engines.platform.models import JobStatus
+from engines.platform.jobqueue import (
+    JobContext,
+    JobError,
+    get_job,
+    job_dir,
+    job_result_file,
+    list_jobs,
+    register_job,
+)
+from engines.platform.models import Job, JobStatus
 
 SIMULATE = "collab.simulate"
 SWEEP = "collab.sweep"
@@ -293,33 +308,24 @@ def train_counter_job(ctx: JobContext, **params) -> dict:
 SIMULATION_KINDS = (SIMULATE, SWEEP)  # the jobs whose result.json the result figures draw
 
 
-def simulation_jobs(*, limit: int = 20, succeeded: bool = False, engine=None) -> list:
-    """The newest ``limit`` simulate and sweep jobs (``Job`` rows, newest first); only succeeded ones if ``succeeded``."""
-    from engines.platform.jobqueue import list_jobs, list_jobs_with_status
-
-    if succeeded:
-        return list_jobs_with_status(JobStatus.SUCCEEDED, limit=limit, kinds=SIMULATION_KINDS, engine=engine)
-    return list_jobs(limit=limit, kinds=SIMULATION_KINDS, engine=engine)
+def simulation_jobs(*, limit: int = 20, succeeded: bool = False, engine=None) -> list[Job]:
+    """The newest ``limit`` simulate and sweep jobs (newest first); only succeeded ones if ``succeeded``."""
+    return list_jobs(limit=limit, kinds=SIMULATION_KINDS, status=JobStatus.SUCCEEDED if succeeded else None,
+                     engine=engine)
 
 
-def counter_jobs(*, limit: int = 20, succeeded: bool = False, engine=None) -> list:
+def counter_jobs(*, limit: int = 20, succeeded: bool = False, engine=None) -> list[Job]:
     """The newest ``limit`` ``collab.train_counter`` jobs, newest first; only succeeded ones if ``succeeded``."""
-    from engines.platform.jobqueue import list_jobs, list_jobs_with_status
-
-    if succeeded:
-        return list_jobs_with_status(JobStatus.SUCCEEDED, limit=limit, kind=TRAIN_COUNTER, engine=engine)
-    return list_jobs(limit=limit, kind=TRAIN_COUNTER, engine=engine)
+    return list_jobs(limit=limit, kind=TRAIN_COUNTER, status=JobStatus.SUCCEEDED if succeeded else None,
+                     engine=engine)
 
 
-def simulation_result(job_id: int, *, engine=None):
+def simulation_result(job_id: int, *, engine=None) -> SimulationResultFile | SweepResultFile:
     """The checked result file of a finished simulate or sweep job (``result_files.load_result_file``).
 
     Raises:
         ResultFileError: no such job, no result file, or the file is not a valid result (the message says which).
     """
-    from engines.collab.result_files import ResultFileError, load_result_file
-    from engines.platform.jobqueue import job_result_file
-
     try:
         path = job_result_file(job_id, engine=engine)
     except JobError as exc:
@@ -327,14 +333,12 @@ def simulation_result(job_id: int, *, engine=None):
     return load_result_file(path)
 
 
-def counter_job_report(job_id: int, *, engine=None):
+def counter_job_report(job_id: int, *, engine=None) -> CounterReportFile:
     """The report (``CounterReportFile``, with its plots) a succeeded ``collab.train_counter`` job wrote.
 
     Raises:
         ResultFileError: no such job, not a succeeded training job, or its report is missing or incomplete.
     """
-    from engines.collab.result_files import CounterReportFile, ResultFileError
-
     try:
         job = get_job(job_id, engine=engine)
     except JobError as exc:

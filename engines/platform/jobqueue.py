@@ -251,14 +251,16 @@ def job_dir(job_id: int) -> Path:
 
 
 def list_jobs(*, limit: int = 50, kind: str | None = None, kinds: Sequence[str] | None = None,
-              engine: Engine | None = None) -> list[Job]:
-    """The newest ``limit`` jobs, optionally of one ``kind`` or of any of ``kinds``."""
+              status: str | None = None, engine: Engine | None = None) -> list[Job]:
+    """The newest ``limit`` jobs, optionally of one ``kind`` or of any of ``kinds``, and with ``status``."""
     with read_session(engine) as session:
         query = select(Job).order_by(Job.id.desc()).limit(limit)
         if kind:
             query = query.where(Job.kind == kind)
         if kinds is not None:
             query = query.where(Job.kind.in_(list(kinds)))
+        if status is not None:
+            query = query.where(Job.status == status)
         return list(session.exec(query).all())
 
 
@@ -430,18 +432,6 @@ def wait_for_job(job_id: int, *, timeout_s: float = 60.0, engine: Engine | None 
 
 
 # QUERIES
-
-
-def list_jobs_with_status(status: str, *, limit: int = 50, kind: str | None = None,
-                          kinds: Sequence[str] | None = None, engine: Engine | None = None) -> list[Job]:
-    """The newest ``limit`` jobs with ``status`` (e.g. ``JobStatus.SUCCEEDED``), optionally of ``kind`` or ``kinds``."""
-    with read_session(engine) as session:
-        query = select(Job).where(Job.status == status).order_by(Job.id.desc()).limit(limit)
-        if kind:
-            query = query.where(Job.kind == kind)
-        if kinds is not None:
-            query = query.where(Job.kind.in_(list(kinds)))
-        return list(session.exec(query).all())
 
 
 def job_result_file(job_id: int, *, engine: Engine | None = None) -> Path:

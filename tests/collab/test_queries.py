@@ -97,7 +97,7 @@ def test_simulation_jobs_and_their_result_files(sqlite_db):
     assert jobqueue.run_job(job_id) == "succeeded"
     assert [j.id for j in collab_jobs.simulation_jobs()] == [job_id, queued]
     assert [j.id for j in collab_jobs.simulation_jobs(succeeded=True)] == [job_id]
-    assert [j.id for j in jobqueue.list_jobs_with_status("queued", kinds=collab_jobs.SIMULATION_KINDS)] == [queued]
+    assert [j.id for j in jobqueue.list_jobs(status="queued", kinds=collab_jobs.SIMULATION_KINDS)] == [queued]
     path = jobqueue.job_result_file(job_id)
     result = collab_jobs.simulation_result(job_id)
     assert result.kind == "simulate" and result.to_json() == path.read_text()  # the file as it was written
