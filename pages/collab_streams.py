@@ -29,7 +29,12 @@ def live_stream() -> None:
     except store.StreamError as exc:  # the audit refused the stored history: say so, show nothing wrong
         st.error(f"This stream's history does not pass its audit: {exc}")
         return
-    st.metric("Online interactions (counted by the guarantee)", view.interactions)
+    if view.fixed:
+        st.metric("Interactions at the fixed thresholds (after calibration)", view.interactions)
+        st.caption("This stream's thresholds are fixed (η = 0, the baseline calibrated once): it has no "
+                   "finite-sample guarantee, so its bound columns stay empty.")
+    else:
+        st.metric("Online interactions (counted by the guarantee)", view.interactions)
     st.dataframe(view.phases, hide_index=True, width="stretch")
     st.caption("The first interactions of a stream may form its calibration batch (q₁ is fitted on them). "
                "With overlapping participants an update lands after others that finished in between (its delay); "

@@ -259,6 +259,11 @@ class StreamView:
     audit: StreamAudit | None = None
     phases: pd.DataFrame | None = None
 
+    @property
+    def fixed(self) -> bool:
+        """Thresholds that never move (η = 0, the "fixed" condition): no guarantee, so no bound."""
+        return self.state.config.eta_harm == 0 and self.state.config.eta_comp == 0
+
 
 def stream_view(report: StreamAudit, *, window: int = DEFAULT_WINDOW) -> StreamView:
     """Figures and tables of an audited stream (``store.audit_report``); trailing window, as later data is still to come.

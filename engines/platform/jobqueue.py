@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -213,10 +213,24 @@ def run_job(job_id: int, *, worker: str | None = None, engine: Engine | None = N
 
 def submit_job(kind: str, params: dict[str, Any] | None = None, *, submitted_by: int | None = None,
                engine: Engine | None = None) -> int:
-    """Queue a job; returns its id. Params are validated against the kind's schema first."""
+    """Queue a job; returns its id. Params are validated against the kind's schema first.
+
+    Raises:
+        JobError: unknown kind; parameters that are not a JSON object, name a parameter the kind
+            does not have (never silently dropped: the job would run with defaults), or fail the
+            kind's validation. The message says which.
+    """
     job_kind = get_kind(kind)
+    if params is not None and not isinstance(params, Mapping):
+        raise JobError(f"Parameters of job {kind!r} must be a JSON object such as {{\"T\": 500}}, "
+                       f"got {type(params).__name__} {json.dumps(params, default=str)[:80]}")
     params = dict(params or {})
-    if job_kind.params is not None:
+    if job_kind.params is not None:  # a kind without a schema takes free-form keyword arguments
+        known = set(job_kind.params.model_fields)
+        unknown = sorted(set(params) - known)
+        if unknown:
+            raise JobError(f"Job {kind!r} has no parameter(s) {', '.join(map(repr, unknown))} "
+                           f"(its parameters: {', '.join(sorted(known))})")
         try:
             params = job_kind.params.model_validate(params).model_dump(mode="json")
         except ValidationError as exc:

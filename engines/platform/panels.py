@@ -77,12 +77,24 @@ def validate_slug(slug: str) -> str:
     return slug
 
 
+# The parameters that identify a participant, per panel (STUDY_ID, hitId... only accompany them).
+PANEL_ID_KEYS = {"Prolific": ("PROLIFIC_PID",), "MTurk": ("workerId", "assignmentId"), "other panel": ("pid",)}
+
+
 def parse_link(params: Mapping[str, object]) -> PanelIdentity:
     """Identify the participant from a study link's query parameters.
 
     Raises:
-        LinkError: when no panel id is present, or one is empty, repeated or malformed.
+        LinkError: when no panel id is present, or one is empty, repeated or malformed; when the
+            study or a panel parameter is repeated; or when the link carries the ids of more than
+            one panel (which one the participant came from would be a guess).
     """
+    _single(params, "study")  # a link naming two studies must not enrol in whichever comes last
+    panels = {name: keys for name, keys in PANEL_ID_KEYS.items() if any(params.get(k) for k in keys)}
+    if len(panels) > 1:
+        found = "; ".join(f"{name}: {', '.join(k for k in keys if params.get(k))}" for name, keys in panels.items())
+        raise LinkError(f"The link carries the ids of more than one panel ({found}); open the study from the "
+                        "link your panel gave you.")
     prolific = _single(params, "PROLIFIC_PID")
     if prolific is not None:
         extra = {k: v for k in ("STUDY_ID", "SESSION_ID") if (v := _single(params, k))}

@@ -5,8 +5,9 @@ Guarantees (each backed by a test):
   tab or a server restart resumes at the same step with every answer kept;
 - a repeated submission of a step that was already stored (double click, resent request)
   returns the stored outcome and writes nothing;
-- condition assignment picks the least-filled condition, counting finished participants and
-  unfinished ones seen within ``participant_timeout_minutes`` (psiTurk), inside one write
+- condition assignment picks the least-filled condition, counting completed participants and
+  unfinished ones seen within ``participant_timeout_minutes``, never screened-out ones (psiTurk),
+  inside one write
   transaction that also holds the study row, so concurrent arrivals keep the balance and
   ``UNIQUE(study, external id)`` makes a participant exist once;
 - invalid input raises before anything is written.
@@ -246,12 +247,17 @@ def _lock_participant(session: Session, participant_id: int) -> tuple[Participan
 
 
 def condition_counts(session: Session, study: Study, protocol: StudyProtocol) -> dict[str, int]:
-    """Participants per condition that count toward balance: finished, or active and recent."""
+    """Participants per condition that count toward balance: completed, or active and seen within the timeout.
+
+    Screened-out participants do not count (as in psiTurk): a condition that screens out more
+    people would otherwise end with fewer real participants.
+    """
     cutoff = utcnow() - timedelta(minutes=get_settings().participant_timeout_minutes)
     rows = session.exec(
         select(Participant.condition, func.count())
         .where(Participant.study_id == study.id)
-        .where(or_(Participant.status != ParticipantStatus.ACTIVE, Participant.last_seen_at >= cutoff))
+        .where(or_(Participant.status == ParticipantStatus.COMPLETED,
+                   (Participant.status == ParticipantStatus.ACTIVE) & (Participant.last_seen_at >= cutoff)))
         .group_by(Participant.condition)
     ).all()
     counts = {name: 0 for name in protocol.condition_names(_constants(protocol, study))}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from engines.platform import auth, jobqueue, runtime, study_admin
 from tests.apptest_driver import APP, page_as
 
@@ -87,6 +89,22 @@ def test_jobs_page_reports_bad_json(sqlite_db):
     at.run()
     assert any("not valid JSON: line 1" in e.value for e in at.error)
     assert jobqueue.list_jobs() == []
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[1, 2]", "must be a JSON object such as"),
+    ('{"seconds": 0, "secnds": 5}', "has no parameter(s) 'secnds' (its parameters: fail, seconds)"),
+])
+def test_jobs_page_refuses_parameters_it_cannot_use_without_a_traceback(sqlite_db, text, message):
+    at = page_as("jobs", "researcher")
+    at.selectbox(key="job-kind").set_value("platform.countdown")
+    at.run()
+    at.text_area(key="job-params-platform.countdown").input(text)
+    at.button(key="job-start").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert jobqueue.list_jobs() == []  # nothing queued to run with defaults
 
 
 def test_study_constants_are_typed_json_checked_against_the_protocol(sqlite_db):

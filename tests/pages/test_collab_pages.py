@@ -44,6 +44,23 @@ def test_streams_page_shows_a_stream(sqlite_db):
     assert table["violations"].tolist() == [2, 3]
 
 
+def test_streams_page_says_when_a_stream_is_calibrating_or_fixed(sqlite_db):
+    fixed = ControllerState.initial(ControllerConfig(eta_harm=0.0, eta_comp=0.0))
+    store.ensure_stream("demo:fixed", fixed, calibration_size=3)
+    for i, s in enumerate((0.1, 0.2)):
+        store.record_interaction("demo:fixed", f"c{i}", err_harm=False, err_comp=False, score_true=s)
+    at = page_as("collab_streams", "researcher")
+    assert not at.exception, at.exception
+    assert any("the 2 recorded so far froze their thresholds before the calibration fit (a batch of 3)" in i.value
+               for i in at.info), [i.value for i in at.info]
+    store.record_interaction("demo:fixed", "c2", err_harm=False, err_comp=False, score_true=0.3)  # the fit
+    store.record_interaction("demo:fixed", "d0", err_harm=False, err_comp=False, score_true=0.0, frozen_seq=3)
+    at.run()
+    assert [m.label for m in at.metric] == ["Interactions at the fixed thresholds (after calibration)"]
+    assert at.metric[0].value == "1"
+    assert any("no finite-sample guarantee" in c.value for c in at.caption)
+
+
 def test_simulations_page_shows_a_finished_job(sqlite_db):
     at = page_as("collab_simulations", "researcher")
     assert not at.exception, at.exception

@@ -72,6 +72,8 @@ def test_participant_link_sees_only_the_study(seeded):
     ({"study": "ghost", "PROLIFIC_PID": "x"}, "There is no study called 'ghost'"),
     ({"study": "demo"}, "no participant id"),
     ({"study": "demo", "PROLIFIC_PID": "bad id!"}, "not a valid id"),
+    ({"study": ["ghost", "demo"], "PROLIFIC_PID": "x"}, "The link repeats the parameter 'study'"),
+    ({"study": "demo", "PROLIFIC_PID": "x", "workerId": "W1", "assignmentId": "A1"}, "more than one panel"),
 ])
 def test_bad_study_links_show_clear_errors(seeded, params, message):
     at = page_as(APP, None, query_params=params)

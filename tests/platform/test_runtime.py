@@ -157,6 +157,21 @@ def test_conditions_balance_least_filled(demo_study):
     assert conditions.count("plain") == 3 and conditions.count("explained") == 3
 
 
+def test_screened_out_participants_do_not_hold_a_place(demo_study):
+    """Screen-outs concentrated in one condition: that condition gets the next arrivals until the
+    completed and active participants are balanced again."""
+    first = [runtime.enter(demo_study, {"pid": f"s{i}"}) for i in range(4)]  # plain, explained, plain, explained
+    for arrival in first:
+        if arrival.condition == "plain":
+            view = _advance_to(arrival.participant_id, "Comprehension")
+            runtime.submit(arrival.participant_id, view.step.index, {"task": "Count words"})
+            assert runtime.submit(arrival.participant_id, view.step.index, {"task": "Count words"}).screened_out
+    # Counted: plain 0, explained 2 (active). Two go to plain; at 2 : 2 a tie goes to the first condition
+    # (plain), then explained. Counting the screen-outs would have alternated from the start.
+    arrivals = [runtime.enter(demo_study, {"pid": f"n{i}"}).condition for i in range(4)]
+    assert arrivals == ["plain", "plain", "plain", "explained"]
+
+
 def test_stale_unfinished_participants_stop_counting(demo_study, monkeypatch):
     from datetime import timedelta
 
@@ -180,6 +195,10 @@ def test_stale_unfinished_participants_stop_counting(demo_study, monkeypatch):
     ("demo", {"PROLIFIC_PID": ["a", "b"]}, LinkError, "repeats the parameter 'PROLIFIC_PID'"),
     ("demo", {"workerId": "W1"}, LinkError, "no assignmentId"),
     ("Bad Slug!", {"pid": "a"}, LinkError, "not a valid study name"),
+    ("demo", {"study": ["demo", "other"], "pid": "a"}, LinkError, "repeats the parameter 'study'"),
+    ("demo", {"PROLIFIC_PID": "a", "workerId": "W1", "assignmentId": "A1"}, LinkError,
+     r"ids of more than one panel \(Prolific: PROLIFIC_PID; MTurk: workerId, assignmentId\)"),
+    ("demo", {"PROLIFIC_PID": "a", "pid": "b"}, LinkError, "more than one panel"),
 ])
 def test_bad_links_get_clear_errors_and_write_nothing(demo_study, slug, params, error, match):
     with pytest.raises(error, match=match):
