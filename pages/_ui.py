@@ -171,9 +171,16 @@ def render_field(spec: FieldSpec, key: str) -> Any:
                                placeholder="type a number")
     if spec.widget == "float":
         return st.number_input(label, value=None, key=key, help=spec.help or None, placeholder="type a number")
+    # No max_chars on the widget: the browser would silently drop a longer paste. The limit is shown,
+    # and a longer answer is refused on submit with its length, the typed text kept.
+    limit = f"At most {spec.max_length} characters." if spec.max_length else None
     if spec.widget == "textarea":
-        return st.text_area(label, key=key, max_chars=spec.max_length, help=spec.help or None)
-    return st.text_input(label, key=key, max_chars=spec.max_length, help=spec.help or None)
+        value = st.text_area(label, key=key, help=spec.help or None)
+    else:
+        value = st.text_input(label, key=key, help=spec.help or None)
+    if limit:
+        st.caption(limit)
+    return value
 
 
 def form_values(specs: list[FieldSpec], values: dict[str, Any]) -> dict[str, Any]:

@@ -392,8 +392,31 @@ def validate_response(instance: StepInstance, data: Mapping[str, Any]) -> Any:
         errors: dict[str, str] = {}
         for err in exc.errors():
             name = ".".join(str(p) for p in err["loc"]) or "__root__"
-            errors.setdefault(name, err["msg"])
+            errors.setdefault(name, plain_message(err))
         raise InvalidResponse(instance.name, errors) from None
+
+
+def plain_message(error: Mapping[str, Any]) -> str:
+    """A pydantic field error in the words a participant reads ("Field required" is for developers)."""
+    kind, ctx, given = error.get("type", ""), error.get("ctx") or {}, error.get("input")
+    if kind == "missing":
+        return "Please answer this question."
+    if kind == "string_too_long":
+        length = f" (it has {len(given)})" if isinstance(given, str) else ""
+        return f"Please shorten this to at most {ctx.get('max_length')} characters{length}; your text is kept."
+    if kind == "string_too_short":
+        return f"Please write at least {ctx.get('min_length')} characters."
+    if kind in ("less_than_equal", "less_than"):
+        return f"Please enter a number no greater than {ctx.get('le', ctx.get('lt'))}."
+    if kind in ("greater_than_equal", "greater_than"):
+        return f"Please enter a number no smaller than {ctx.get('ge', ctx.get('gt'))}."
+    if kind in ("int_parsing", "int_from_float", "int_type"):
+        return "Please enter a whole number."
+    if kind in ("float_parsing", "float_type"):
+        return "Please enter a number."
+    if kind in ("literal_error", "enum"):
+        return "Please pick one of the choices."
+    return str(error.get("msg", "This answer is not valid."))
 
 
 def submit(participant_id: int, step_index: int, data: Mapping[str, Any] | None = None, *,
@@ -500,6 +523,6 @@ def submit(participant_id: int, step_index: int, data: Mapping[str, Any] | None 
 
 __all__ = [
     "EnterResult", "InvalidResponse", "LinkError", "StepOutOfOrder", "StepView", "StudyClosed", "StudyError",
-    "SubmitResult", "UnknownStudy", "condition_counts", "current_view", "enter", "find_participant",
+    "SubmitResult", "UnknownStudy", "condition_counts", "plain_message", "current_view", "enter", "find_participant",
     "record_shown", "submit", "validate_response",
 ]

@@ -89,3 +89,35 @@ def test_one_time_password_forces_the_account_page(seeded):
     at.run()
     assert [t.value for t in at.title] == ["My account"]
     assert any("one-time password" in w.value for w in at.warning)
+
+
+def test_a_long_paste_is_kept_and_refused_with_its_length(seeded):
+    """A paste longer than the limit is not silently dropped by the widget: the page shows the limit,
+    refuses the answer with its length, and the text stays in the box to be shortened."""
+    from engines.platform.runtime import current_view, find_participant, submit
+    from pages._ui import widget_key
+    from tests.apptest_driver import new_participant_app
+
+    at = new_participant_app("demo", "long-paste")
+    pid = find_participant("demo", "long-paste")
+    view = current_view(pid)
+    answers = {"Consent": {"agree": True}, "Instructions": {},
+               "Comprehension": {"task": "Rate how helpful each suggestion is"}, "Rating": {"helpfulness": 4},
+               "Attention": {"answer": "Disagree"}}
+    while view.step.name != "Survey":
+        submit(pid, view.step.index, answers[view.step.name])
+        view = current_view(pid)
+    at.run()
+    index = view.step.index
+    assert any(c.value == "At most 500 characters." for c in at.caption)
+    text = "word " * 124  # 620 characters
+    at.number_input(key=widget_key(index, "age")).set_value(30)
+    at.radio(key=widget_key(index, "ai_use")).set_value("Daily")
+    at.text_area(key=widget_key(index, "comments")).input(text)  # 500 > 200 characters: a text area
+    next(b for b in at.form_submit_button if b.form_id == f"form-{index}").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert any("at most 500 characters (it has 620); your text is kept" in e.value for e in at.error)
+    assert current_view(pid).step.index == index
+    assert at.text_area(key=widget_key(index, "comments")).value == text
+

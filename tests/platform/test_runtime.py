@@ -78,6 +78,19 @@ def test_invalid_step_data_names_the_field_and_writes_nothing(demo_study, data, 
     assert runtime.current_view(pid).step.index == view.step.index
 
 
+def test_field_errors_are_in_plain_words(demo_study):
+    pid = runtime.enter(demo_study, LINK).participant_id
+    view = _advance_to(pid, "Survey")
+    with pytest.raises(runtime.InvalidResponse) as caught:
+        runtime.submit(pid, view.step.index, {"age": 120, "comments": "x" * 620})
+    assert caught.value.errors == {
+        "age": "Please enter a number no greater than 99.",
+        "ai_use": "Please answer this question.",
+        "comments": "Please shorten this to at most 500 characters (it has 620); your text is kept.",
+    }
+    assert runtime.current_view(pid).step.index == view.step.index  # nothing stored, the step stays
+
+
 def test_consent_must_be_given(demo_study):
     pid = runtime.enter(demo_study, LINK).participant_id
     with pytest.raises(runtime.InvalidResponse, match="agree"):
