@@ -33,6 +33,9 @@ chromium:
 migrate: setup
 	$(PY) -m engines.platform migrate
 
+# Participant links point at the port served, unless HAI_PUBLIC_BASE_URL names the public address.
+export HAI_PUBLIC_BASE_URL ?= http://localhost:$(PORT)
+
 run: setup
 	$(PY) -m engines.platform bootstrap
 	$(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) \

@@ -233,6 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--participants", type=int, default=3)
     p.add_argument("--study", help="existing study slug to use (default: a new bot-* study)")
     p.set_defaults(fn=cmd_bots)
+    # --json is also accepted after the command (`studies progress pilot-1 --json`), as people type it.
+    for command in sub.choices.values():
+        command.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                             help="machine-readable output")
     return parser
 
 
@@ -248,6 +252,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("jobs submit needs a job kind (see `jobs kinds`)")
     if args.command == "jobs" and args.action in ("cancel", "show") and args.job_id is None:
         parser.error(f"jobs {args.action} needs --job-id")
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
     from engines.platform.auth import AuthError
     from engines.platform.jobqueue import JobError
     from engines.platform.panels import LinkError
@@ -258,6 +264,17 @@ def main(argv: list[str] | None = None) -> None:
         args.fn(args)
     except (AuthError, JobError, LinkError, StudyError, UnknownProtocol, json.JSONDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except (OperationalError, ProgrammingError) as exc:
+        # A database without the tables is the common case (a new HAI_DATABASE_URL): say what to run.
+        from engines.platform.settings import get_settings
+
+        url = get_settings().resolved_database_url
+        detail = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+        missing = "no such table" in detail or "does not exist" in detail
+        hint = ("; the database has no HAI Studio tables yet: run `python -m engines.platform migrate` "
+                "(or `make run`, which migrates)") if missing else ""
+        print(f"error: database {url.split('@')[-1]}: {detail}{hint}", file=sys.stderr)
         sys.exit(2)
 
 

@@ -95,3 +95,26 @@ def test_options_and_job_model_come_from_one_config_dataclass():
         with pytest.raises(ValueError):
             Params(**bad)
     assert Params().extra == {} and Params().extra is not Params().extra  # a fresh dict per model
+
+
+def test_json_after_the_command_and_an_unmigrated_database(cli):
+    missing = cli("studies", "list", ok=False)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert "no HAI Studio tables yet: run `python -m engines.platform migrate`" in missing.stderr
+    cli("migrate")
+    cli("studies", "create", "pilot-1", "demo_survey")
+    progress = json.loads(cli("studies", "progress", "pilot-1", "--json").stdout)  # as the README writes it
+    assert progress == json.loads(cli("--json", "studies", "progress", "pilot-1").stdout)
+
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "http://localhost:8777"),
+                                                  ("https://study.example.org", "https://study.example.org")])
+def test_make_run_links_follow_the_port_unless_a_public_address_is_given(given, expected):
+    """`make run PORT=8777` serves on 8777, so participant links must say 8777 too."""
+    env = {k: v for k, v in os.environ.items() if k != "HAI_PUBLIC_BASE_URL"}
+    if given:
+        env["HAI_PUBLIC_BASE_URL"] = given
+    shown = subprocess.run(["make", "-s", "--eval", "show-base-url: ; @echo $$HAI_PUBLIC_BASE_URL", "show-base-url",
+                            "PORT=8777"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert shown.stdout.strip() == expected, shown.stderr
