@@ -28,6 +28,7 @@ from engines.platform.db import read_session
 from engines.platform.models import Participant, StepAttempt, StepResponse
 from engines.platform.provenance import run_record
 from engines.platform.registry import get_protocol
+from engines.platform.runtime import completion_codes
 from engines.platform.study import jsonable_constants
 from engines.platform.study_admin import get_study
 
@@ -144,7 +145,11 @@ def export_study(slug: str, *, engine: Engine | None = None) -> StudyExport:
                      "conditions": protocol.condition_names(constants),
                      "steps": [{"index": s.index, "name": s.name, "kind": s.step.kind, "round": s.round_number}
                                for s in protocol.steps]},
-        "constants": jsonable_constants(constants),
+        # What participants received: the instance's codes, not the protocol's defaults.
+        "constants": {**jsonable_constants(constants),
+                      **dict(zip(("COMPLETION_CODE", "SCREENED_OUT_CODE"),
+                                 completion_codes(constants, study.config).values(), strict=True))},
+        "completion_codes": completion_codes(constants, study.config),
         "provenance": run_record(export="study", slug=slug),
         "counts": {"participants": len(participants), "responses": len(responses), "failed_attempts": len(attempts)},
     }

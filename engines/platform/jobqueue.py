@@ -194,12 +194,13 @@ def run_job(job_id: int, *, worker: str | None = None, engine: Engine | None = N
         result = kind.fn(ctx, **params) or {}
         ctx._flush(force=True)  # noqa: SLF001 - write the last log lines
         json.dumps(result)  # results must be storable; fail the job clearly if not
-        _finish(job_id, JobStatus.SUCCEEDED, engine=engine, progress=1.0, result=result,
+        # The message was the last progress line ("0.5 s left"): a finished job says it finished.
+        _finish(job_id, JobStatus.SUCCEEDED, engine=engine, progress=1.0, result=result, message="done",
                 result_path=str(result.get("result_path")) if result.get("result_path") else None)
     except JobCancelled:
         _finish(job_id, JobStatus.CANCELLED, engine=engine, message="cancelled")
     except BaseException as exc:  # noqa: BLE001 - any failure must end the job as failed
-        _finish(job_id, JobStatus.FAILED, engine=engine,
+        _finish(job_id, JobStatus.FAILED, engine=engine, message=f"failed: {type(exc).__name__}: {exc}"[:200],
                 error=f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc()[-8000:]}")
         if isinstance(exc, KeyboardInterrupt):
             raise

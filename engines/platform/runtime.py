@@ -206,13 +206,19 @@ def _next_displayed(protocol: StudyProtocol, study: Study, participant: Particip
     return len(protocol.steps)
 
 
+def completion_codes(C: Any, study_config: Mapping[str, Any] | None) -> dict[str, str]:
+    """The codes participants of a study receive: {"completed": ..., "screened_out": ...}.
+
+    A study instance's ``completion_code`` / ``screened_out_code`` win over the protocol's constants.
+    """
+    config = study_config or {}
+    return {ParticipantStatus.COMPLETED: config.get("completion_code") or C.COMPLETION_CODE,
+            ParticipantStatus.SCREENED_OUT: config.get("screened_out_code") or C.SCREENED_OUT_CODE}
+
+
 def _finish(protocol: StudyProtocol, study: Study, participant: Participant, status: str) -> None:
-    C = _constants(protocol, study)
-    config = study.config or {}
-    if status == ParticipantStatus.COMPLETED:
-        code = config.get("completion_code") or C.COMPLETION_CODE
-    else:
-        code = config.get("screened_out_code") or C.SCREENED_OUT_CODE
+    codes = completion_codes(_constants(protocol, study), study.config)
+    code = codes[ParticipantStatus.COMPLETED if status == ParticipantStatus.COMPLETED else ParticipantStatus.SCREENED_OUT]
     participant.status = status
     participant.completion_code = code
     participant.finished_at = utcnow()
@@ -523,6 +529,6 @@ def submit(participant_id: int, step_index: int, data: Mapping[str, Any] | None 
 
 __all__ = [
     "EnterResult", "InvalidResponse", "LinkError", "StepOutOfOrder", "StepView", "StudyClosed", "StudyError",
-    "SubmitResult", "UnknownStudy", "condition_counts", "plain_message", "current_view", "enter", "find_participant",
+    "SubmitResult", "UnknownStudy", "completion_codes", "condition_counts", "plain_message", "current_view", "enter", "find_participant",
     "record_shown", "submit", "validate_response",
 ]

@@ -45,3 +45,15 @@ def test_export_of_unknown_study_is_a_clear_error(sqlite_db):
 
     with pytest.raises(runtime.UnknownStudy, match="no study called 'ghost'"):
         export_study("ghost")
+
+
+def test_export_config_shows_the_codes_participants_received(sqlite_db):
+    from engines.platform import study_admin
+
+    study_admin.create_study("coded", "demo_survey", config={"completion_code": "PIL0T", "screened_out_code": "SCR33N"})
+    run_bot("coded", PlayerBot("diligent"), "c-1")
+    config = json.loads(export_study("coded").files["study_config.json"])
+    assert config["completion_codes"] == {"completed": "PIL0T", "screened_out": "SCR33N"}
+    assert config["constants"]["COMPLETION_CODE"] == "PIL0T"  # not the protocol's DEMO2026
+    participants = list(csv.DictReader(io.StringIO(export_study("coded").files["participants.csv"].decode())))
+    assert participants[0]["completion_code"] == "PIL0T"
