@@ -12,6 +12,9 @@ identity = ui.require_role("researcher", "annotator", "admin")
 st.title("My account")
 st.write(f"**{identity.username}** — role: {identity.role}")
 
+FLASH = "account-flash"  # a message that survives the rerun after a change
+if (flash := st.session_state.pop(FLASH, None)) is not None:
+    st.success(flash)
 if auth.must_change_password(identity.user_id):
     st.warning("You are using a one-time password. Choose a new password now.")
 
@@ -27,8 +30,11 @@ with st.form("change-password", clear_on_submit=True):
             except auth.AuthError as exc:
                 st.error(str(exc))
             else:
-                ui.log_in(identity)  # changing the password ends other logins; keep this one
-                st.success("Password changed.")
+                # Changing the password ends every login, this one's token included: start a new one, and
+                # rerun so that its cookie is written, the menu comes back and the warning goes.
+                ui.log_in(identity)
+                st.session_state[FLASH] = "Password changed."
+                st.rerun()
 
 if st.button("Log out"):
     ui.log_out()

@@ -83,3 +83,23 @@ def test_bookmarked_page_asks_for_login_then_opens(new_page, app_server, e2e_db)
     expect(page.get_by_role("heading", name="Studies")).to_be_visible()
     _wait_for_login_cookie(page)
     assert page.url.endswith("/studies")
+
+
+def test_changing_a_one_time_password_keeps_the_login_across_a_reload(new_page, app_server, e2e_db):
+    name = f"new{secrets.token_hex(3)}"
+    auth.create_user(name, "one-time-pass-1", "researcher", must_change_password=True, engine=e2e_db.engine)
+    page = new_page()
+    _log_in(page, app_server.base, name, "one-time-pass-1")
+    expect(page.get_by_text("You are using a one-time password")).to_be_visible()
+    page.locator(".st-key-account-new input").fill("my-own-pass-12")
+    page.locator(".st-key-account-again input").fill("my-own-pass-12")
+    page.get_by_role("button", name="Change password").click()
+    wait_ready(page)
+    expect(page.get_by_text("Password changed.")).to_be_visible()
+    expect(page.get_by_text("You are using a one-time password")).to_have_count(0)
+    expect(page.get_by_text(f"Signed in as {name}")).to_be_visible()  # the menu is back
+    _wait_for_login_cookie(page)
+    page.reload()
+    wait_ready(page)
+    expect(page.get_by_text(f"Signed in as {name}")).to_be_visible()
+    expect(page.get_by_role("button", name="Log in")).to_have_count(0)

@@ -91,6 +91,30 @@ def test_one_time_password_forces_the_account_page(seeded):
     assert any("one-time password" in w.value for w in at.warning)
 
 
+
+def test_changing_the_one_time_password_keeps_the_login_and_brings_the_menu(seeded):
+    from pages._ui import IDENTITY_KEY, TOKEN_KEY
+
+    generated = auth.ensure_admin("admin", None)
+    identity = auth.authenticate("admin", generated)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state[IDENTITY_KEY] = identity.__dict__
+    at.session_state[TOKEN_KEY] = auth.start_login_session(identity)
+    at.run()
+    at.text_input(key="account-new").input("a-new-password-1")
+    at.text_input(key="account-again").input("a-new-password-1")
+    at.form_submit_button[0].click()
+    at.run()
+    assert not at.exception, at.exception
+    assert [s.value for s in at.success] == ["Password changed."]
+    assert not any("one-time password" in w.value for w in at.warning)
+    # The login survives a reload: the cookie the run wrote holds a live token of this account.
+    token = at.session_state[TOKEN_KEY]
+    assert auth.identity_from_token(token).username == "admin"
+    # And the menu is back: another page opens.
+    at.switch_page(str(ROOT / "pages" / "jobs.py")).run()
+    assert not at.exception and [t.value for t in at.title] == ["Jobs"]
+
 def test_a_long_paste_is_kept_and_refused_with_its_length(seeded):
     """A paste longer than the limit is not silently dropped by the widget: the page shows the limit,
     refuses the answer with its length, and the text stays in the box to be shortened."""
