@@ -20,14 +20,22 @@ st.title("Studies")
 protocols = all_protocols()
 studies = study_admin.list_studies()
 
+CREATED = "studies-created"  # the message of a study just created, shown after the rerun that lists it
+CREATE_FIELDS = ("create-slug", "create-title", "create-code", "create-screened", "create-constants")
+if (created := st.session_state.pop(CREATED, None)) is not None:
+    st.success(created)
+
 with st.expander("Create a study", expanded=not studies):
     with st.form("create-study"):
         protocol = st.selectbox("Protocol (from studies/)", sorted(protocols),
                                 format_func=lambda n: f"{n} — {protocols[n].title}")
         slug = st.text_input("Study name in the link (lowercase, digits, dashes)", key="create-slug")
-        title = st.text_input("Title shown to participants (optional)", key="create-title")
-        code = st.text_input("Completion code (from Prolific; optional)", key="create-code")
-        screened = st.text_input("Screened-out code (optional)", key="create-screened")
+        title = st.text_input("Title shown to participants (optional)", key="create-title",
+                              help=f"At most {study_admin.MAX_TITLE_LENGTH} characters.")
+        code = st.text_input("Completion code (from Prolific; optional)", key="create-code",
+                             help="1 to 40 letters, digits, '-' or '_', as Prolific gives it.")
+        screened = st.text_input("Screened-out code (optional)", key="create-screened",
+                                 help="1 to 40 letters, digits, '-' or '_'.")
         constants_text = st.text_area(
             "Constants to change (JSON object, optional)", key="create-constants", height=120,
             placeholder='{"INTERACTIONS": 10}',
@@ -45,7 +53,9 @@ with st.expander("Create a study", expanded=not studies):
             except (LinkError, StudyError) as exc:
                 st.error(str(exc))
             else:
-                st.success(f"Created study '{slug.strip()}'.")
+                st.session_state[CREATED] = f"Created study '{slug.strip()}'."
+                for key in CREATE_FIELDS:  # an empty form for the next study; kept as typed on an error
+                    st.session_state.pop(key, None)
                 st.rerun()
 
     with st.popover("Protocol constants"):

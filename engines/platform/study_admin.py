@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,8 @@ from engines.platform.settings import get_settings
 from engines.platform.study import jsonable_constants
 
 CONFIG_KEYS = ("completion_code", "screened_out_code", "constants")
+MAX_TITLE_LENGTH = 200
+CODE_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,40}")  # Prolific codes are short and alphanumeric; they go into a URL
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,15 @@ def create_study(slug: str, protocol: str, *, title: str = "", config: dict[str,
     unknown = sorted(set(config) - set(CONFIG_KEYS))
     if unknown:
         raise StudyError(f"Unknown study config keys: {', '.join(unknown)} (allowed: {', '.join(CONFIG_KEYS)}).")
+    if len(title) > MAX_TITLE_LENGTH:
+        raise StudyError(f"The title has {len(title):,} characters; participants see it on every page, so at most "
+                         f"{MAX_TITLE_LENGTH} are allowed.")
+    for key in ("completion_code", "screened_out_code"):
+        code = config.get(key)
+        if code is not None and not (isinstance(code, str) and CODE_PATTERN.fullmatch(code)):
+            shown = f"{len(code):,} characters" if isinstance(code, str) else repr(code)
+            raise StudyError(f"{key} must be 1 to 40 letters, digits, '-' or '_' (it goes into the panel's "
+                             f"completion link), got {shown}.")
     try:
         constants = proto.checked_constants(config.get("constants"))
     except ValueError as exc:

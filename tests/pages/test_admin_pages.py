@@ -46,6 +46,34 @@ def test_create_close_and_export_a_study(sqlite_db):
     assert slug == "pilot-1" and archive[:2] == b"PK"
 
 
+def test_created_study_is_announced_and_the_form_cleared(sqlite_db):
+    at = page_as("manage_studies", "admin")
+    at.text_input(key="create-slug").input("pilot-2")
+    at.text_input(key="create-title").input("Pilot two")
+    at.form_submit_button[0].click()
+    at.run()
+    assert not at.exception, at.exception
+    assert [s.value for s in at.success] == ["Created study 'pilot-2'."]
+    assert at.text_input(key="create-slug").value == "" and at.text_input(key="create-title").value == ""
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("create-title", "T" * 5_000, "The title has 5,000 characters"),
+    ("create-code", "C" * 2_000, "completion_code must be 1 to 40 letters, digits, '-' or '_' (it goes into the "
+                                 "panel's completion link), got 2,000 characters"),
+    ("create-code", "two words", "completion_code must be 1 to 40 letters"),
+])
+def test_study_title_and_codes_have_sane_limits(sqlite_db, field, value, message):
+    at = page_as("manage_studies", "admin")
+    at.text_input(key="create-slug").input("limits")
+    at.text_input(key=field).input(value)
+    at.form_submit_button[0].click()
+    at.run()
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert study_admin.list_studies() == []
+    assert at.text_input(key=field).value == value  # what was typed stays, to be corrected
+
+
 def test_bad_study_name_is_refused_in_the_page(sqlite_db):
     at = page_as("manage_studies", "admin")
     at.text_input(key="create-slug").input("Not Valid!")
