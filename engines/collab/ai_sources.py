@@ -170,40 +170,70 @@ class MedicalAI:
 
 @dataclass
 class DDXPlusAI:
-    """Real DDXPlus patients (Fansi Tchango et al., 2022) from a release folder (``medical.load_ddxplus_dir``).
+    """Real DDXPlus patients (Fansi Tchango et al., 2022) from a release folder (``medical.ddxplus_paths``).
 
     p_AI is each patient's DIFFERENTIAL_DIAGNOSIS (the release's own differential, given all of the
-    patient's evidence) over the 49 pathologies; labels are PATHOLOGY indices in sorted order;
-    difficulty as for ``MedicalAI``. The first ``limit`` patients of the test split are read and
-    ``draw`` resamples them with replacement, as ``PrecomputedAI`` does.
+    patient's evidence) over the 49 pathologies; labels are PATHOLOGY indices in sorted
+    ``condition_name`` order; difficulty as for ``MedicalAI``.
+
+    Patients are drawn from the whole test split with the generator passed in
+    (``medical.draw_ddxplus``: a seeded random order, only the drawn rows parsed), so a run does
+    not depend on how the file is sorted. n cases are n distinct patients while n ≤
+    ``n_patients``; beyond that the release is cycled through again in a fresh random order
+    (patients repeat; ``patients`` says so, and the simulator's result records it). A
+    schedule's difficulty tilt reorders the drawn patients (``tilt_order``) instead of
+    resampling them.
     """
 
     directory: Path
-    limit: int | None = None
-    cases: AICases = field(init=False)
+    n_patients: int = field(init=False)  # rows of the test split, counted once
     pathologies: tuple[str, ...] = field(init=False)
 
     def __post_init__(self):
-        from engines.collab.medical import differential_vector, load_ddxplus_dir
+        from engines.collab.medical import count_patients, ddxplus_pathologies, ddxplus_paths
 
-        release = load_ddxplus_dir(self.directory, limit=self.limit)
-        if not release.cases:
+        self.directory = Path(self.directory)
+        patients, _, _ = ddxplus_paths(self.directory)
+        self.pathologies = ddxplus_pathologies(self.directory)
+        self.n_patients = count_patients(patients)
+        if self.n_patients == 0:
             raise ValueError(f"no patients in the DDXPlus folder {self.directory}")
-        probs = np.array([differential_vector(c) for c in release.cases])
-        self.pathologies = release.pathologies
-        self.cases = AICases(probs=probs, labels=np.array([c.label for c in release.cases], dtype=np.int64),
-                             difficulty=confidence_difficulty(probs),
-                             age=np.array([c.AGE for c in release.cases], dtype=float))
+
+    def patients(self, n: int) -> dict:
+        """What n cases take from the release (``medical.patients_summary``)."""
+        from engines.collab.medical import patients_summary
+
+        return patients_summary(n, self.n_patients)
 
     def draw(self, n: int, rng: np.random.Generator, hardness: np.ndarray | None = None) -> AICases:
-        return resample(self.cases, n, rng, hardness)
+        """n patients in a random order drawn from ``rng``: distinct while n ≤ ``n_patients``, then repeating."""
+        from engines.collab.medical import differential_vector, draw_ddxplus
+
+        drawn = draw_ddxplus(self.directory, n, rng, n_patients=self.n_patients).cases
+        probs = np.array([differential_vector(c) for c in drawn]).reshape(n, len(self.pathologies))
+        cases = AICases(probs=probs, labels=np.array([c.label for c in drawn], dtype=np.int64),
+                        difficulty=confidence_difficulty(probs), age=np.array([c.AGE for c in drawn], dtype=float))
+        return cases if hardness is None else self.tilt_order(cases, rng, hardness)
 
     def draw_distinct(self, n: int, rng: np.random.Generator) -> AICases:
-        """n different patients of the release, in random order (no patient twice)."""
-        if n > len(self.cases.labels):
-            raise ValueError(f"the DDXPlus folder {self.directory} has {len(self.cases.labels)} patients; "
+        """n different patients of the release, in random order (no patient twice); ValueError if it has fewer."""
+        if n > self.n_patients:
+            raise ValueError(f"the DDXPlus folder {self.directory} has {self.n_patients} patients; "
                              f"calibration and run need {n} distinct ones")
-        return self.cases.take(rng.permutation(len(self.cases.labels))[:n])
+        return self.draw(n, rng)
+
+    @staticmethod
+    def tilt_order(cases: AICases, rng: np.random.Generator, hardness: np.ndarray) -> AICases:
+        """The same cases reordered so that harder ones come where ``hardness`` is higher.
+
+        Each position t gets a target quantile ``tilt(u_t, hardness_t)``; the cases sorted by
+        difficulty go to the positions sorted by target (rank matching). The patients stay the
+        drawn ones, so the mix over the run is the release's; the tilt shapes when the hard ones come.
+        """
+        target = tilt(rng.random(len(cases.labels)), hardness)
+        order = np.empty(len(target), dtype=np.int64)
+        order[np.argsort(target, kind="stable")] = np.argsort(cases.difficulty, kind="stable")
+        return cases.take(order)
 
 
 def tilt(quantiles: np.ndarray, hardness: np.ndarray | None) -> np.ndarray:
@@ -212,17 +242,17 @@ def tilt(quantiles: np.ndarray, hardness: np.ndarray | None) -> np.ndarray:
 
 
 def make_ai_source(kind: str, path: str | Path = DEFAULT_AI_SCORES, n_labels: int = N_LABELS, task: str = "shapes",
-                   ddxplus_dir: str | Path | None = None, limit: int | None = None):
+                   ddxplus_dir: str | Path | None = None):
     """The AI score source of a task.
 
     shapes: ``synthetic`` (parametric AI) or ``cnn`` (precomputed probabilities from ``path``,
     relative to the repo). medical: the exact posterior of the synthetic world (``MedicalAI``), or
-    with ``ddxplus_dir`` the real release's differentials (``DDXPlusAI``, first ``limit`` patients).
+    with ``ddxplus_dir`` the real release's differentials (``DDXPlusAI``, patients drawn at random).
     """
     if task == "medical":
         if kind != "synthetic":
             raise ValueError(f"the medical task's AI is the Bayes posterior of its world; --ai {kind} is for shapes")
-        return DDXPlusAI(Path(ddxplus_dir), limit=limit) if ddxplus_dir else MedicalAI()
+        return DDXPlusAI(Path(ddxplus_dir)) if ddxplus_dir else MedicalAI()
     if ddxplus_dir:
         raise ValueError("--ddxplus-dir needs --task medical")
     if kind == "synthetic":

@@ -68,7 +68,11 @@ def shape_view(task, detail: str = "exact") -> TaskView:
 
 
 def medical_views(case, rounds: int) -> list[TaskView]:
-    """One view per round of a medical case, revealing evidence as ``medical.reveal`` does."""
+    """One view per round of a medical case, revealing evidence as ``medical.reveal`` does.
+
+    The text is ``medical.describe``: for a DDXPlus patient, one interview item per question (the
+    values of a multi-choice question together), symptoms and antecedents apart, default values left out.
+    """
     from engines.collab.medical import describe, reveal
 
     question = "What is the most likely diagnosis?"

@@ -10,8 +10,9 @@ parametric person:
    as text (``ShapeTask.describe(detail)``, "perceived" by default so hard images stay hard), with
    the shipped counting CNN's probabilities on the image as the AI; medical — a synthetic case
    (``medical.generate_cases``) whose evidence is revealed round by round (``medical_views``), the
-   AI being the exact posterior given the round's evidence, or a DDXPlus patient (``--ddxplus-dir``)
-   with its DIFFERENTIAL_DIAGNOSIS as the AI in every round.
+   AI being the exact posterior given the round's evidence, or a DDXPlus patient (``--ddxplus-dir``,
+   drawn with the seed as in the parametric simulator) with its DIFFERENTIAL_DIAGNOSIS as the AI in
+   every round.
 2. The interaction: in round k the AI builds the controller's set from the registered
    protect/supply rules on the prefix at the interaction's frozen thresholds, with the case's
    round-k scores (``LLMCase.scores``: the evidence grows over the rounds).
@@ -222,24 +223,29 @@ def medical_cases(n: int, seed: np.random.SeedSequence, rounds: int, patients=No
             for c, p in zip(cases, probs, strict=True)]
 
 
-def make_cases(config: SimulationConfig, llm: LLMConfig, sizes: tuple[int, ...]) -> list[list[LLMCase]]:
-    """One list of cases per size (calibration, run), from independent seeds of ``config.seed``."""
-    seeds = np.random.SeedSequence(config.seed).spawn(len(sizes))
-    if config.task != "medical":
-        return [shape_cases(n, seed, config.rounds, llm.shape_detail) for n, seed in zip(sizes, seeds, strict=True)]
-    ddxplus = None
-    if config.ddxplus_dir:
-        from engines.collab.medical import load_ddxplus_dir
+def make_cases(config: SimulationConfig, llm: LLMConfig,
+               sizes: tuple[int, ...]) -> tuple[list[list[LLMCase]], dict | None]:
+    """One list of cases per size (calibration, run), from independent seeds of ``config.seed``.
 
-        ddxplus = load_ddxplus_dir(config.ddxplus_dir, limit=sum(sizes))
-        if len(ddxplus.cases) < sum(sizes):
-            raise ValueError(f"the DDXPlus folder {config.ddxplus_dir} has {len(ddxplus.cases)} patients; "
-                             f"calibration and run need {' + '.join(map(str, sizes))} = {sum(sizes)} distinct ones")
-        # Disjoint slices in file order: no patient is both calibration data and a test case, or seen twice.
+    With ``config.ddxplus_dir`` the cases are real patients drawn as the parametric simulator draws
+    them (``medical.draw_ddxplus`` with the seed): one seeded random order of the test split, cut
+    into consecutive slices, so calibration and run share no patient while the release has
+    sum(sizes) patients; beyond that it is cycled through again and patients repeat.
+
+    Returns:
+        (the lists, ``medical.PatientDraw.summary`` for DDXPlus, None otherwise).
+    """
+    *seeds, order_seed = np.random.SeedSequence(config.seed).spawn(len(sizes) + 1)  # the last orders DDXPlus patients
+    if config.task != "medical":
+        return [shape_cases(n, seed, config.rounds, llm.shape_detail) for n, seed in zip(sizes, seeds, strict=True)], None
+    if config.ddxplus_dir:
+        from engines.collab.medical import draw_ddxplus
+
+        drawn = draw_ddxplus(config.ddxplus_dir, sum(sizes), np.random.default_rng(order_seed))
         bounds = np.cumsum((0, *sizes))
-        return [medical_cases(n, seed, config.rounds, ddxplus.cases[lo:hi])
-                for n, seed, lo, hi in zip(sizes, seeds, bounds[:-1], bounds[1:], strict=True)]
-    return [medical_cases(n, seed, config.rounds) for n, seed in zip(sizes, seeds, strict=True)]
+        return [medical_cases(n, seed, config.rounds, drawn.cases[lo:hi])
+                for n, seed, lo, hi in zip(sizes, seeds, bounds[:-1], bounds[1:], strict=True)], drawn.summary()
+    return [medical_cases(n, seed, config.rounds) for n, seed in zip(sizes, seeds, strict=True)], None
 
 
 # THE LOOP
@@ -392,7 +398,7 @@ def simulate_llm(config: SimulationConfig, llm: LLMConfig, backend: ChatBackend 
         config = dataclasses.replace(config, ai="cnn")
     counter = CountingBackend(backend if backend is not None else llm.backend())
     started = time.perf_counter()
-    cal_cases, cases = make_cases(config, llm, (config.n_calibration, config.T))
+    (cal_cases, cases), patients = make_cases(config, llm, (config.n_calibration, config.T))
     protect, supply = config.rules()
     switch_t = int(config.switch_at * config.T) if llm.persona_switch is not None else None
 
@@ -434,7 +440,7 @@ def simulate_llm(config: SimulationConfig, llm: LLMConfig, backend: ChatBackend 
         shift_points=[switch_t] if switch_t is not None else [],
         schedule_description=("persona switch" if switch_t is not None else "stationary") + " (LLM human)",
         wall_s=round(wall, 4), interactions_per_s=round(config.T * n_runs / wall, 3),
-        runs={name: run.trace for name, run in done.items()})
+        runs={name: run.trace for name, run in done.items()}, patients=patients)
     return LLMSimulationResult(
         result=result, llm=llm, labels=cases[0].labels if cases else (),
         calls={"calls": counter.calls, "call_seconds": round(counter.seconds, 3),

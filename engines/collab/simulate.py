@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engines.collab.ai_sources import AI_KINDS, DEFAULT_AI_SCORES, N_LABELS, AICases, make_ai_source
+from engines.collab.ai_sources import AI_KINDS, DEFAULT_AI_SCORES, N_LABELS, AICases, DDXPlusAI, make_ai_source
 from engines.collab.controller import (
     ControllerConfig,
     ControllerState,
@@ -118,7 +118,10 @@ class SimulationConfig:
             release's (49) with ``ddxplus_dir``. Only the shapes task accepts another value.
         ai: shapes: "synthetic" or "cnn" (probabilities from ``ai_scores``); medical: "synthetic"
             (the world's posterior).
-        ddxplus_dir: a DDXPlus release folder for the medical task (``medical.ddxplus_paths``).
+        ddxplus_dir: a DDXPlus release folder for the medical task (``medical.ddxplus_paths``). The
+            n_calibration + T patients are drawn from its test split with the seed, the pilot's
+            first; distinct while the release has enough, else it is cycled through again and the
+            result says so (``SimulationResult.patients``, ``cases_repeat``).
         case_order: "random", or "age" (medical task): the precursor's DDXPlus shift. One pool of
             n_calibration + T patients is sorted by age; the youngest n_calibration calibrate, the
             rest arrive oldest last (the schedule's difficulty tilt is not applied then).
@@ -164,8 +167,9 @@ class SimulationConfig:
     ai_scores: str = field(default=DEFAULT_AI_SCORES, metadata={
         "help": "npz of probs/labels/difficulty for --ai cnn", "job": False})
     ddxplus_dir: str | None = field(default=None, metadata={"job": False, "help": (
-        "--task medical on the real DDXPlus release in this folder (release_evidences.json, "
-        "release_conditions.json, release_test_patients[.csv]) instead of the synthetic world")})
+        "--task medical on the real DDXPlus release in this folder instead of the synthetic world: "
+        "release_evidences.json, release_conditions.json and release_test_patients.zip as downloaded "
+        "(or extracted); patients drawn at random with --seed")})
     case_order: str = field(default="random", metadata={
         "help": "medical task: 'age' sorts patients by age (calibrate on the youngest)", "choices": CASE_ORDERS})
     # Registered rule names and their parameters (engines.collab.rules); never code.
@@ -292,8 +296,11 @@ class SimulationResult:
     interactions_per_s: float
     matched: ControllerSummary | None = None  # the coverage-matched conformal baseline
     runs: dict[str, RunTrace] = field(default_factory=dict, repr=False)
+    # DDXPlus runs: cases, distinct_patients, patients_in_release and cases_repeat (patients seen twice or more).
+    patients: dict | None = None
 
     def to_dict(self) -> dict:
+        extra = {} if self.patients is None else {"patients": self.patients}
         return {
             "config": dataclasses.asdict(self.config),
             "engine": self.engine,
@@ -309,6 +316,7 @@ class SimulationResult:
             "schedule_description": self.schedule_description,
             "wall_s": self.wall_s,
             "interactions_per_s": self.interactions_per_s,
+            **extra,
             "summary": self.summary(),
         }
 
@@ -330,6 +338,12 @@ class SimulationResult:
             if self.matched:
                 line += f", matched {self.matched.violation_rate[name]:.4f}"
             lines.append(line)
+        if self.patients is not None:
+            p = self.patients
+            lines.append(f"DDXPlus: {p['cases']:,} cases from {p['distinct_patients']:,} of the release's "
+                         f"{p['patients_in_release']:,} patients, " + (
+                             f"patients repeat (about {p['cases'] / p['distinct_patients']:.1f} times each)"
+                             if p["cases_repeat"] else "each once"))
         return "\n".join(lines)
 
 
@@ -407,6 +421,7 @@ class Prepared:
     shift_points: list[int]
     description: str
     calibration_n: int
+    patients: dict | None = None  # DDXPlus: DDXPlusAI.patients (distinct patients, whether they repeat)
 
 
 @dataclass
@@ -427,6 +442,7 @@ class Drawn:
     supply: Rule
     shift_points: list[int]
     description: str
+    patients: dict | None = None  # DDXPlus: DDXPlusAI.patients (distinct patients, whether they repeat)
 
 
 def require_parametric(config: SimulationConfig) -> None:
@@ -440,8 +456,7 @@ def draw(config: SimulationConfig) -> Drawn:
     """Draw cases and humans, seeded and vectorised (``prepare`` without the calibration)."""
     require_parametric(config)
     ai_seed, cal_seed, schedule_seed, human_seed = np.random.SeedSequence(config.seed).spawn(4)
-    ai = make_ai_source(config.ai, config.ai_scores, config.n_labels, config.task, config.ddxplus_dir,
-                        limit=config.T + config.n_calibration)
+    ai = make_ai_source(config.ai, config.ai_scores, config.n_labels, config.task, config.ddxplus_dir)
     ai_rng = np.random.default_rng(ai_seed)
     protect, supply = config.rules()
     track = make_schedule(config.schedule_config(), config.T, human_preset(config.human),
@@ -455,6 +470,15 @@ def draw(config: SimulationConfig) -> Drawn:
         cases = by_age.take(np.arange(config.n_calibration, config.n_calibration + config.T))
         description += (f"; cases ordered by age: calibration on ages {cal_cases.age.min():.0f}–"
                         f"{cal_cases.age.max():.0f}, stream {cases.age.min():.0f}–{cases.age.max():.0f}")
+    elif isinstance(ai, DDXPlusAI):
+        # Real patients: one seeded draw, the pilot's first, so no patient is on both sides unless the run
+        # needs more than the release holds; a schedule's tilt reorders the stream's patients.
+        pool = ai.draw(config.n_calibration + config.T, ai_rng)
+        cal_cases = pool.take(np.arange(config.n_calibration))
+        cases = pool.take(np.arange(config.n_calibration, config.n_calibration + config.T))
+        if track.hardness.any():
+            cases = ai.tilt_order(cases, ai_rng, track.hardness)
+            description += "; the drawn patients reordered by difficulty (not resampled)"
     else:
         cal_cases = ai.draw(config.n_calibration, ai_rng)
         cases = ai.draw(config.T, ai_rng, track.hardness if track.hardness.any() else None)
@@ -465,8 +489,9 @@ def draw(config: SimulationConfig) -> Drawn:
     cal_masks = calibration_masks(cal_cases, cal_params, cal_draws, protect, supply)
     draws = draw_humans(cases.labels, cases.difficulty, track.params, config.rounds, config.n_labels,
                         np.random.default_rng(human_seed))
+    patients = ai.patients(config.n_calibration + config.T) if isinstance(ai, DDXPlusAI) else None
     return Drawn(cases, track.params, draws, cal_cases, cal_params, cal_draws, cal_masks, protect, supply,
-                 track.shift_points, description)
+                 track.shift_points, description, patients)
 
 
 def prepare(config: SimulationConfig, drawn: Drawn | None = None) -> Prepared:
@@ -491,7 +516,7 @@ def prepare(config: SimulationConfig, drawn: Drawn | None = None) -> Prepared:
         state = calibrate_critical(controller_config, np.where(replay.fired_harm, s_true, -np.inf),
                                    np.where(replay.fired_comp, s_true, -np.inf))
     return Prepared(d.cases, d.params, d.draws, state, d.protect, d.supply, d.shift_points, d.description,
-                    config.n_calibration)
+                    config.n_calibration, d.patients)
 
 
 def run_controller(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rule, supply: Rule,
@@ -573,7 +598,7 @@ def simulate(config: SimulationConfig, progress: bool = False, on_progress=None,
         matched=summarise(traces["matched"], labels, config) if "matched" in traces else None,
         shift_points=prepared.shift_points, schedule_description=prepared.description,
         wall_s=round(wall, 4), interactions_per_s=round(config.T * len(runs) / wall, 1),
-        runs=traces)
+        runs=traces, patients=prepared.patients)
 
 
 def write_json(result: dict, out: Path | None) -> None:

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from engines.collab.__main__ import main
-from engines.collab.llm_simulate import LLMConfig, simulate_llm
+from engines.collab.llm_simulate import LLMConfig, make_cases, simulate_llm
 from engines.collab.medical import default_world
 from engines.collab.plots import result_view
 from engines.collab.simulate import SimulationConfig, simulate
+from tests.collab import ddxplus_fixture as fx
 from tests.collab.fake_llm import FakeServer, ScriptedClinician, tiny_gpt2
 from tests.collab.test_medical import ddxplus_folder
 
@@ -123,19 +124,42 @@ def test_following_the_ai_set_improves_a_poor_clinician():
 def test_real_ddxplus_patients(tmp_path):
     server = FakeServer(respond=ScriptedClinician())
     try:
-        folder = str(ddxplus_folder(tmp_path))
-        result = simulate_llm(_llm_config(task="medical", ddxplus_dir=folder, T=1, n_calibration=1, with_fixed=False),
+        folder = str(ddxplus_folder(tmp_path))  # the zip as downloaded: four patients
+        result = simulate_llm(_llm_config(task="medical", ddxplus_dir=folder, T=2, n_calibration=2, with_fixed=False),
                               LLMConfig(base_url=server.url, model="m"))
-        # Calibration and run take disjoint patients, so the two-patient fixture cannot serve 4 + 6.
-        with pytest.raises(ValueError, match="has 2 patients; calibration and run need 4 \\+ 6 = 10 distinct"):
-            simulate_llm(_llm_config(task="medical", ddxplus_dir=folder, T=6, n_calibration=4, with_fixed=False),
-                         LLMConfig(base_url=server.url, model="m"))
+        prompts = [r["body"]["messages"][1]["content"] for r in server.requests]
+        # Calibration and run take disjoint patients; 4 + 6 from four patients repeat, and the result says so.
+        repeated = simulate_llm(_llm_config(task="medical", ddxplus_dir=folder, T=6, n_calibration=4,
+                                            with_fixed=False), LLMConfig(base_url=server.url, model="m"))
     finally:
         server.close()
-    assert result.labels == ("Bronchite", "URTI") and result.result.config.n_labels == 2
+    assert result.labels == fx.LABELS and result.result.config.n_labels == 4
     assert result.result.ai_alone_accuracy == 1.0  # the fixture's differentials rank the pathology first
-    prompt = server.requests[-1]["body"]["messages"][1]["content"]
-    assert "Allowed answers: Bronchite, URTI." in prompt and "Do you have a fever?" in prompt
+    data = result.to_dict()
+    assert data["patients"] == {"cases": 4, "distinct_patients": 4, "patients_in_release": 4, "cases_repeat": False}
+    assert "Allowed answers: Acute pulmonary edema, Bronchiolitis, Pneumonia, URTI." in prompts[-1]
+    patients = {line for p in prompts for line in p.splitlines() if line.startswith("Patient: ")}
+    assert len(patients) == 4  # four different patients (their ages differ)
+    assert any("Chief complaint: Do you have a fever (either felt or measured with a thermometer)? yes" in p
+               for p in prompts)
+    assert repeated.to_dict()["patients"]["cases_repeat"] is True
+    assert "DDXPlus: 10 cases from 4 of the release's 4 patients, patients repeat" in repeated.summary()
+
+
+def test_ddxplus_cases_follow_the_seed(tmp_path):
+    rows = sorted(fx.random_patients(60, seed=2), key=lambda row: row["PATHOLOGY"])  # a file sorted by pathology
+    folder = str(fx.write_release(tmp_path / "sorted", patients=rows))
+    llm = LLMConfig(base_url="http://127.0.0.1:9/v1", model="m")
+
+    def labels(seed):
+        (cal, run), patients = make_cases(_llm_config(task="medical", ddxplus_dir=folder, T=20, n_calibration=10,
+                                                      seed=seed), llm, (10, 20))
+        assert patients["cases_repeat"] is False and len(cal) == 10 and len(run) == 20
+        return [c.label for c in cal + run]
+
+    assert labels(0) == labels(0) != labels(1)
+    assert len(set(labels(0))) == 4  # not the file's first 30 rows, which are one or two pathologies
+    assert len({r["PATHOLOGY"] for r in rows[:30]}) <= 2
 
 
 def test_parse_failures_are_counted():

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import csv
+import ast
 import dataclasses
 import itertools
 import json
+import zipfile
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from engines.collab import cli, medical
 from engines.collab import simulate as sim
 from engines.collab.ai_sources import MedicalAI
 from engines.collab.controller import fixed_baseline
+from engines.collab.llm_human import medical_views
 from engines.collab.medical import (
     DDXPlusFormatError,
     Evidence,
@@ -28,6 +30,7 @@ from engines.collab.medical import (
     posterior,
     reveal,
 )
+from tests.collab import ddxplus_fixture as fx
 
 
 def test_world_shape_and_synthetic_label():
@@ -126,97 +129,199 @@ def test_describe_lists_known_findings_without_the_diagnosis():
 
 
 # ---------------------------------------------------------------- DDXPlus loader
+# The fixtures (tests/collab/ddxplus_fixture.py) follow the release's published format.
 
-EVIDENCES_JSON = {
-    "E_91": {"name": "E_91", "question_en": "Do you have a fever?", "data_type": "B", "possible-values": [],
-             "value_meaning": {}},
-    "E_53": {"name": "E_53", "question_en": "Where is the pain located?", "data_type": "M",
-             "possible-values": ["V_44", "V_45"],
-             "value_meaning": {"V_44": {"fr": "gorge", "en": "throat"}, "V_45": {"fr": "tête", "en": "head"}}},
-    "E_56": {"name": "E_56", "question_en": "How intense is the pain?", "data_type": "C",
-             "possible-values": list(range(11)), "value_meaning": {}},
-}
-CONDITIONS_JSON = {
-    "URTI": {"cond-name-eng": "URTI", "symptoms": {"E_91": {}, "E_53": {}}, "antecedents": {}},
-    "Bronchite": {"cond-name-eng": "Bronchitis", "symptoms": {"E_91": {}}, "antecedents": {}},
-}
-ROWS = [
-    ["AGE", "DIFFERENTIAL_DIAGNOSIS", "SEX", "PATHOLOGY", "EVIDENCES", "INITIAL_EVIDENCE"],
-    ["34", "[['URTI', 0.7], ['Bronchite', 0.3]]", "F", "URTI", "['E_91', 'E_53_@_V_44', 'E_56_@_4']", "E_91"],
-    ["71", "[['Bronchite', 0.6], ['URTI', 0.4]]", "M", "Bronchite", "['E_91']", "E_91"],
-]
+PATIENTS_ZIP = "release_test_patients.zip:release_test_patients"  # how messages name the zip's member
 
 
-def _fixture(tmp_path, rows=ROWS):
-    paths = tmp_path / "patients.csv", tmp_path / "release_evidences.json", tmp_path / "release_conditions.json"
-    with paths[0].open("w", newline="") as fh:
-        csv.writer(fh).writerows(rows)
-    paths[1].write_text(json.dumps(EVIDENCES_JSON))
-    paths[2].write_text(json.dumps(CONDITIONS_JSON))
-    return paths
+def ddxplus_folder(tmp_path, form="zip", **kwargs):
+    """A DDXPlus release folder as downloaded (four patients, four pathologies); ``form`` as in ``write_release``."""
+    return fx.write_release(tmp_path / f"ddxplus_{form}", form=form, **kwargs)
 
 
-def test_load_ddxplus_fixture(tmp_path):
-    release = load_ddxplus(*_fixture(tmp_path))
-    assert release.pathologies == ("Bronchite", "URTI")
-    first, second = release.cases
-    assert (first.AGE, first.SEX, first.PATHOLOGY, first.INITIAL_EVIDENCE) == (34, "F", "URTI", "E_91")
-    assert first.EVIDENCES == ["E_91", "E_53_@_V_44", "E_56_@_4"]
-    assert first.DIFFERENTIAL_DIAGNOSIS == [("URTI", 0.7), ("Bronchite", 0.3)]
-    assert first.label == 1 and second.label == 0
-    np.testing.assert_allclose(differential_vector(first), [0.3, 0.7])
-    text = describe(first, reveal(first, 2, 2))
-    assert "Do you have a fever?" in text and "Where is the pain located?: throat" in text
-    assert "How intense is the pain?: 4" in text
-    assert len(load_ddxplus(*_fixture(tmp_path), limit=1).cases) == 1
+@pytest.mark.parametrize("form", ["zip", "csv", "bare", "folder"])
+def test_release_read_as_downloaded_or_extracted(tmp_path, form):
+    folder = ddxplus_folder(tmp_path, form)
+    if form == "zip":  # one member, no extension, as the release ships it
+        assert zipfile.ZipFile(folder / "release_test_patients.zip").namelist() == ["release_test_patients"]
+    release = medical.load_ddxplus_dir(folder)
+    assert [c.PATHOLOGY for c in release.cases] == ["URTI", "Pneumonia", "Bronchiolitis", "Acute pulmonary edema"]
+    assert [c.case_id for c in release.cases] == [2, 3, 4, 5] and release.n_patients == 4
+    first = release.cases[0]
+    assert (first.AGE, first.SEX, first.INITIAL_EVIDENCE) == (34, "F", "E_91")
+    assert first.EVIDENCES[:4] == ["E_48", "E_53", "E_54_@_V_161", "E_54_@_V_183"]
+    assert len(medical.load_ddxplus_dir(folder, limit=1).cases) == 1
+    assert medical.count_patients(medical.ddxplus_paths(folder)[0]) == 4
+
+
+def test_zip_and_folder_must_hold_one_file(tmp_path):
+    folder = ddxplus_folder(tmp_path)
+    patients = folder / "release_test_patients.zip"
+    with zipfile.ZipFile(patients, "w") as zf:  # what a re-zipped folder looks like
+        zf.writestr("release_test_patients/", "")
+        zf.writestr("__MACOSX/._release_test_patients", "x")
+        zf.writestr("release_test_patients/release_test_patients.csv", fx.patients_csv(fx.PATIENTS))
+    assert len(medical.load_ddxplus_dir(folder).cases) == 4  # any member name, folders and macOS forks ignored
+    for members in ([], ["a.csv", "b.csv"]):
+        with zipfile.ZipFile(patients, "w") as zf:
+            for name in members:
+                zf.writestr(name, fx.patients_csv(fx.PATIENTS))
+        with pytest.raises(DDXPlusFormatError, match=rf"^release_test_patients.zip: expected one patients CSV inside, "
+                                                     rf"found {len(members)} files"):
+            medical.load_ddxplus_dir(folder)
+    patients.write_text("not a zip")
+    with pytest.raises(DDXPlusFormatError, match="^release_test_patients.zip: not a readable zip file"):
+        medical.load_ddxplus_dir(folder)
+    extracted = ddxplus_folder(tmp_path, "folder") / "release_test_patients"
+    (extracted / "notes.txt").write_text("mine")
+    (extracted / ".DS_Store").write_text("")
+    with pytest.raises(DDXPlusFormatError, match=r"folder release_test_patients/ must hold the one patients CSV, "
+                                                 r"found 2 files \(notes.txt, release_test_patients\)"):
+        medical.load_ddxplus_dir(extracted.parent)
+
+
+def test_pathologies_are_named_by_condition_name(tmp_path):
+    """The English release keeps French keys for some pathologies; patients use condition_name."""
+    assert fx.CONDITIONS["Pneumonie"]["condition_name"] == "Pneumonia"
+    folder = ddxplus_folder(tmp_path)
+    release = medical.load_ddxplus_dir(folder)
+    assert release.pathologies == medical.ddxplus_pathologies(folder) == fx.LABELS
+    second = release.cases[1]
+    assert second.PATHOLOGY == "Pneumonia" and second.label == fx.LABELS.index("Pneumonia")
+    assert second.DIFFERENTIAL_DIAGNOSIS == [("Pneumonia", 0.61), ("Acute pulmonary edema", 0.25), ("URTI", 0.14)]
+    np.testing.assert_allclose(differential_vector(second), [0.25, 0, 0.61, 0.14])
     with pytest.raises(ValueError, match="MedicalWorld"):
-        posterior(first, first.EVIDENCES)
+        posterior(second, second.EVIDENCES)
+    # Other names of a pathology resolve to its condition_name: the French name, the English one, the key.
+    rows = [dict(fx.PATIENTS[1], PATHOLOGY=name, DIFFERENTIAL_DIAGNOSIS=repr([[name, 0.7], ["Bronchiolite", 0.3]]))
+            for name in ("Pneumonie", "Œdème pulmonaire aigu", "Pneumonia")]
+    cases = medical.load_ddxplus_dir(ddxplus_folder(tmp_path, "csv", patients=rows)).cases
+    assert [c.PATHOLOGY for c in cases] == ["Pneumonia", "Acute pulmonary edema", "Pneumonia"]
+    assert cases[0].DIFFERENTIAL_DIAGNOSIS == [("Pneumonia", 0.7), ("Bronchiolitis", 0.3)]
+
+
+def test_french_release_names(tmp_path):
+    """The original (French) release: keys, condition_name and the patients' names all French."""
+    conditions = {entry["cond-name-fr"]: dict(entry, condition_name=entry["cond-name-fr"])
+                  for entry in fx.CONDITIONS.values()}
+    english = {e["cond-name-eng"]: e["cond-name-fr"] for e in fx.CONDITIONS.values()}
+    rows = [dict(row, PATHOLOGY=english[row["PATHOLOGY"]], DIFFERENTIAL_DIAGNOSIS=repr(
+        [[english[n], p] for n, p in ast.literal_eval(row["DIFFERENTIAL_DIAGNOSIS"])])) for row in fx.PATIENTS]
+    release = medical.load_ddxplus_dir(ddxplus_folder(tmp_path, conditions=conditions, patients=rows))
+    assert release.pathologies == ("Bronchiolite", "IVRS ou virémie", "Pneumonie", "Œdème pulmonaire aigu")
+    assert [c.PATHOLOGY for c in release.cases] == ["IVRS ou virémie", "Pneumonie", "Bronchiolite",
+                                                   "Œdème pulmonaire aigu"]
+
+
+def test_interview_text_of_a_real_format_patient(tmp_path):
+    """What an LLM clinician reads of the fixture's first patient, round by round (3 rounds)."""
+    first = medical.load_ddxplus_dir(ddxplus_folder(tmp_path)).cases[0]
+    # One item per question: E_54 and E_55 have two values each; E_57 and E_204 hold their defaults.
+    assert first.interview == ("E_48", "E_53", "E_54", "E_55", "E_56", "E_97")
+    head = ("Patient: 34-year-old female.\n"
+            "Chief complaint: Do you have a fever (either felt or measured with a thermometer)? yes\n")
+    assert describe(first, reveal(first, 1, 3)) == head + "Symptoms: none reported.\nHistory (antecedents): none reported."
+    assert describe(first, reveal(first, 2, 3)) == head + (
+        "Symptoms:\n"
+        "- Do you have pain somewhere, related to your reason for consulting? yes\n"
+        "- Characterize your pain: sensitive, heavy\n"
+        "History (antecedents):\n"
+        "- Do you live with 4 or more people? yes")
+    assert describe(first, reveal(first, 3, 3)) == head + (
+        "Symptoms:\n"
+        "- Do you have pain somewhere, related to your reason for consulting? yes\n"
+        "- Characterize your pain: sensitive, heavy\n"
+        "- Do you feel pain somewhere? back of the head, forehead\n"
+        "- How intense is the pain? 4 on a scale of 0 to 10\n"
+        "- Do you have a sore throat? yes\n"
+        "History (antecedents):\n"
+        "- Do you live with 4 or more people? yes")
+    # A default value is no finding; a non-default one of the same question is.
+    second = medical.load_ddxplus_dir(ddxplus_folder(tmp_path)).cases[1]
+    assert describe(second, reveal(second, 2, 2)).endswith(
+        "- Have you traveled out of the country in the last 4 weeks? Europe")
+    views = medical_views(first, 3)
+    assert [v.description for v in views] == [describe(first, reveal(first, k, 3)) for k in (1, 2, 3)]
+    assert views[0].labels == fx.LABELS
+
+
+def test_value_meanings_in_either_form(tmp_path):
+    """value_meaning entries as published ({"en", "fr"}) or as the English text (some copies)."""
+    evidences = json.loads(json.dumps(fx.EVIDENCES))
+    evidences["E_54"]["value_meaning"] = {code: m["en"] for code, m in evidences["E_54"]["value_meaning"].items()}
+    evidences["E_54"]["type-donnes"] = evidences["E_54"].pop("data_type")  # the earlier field name
+    release = medical.load_ddxplus_dir(ddxplus_folder(tmp_path, evidences=evidences))
+    assert release.evidence_text("E_54_@_V_183") == "Characterize your pain: heavy"
+    assert release.evidence_text("E_91") == "Do you have a fever (either felt or measured with a thermometer)? yes"
+    assert release.finding("E_57", ["V_123"]) is None  # "nowhere" is the default
 
 
 @pytest.mark.parametrize(("column", "value", "message"), [
-    ("EVIDENCES", "E_91, E_53", "patients.csv line 3, field EVIDENCES: not a list literal"),
-    ("EVIDENCES", "['E_999']", "patients.csv line 3, field EVIDENCES: unknown evidence code 'E_999'"),
-    ("DIFFERENTIAL_DIAGNOSIS", "[['URTI']]", "patients.csv line 3, field DIFFERENTIAL_DIAGNOSIS: items must be"),
-    ("AGE", "old", "patients.csv line 3, field AGE: not an integer"),
-    ("PATHOLOGY", "Flu", "patients.csv line 3, field PATHOLOGY: unknown pathology 'Flu'"),
+    ("EVIDENCES", "E_91, E_53", "line 3, field EVIDENCES: not a list literal"),
+    ("EVIDENCES", "['E_999']", "line 3, field EVIDENCES: unknown evidence code 'E_999'"),
+    ("EVIDENCES", "['E_54_@_V_999']", "line 3, field EVIDENCES: 'E_54_@_V_999': 'V_999' is not one of the "
+                                      "possible-values of E_54"),
+    ("DIFFERENTIAL_DIAGNOSIS", "[['URTI']]", "line 3, field DIFFERENTIAL_DIAGNOSIS: items must be"),
+    ("DIFFERENTIAL_DIAGNOSIS", "[['Flu', 0.5]]", "line 3, field DIFFERENTIAL_DIAGNOSIS: unknown pathology 'Flu'"),
+    ("AGE", "old", "line 3, field AGE: not an integer"),
+    ("PATHOLOGY", "Flu", "line 3, field PATHOLOGY: unknown pathology 'Flu' (no condition_name, cond-name-eng, "
+                         "cond-name-fr or key of release_conditions.json)"),
 ])
-def test_load_ddxplus_malformed_row(tmp_path, column, value, message):
-    rows = [list(r) for r in ROWS]
-    rows[2][rows[0].index(column)] = value
+@pytest.mark.parametrize("form", ["zip", "csv"])
+def test_malformed_row(tmp_path, column, value, message, form):
+    rows = [dict(r) for r in fx.PATIENTS]
+    rows[1][column] = value
+    folder = ddxplus_folder(tmp_path, form, patients=rows)
     with pytest.raises(DDXPlusFormatError) as info:
-        load_ddxplus(*_fixture(tmp_path, rows))
-    assert str(info.value).startswith(message)
+        medical.load_ddxplus_dir(folder)
+    name = PATIENTS_ZIP if form == "zip" else "release_test_patients.csv"
+    assert str(info.value).startswith(f"{name} {message}")
+    # Rows not drawn are not parsed.
+    assert [c.case_id for c in medical.load_ddxplus_dir(folder, rows=[3, 0]).cases] == [5, 2]
 
 
-def test_load_ddxplus_malformed_files(tmp_path):
-    patients, evidences, conditions = _fixture(tmp_path)
+def test_malformed_files(tmp_path):
+    folder = ddxplus_folder(tmp_path)
+    patients, evidences, conditions = medical.ddxplus_paths(folder)
     evidences.write_text('{"E_91": {"question_en": "x"},\n "E_53": }')
     with pytest.raises(DDXPlusFormatError, match=r"release_evidences.json line 2: not valid JSON"):
         load_ddxplus(patients, evidences, conditions)
-    _fixture(tmp_path)
-    patients.write_text("AGE,SEX\n30,F\n")
-    with pytest.raises(DDXPlusFormatError, match=r"patients.csv line 1: missing column\(s\) PATHOLOGY"):
+    ddxplus_folder(tmp_path)
+    twins = dict(fx.CONDITIONS, Pneumopathie=fx.CONDITIONS["Pneumonie"])
+    conditions.write_text(json.dumps(twins))
+    with pytest.raises(DDXPlusFormatError, match="release_conditions.json, entries 'Pneumonie' and 'Pneumopathie': "
+                                                 "same condition_name 'Pneumonia'"):
+        load_ddxplus(patients, evidences, conditions)
+    ddxplus_folder(tmp_path)
+    with zipfile.ZipFile(patients, "w") as zf:
+        zf.writestr("release_test_patients", "AGE,SEX\n30,F\n")
+    with pytest.raises(DDXPlusFormatError, match=rf"^{PATIENTS_ZIP} line 1: missing column\(s\) PATHOLOGY"):
         load_ddxplus(patients, evidences, conditions)
 
 
-def ddxplus_folder(tmp_path):
-    """A DDXPlus release folder as ``--ddxplus-dir`` expects it (two patients, two pathologies)."""
-    patients, _, _ = _fixture(tmp_path)
-    patients.rename(tmp_path / "release_test_patients.csv")
-    return tmp_path
-
-
 def test_ddxplus_folder(tmp_path):
-    with pytest.raises(ValueError, match="lacks release_test_patients or release_test_patients.csv"):
-        medical.ddxplus_paths(_fixture(tmp_path)[0].parent)
+    folder = ddxplus_folder(tmp_path, "csv")
+    (folder / "release_test_patients.csv").unlink()
+    with pytest.raises(ValueError, match=r"lacks release_test_patients.zip \(or, extracted, release_test_patients.csv, "
+                                         r"release_test_patients or release_test_patients/\)"):
+        medical.ddxplus_paths(folder)
     folder = ddxplus_folder(tmp_path)
-    assert medical.ddxplus_pathologies(folder) == ("Bronchite", "URTI")
-    assert [c.PATHOLOGY for c in medical.load_ddxplus_dir(folder).cases] == ["URTI", "Bronchite"]
     (folder / "release_conditions.json").unlink()
     with pytest.raises(ValueError, match=r"lacks release_conditions.json"):
         medical.ddxplus_paths(folder)
     with pytest.raises(ValueError, match="DDXPlus folder not found"):
         medical.ddxplus_paths(folder / "nope")
+
+
+def test_draw_is_a_seeded_permutation_then_repeats(tmp_path):
+    order = medical.draw_order(10, 25, np.random.default_rng(0))
+    assert sorted(order[:10]) == list(range(10)) and sorted(order[10:20]) == list(range(10))
+    np.testing.assert_array_equal(order, medical.draw_order(10, 25, np.random.default_rng(0)))
+    assert np.bincount(order).max() == 3  # every patient once per pass
+    folder = ddxplus_folder(tmp_path)
+    drawn = medical.draw_ddxplus(folder, 6, np.random.default_rng(1))
+    assert drawn.summary() == {"cases": 6, "distinct_patients": 4, "patients_in_release": 4, "cases_repeat": True}
+    assert sorted(c.case_id for c in drawn.cases[:4]) == [2, 3, 4, 5]
 
 
 # ---------------------------------------------------------------- the medical task in the simulator
@@ -252,6 +357,7 @@ def test_medical_fast_path_is_identical_to_reference(schedule):
         assert fast.final_state == ref.final_state
 
 
+
 def test_medical_task_from_the_command_line(tmp_path):
     parser = argparse.ArgumentParser()
     cli.add_simulate_arguments(parser)
@@ -259,19 +365,67 @@ def test_medical_task_from_the_command_line(tmp_path):
     assert result["config"]["task"] == "medical" and result["config"]["n_labels"] == 12
     assert result["engine"] == "fast" and result["online"]["within_bound"] == {"harm": True, "comp": True}
     assert result["collab_accuracy"]["online"] > max(result["human_alone_accuracy"], result["ai_alone_accuracy"])
-    # The real release's format, through --ddxplus-dir: its pathologies are the labels.
+    assert "patients" not in result  # synthetic cases: nothing to repeat
+    # The release as downloaded, through --ddxplus-dir: its pathologies are the labels.
     folder = ddxplus_folder(tmp_path)
     result = cli.run_simulate(parser.parse_args(["--task", "medical", "--ddxplus-dir", str(folder), "--T", "50",
-                                        "--n-calibration", "20", "--no-fixed"]))
-    assert result["config"]["n_labels"] == 2 and result["config"]["ddxplus_dir"] == str(folder)
+                                                 "--n-calibration", "20", "--no-fixed"]))
+    assert result["config"]["n_labels"] == 4 and result["config"]["ddxplus_dir"] == str(folder)
     assert result["ai_alone_accuracy"] == 1.0  # the fixture's differentials rank the pathology first
+    # 70 cases from 4 patients: said in the result and its summary.
+    assert result["patients"] == {"cases": 70, "distinct_patients": 4, "patients_in_release": 4, "cases_repeat": True}
+    assert "DDXPlus: 70 cases from 4 of the release's 4 patients, patients repeat (about 17.5 times each)" \
+        in result["summary"]
+
+
+def _sorted_release(tmp_path, n=400):
+    """n patients, the file sorted by pathology (as a file may be): its first rows are all one pathology."""
+    rows = sorted(fx.random_patients(n, seed=5), key=lambda row: row["PATHOLOGY"])
+    return fx.write_release(tmp_path / "sorted", patients=rows), rows
+
+
+def test_release_patients_are_drawn_with_the_seed(tmp_path):
+    folder, rows = _sorted_release(tmp_path)
+    config = sim.SimulationConfig(task="medical", ddxplus_dir=str(folder), T=150, n_calibration=50, seed=3,
+                                  with_fixed=False, with_matched=False)
+    drawn = sim.draw(config)
+    counts = np.bincount(np.concatenate([drawn.cal_cases.labels, drawn.cases.labels]), minlength=4)
+    expected = np.bincount([fx.LABELS.index(r["PATHOLOGY"]) for r in rows], minlength=4) * 200 / len(rows)
+    assert counts.min() > 0 and np.abs(counts - expected).max() < 25  # a random sample, not the file's first 200
+    assert drawn.patients == {"cases": 200, "distinct_patients": 200, "patients_in_release": 400, "cases_repeat": False}
+    again = sim.draw(config)
+    np.testing.assert_array_equal(again.cases.probs, drawn.cases.probs)
+    other = sim.draw(dataclasses.replace(config, seed=4))
+    assert not np.array_equal(other.cases.probs, drawn.cases.probs)
+    # No patient in both the pilot and the stream: the rows are distinct (their ages and differentials).
+    keys = {(a, tuple(p)) for a, p in zip(drawn.cal_cases.age, drawn.cal_cases.probs.round(12), strict=True)}
+    assert not keys & {(a, tuple(p)) for a, p in zip(drawn.cases.age, drawn.cases.probs.round(12), strict=True)}
+    result = sim.simulate(config)
+    assert "each once" in result.summary() and result.to_dict()["patients"]["cases_repeat"] is False
+
+
+def test_a_schedule_tilt_reorders_the_drawn_patients(tmp_path):
+    folder, _ = _sorted_release(tmp_path)
+    base = sim.SimulationConfig(task="medical", ddxplus_dir=str(folder), T=300, n_calibration=50, seed=2)
+    still, drift = sim.draw(base), sim.draw(dataclasses.replace(base, schedule="drift", strength=1.5))
+    np.testing.assert_array_equal(still.cal_cases.probs, drift.cal_cases.probs)
+    np.testing.assert_array_equal(np.sort(still.cases.difficulty), np.sort(drift.cases.difficulty))  # same patients
+    assert drift.cases.difficulty[200:].mean() > drift.cases.difficulty[:100].mean() + 0.1
 
 
 def test_age_order_on_a_release_uses_distinct_patients(tmp_path):
-    folder = str(ddxplus_folder(tmp_path))  # two patients
-    config = sim.SimulationConfig(task="medical", ddxplus_dir=folder, case_order="age", T=1, n_calibration=1,
+    folder = str(ddxplus_folder(tmp_path))  # four patients
+    config = sim.SimulationConfig(task="medical", ddxplus_dir=folder, case_order="age", T=3, n_calibration=1,
                                   calibration_passes=0)
     prepared = sim.prepare(config)
-    assert len(prepared.cases.labels) == 1
-    with pytest.raises(ValueError, match="has 2 patients; calibration and run need 3 distinct ones"):
-        sim.prepare(dataclasses.replace(config, T=2))
+    assert prepared.cases.age.tolist() == [34, 71, 80]  # the youngest (2) calibrates
+    with pytest.raises(ValueError, match="has 4 patients; calibration and run need 5 distinct ones"):
+        sim.prepare(dataclasses.replace(config, T=4))
+
+
+def test_a_large_release_is_counted_and_only_the_drawn_rows_are_parsed(tmp_path):
+    """A release of 20,000 patients: all are counted, 2,000 distinct ones drawn (speed: docs/collab.md)."""
+    rows = fx.random_patients(1000, seed=1)
+    folder = fx.write_release(tmp_path / "big", patients=rows * 20)
+    drawn = medical.draw_ddxplus(folder, 2_000, np.random.default_rng(0))
+    assert drawn.n_patients == 20_000 and len(drawn.cases) == 2_000 and not drawn.repeats
