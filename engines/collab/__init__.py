@@ -12,8 +12,8 @@ Candès, Tibshirani 2023), Rolling Risk Control (Feldman et al. 2023). See ``sha
 Modules, one job each:
 
 - the task and the AI: ``shapes`` (the pictorial shape-counting task), ``counter`` /
-  ``counter_training`` (the CNN that counts), ``medical`` (the synthetic DDXPlus-style diagnosis task
-  and the DDXPlus loader), ``ai_sources`` (the AI's probabilities per task for simulations);
+  ``counter_training`` (the CNN that counts), ``medical`` (the synthetic DDXPlus-style diagnosis task),
+  ``ddxplus`` (the real DDXPlus release, read as shipped), ``ai_sources`` (the AI's probabilities per task for simulations);
 - the method: ``rules`` (harm / complementarity label rules, a registry), ``controller`` (the online
   two-threshold controller and its bounds), ``rates`` (running and local rates, the band over time);
 - the collaborators: ``humans`` (parametric humans and shift schedules), ``llm_human`` (a language

@@ -170,14 +170,14 @@ class MedicalAI:
 
 @dataclass
 class DDXPlusAI:
-    """Real DDXPlus patients (Fansi Tchango et al., 2022) from a release folder (``medical.ddxplus_paths``).
+    """Real DDXPlus patients (Fansi Tchango et al., 2022) from a release folder (``ddxplus.ddxplus_paths``).
 
     p_AI is each patient's DIFFERENTIAL_DIAGNOSIS (the release's own differential, given all of the
     patient's evidence) over the 49 pathologies; labels are PATHOLOGY indices in sorted
     ``condition_name`` order; difficulty as for ``MedicalAI``.
 
     Patients are drawn from the whole test split with the generator passed in
-    (``medical.draw_ddxplus``: a seeded random order, only the drawn rows parsed), so a run does
+    (``ddxplus.draw_ddxplus``: a seeded random order, only the drawn rows parsed), so a run does
     not depend on how the file is sorted. n cases are n distinct patients while n ≤
     ``n_patients``; beyond that the release is cycled through again in a fresh random order
     (patients repeat; ``patients`` says so, and the simulator's result records it). A
@@ -190,7 +190,7 @@ class DDXPlusAI:
     pathologies: tuple[str, ...] = field(init=False)
 
     def __post_init__(self):
-        from engines.collab.medical import count_patients, ddxplus_pathologies, ddxplus_paths
+        from engines.collab.ddxplus import count_patients, ddxplus_pathologies, ddxplus_paths
 
         self.directory = Path(self.directory)
         patients, _, _ = ddxplus_paths(self.directory)
@@ -200,14 +200,15 @@ class DDXPlusAI:
             raise ValueError(f"no patients in the DDXPlus folder {self.directory}")
 
     def patients(self, n: int) -> dict:
-        """What n cases take from the release (``medical.patients_summary``)."""
-        from engines.collab.medical import patients_summary
+        """What n cases take from the release (``ddxplus.patients_summary``)."""
+        from engines.collab.ddxplus import patients_summary
 
         return patients_summary(n, self.n_patients)
 
     def draw(self, n: int, rng: np.random.Generator, hardness: np.ndarray | None = None) -> AICases:
         """n patients in a random order drawn from ``rng``: distinct while n ≤ ``n_patients``, then repeating."""
-        from engines.collab.medical import differential_vector, draw_ddxplus
+        from engines.collab.ddxplus import draw_ddxplus
+        from engines.collab.medical import differential_vector
 
         drawn = draw_ddxplus(self.directory, n, rng, n_patients=self.n_patients).cases
         probs = np.array([differential_vector(c) for c in drawn]).reshape(n, len(self.pathologies))

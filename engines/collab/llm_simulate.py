@@ -228,18 +228,18 @@ def make_cases(config: SimulationConfig, llm: LLMConfig,
     """One list of cases per size (calibration, run), from independent seeds of ``config.seed``.
 
     With ``config.ddxplus_dir`` the cases are real patients drawn as the parametric simulator draws
-    them (``medical.draw_ddxplus`` with the seed): one seeded random order of the test split, cut
+    them (``ddxplus.draw_ddxplus`` with the seed): one seeded random order of the test split, cut
     into consecutive slices, so calibration and run share no patient while the release has
     sum(sizes) patients; beyond that it is cycled through again and patients repeat.
 
     Returns:
-        (the lists, ``medical.PatientDraw.summary`` for DDXPlus, None otherwise).
+        (the lists, ``ddxplus.PatientDraw.summary`` for DDXPlus, None otherwise).
     """
     *seeds, order_seed = np.random.SeedSequence(config.seed).spawn(len(sizes) + 1)  # the last orders DDXPlus patients
     if config.task != "medical":
         return [shape_cases(n, seed, config.rounds, llm.shape_detail) for n, seed in zip(sizes, seeds, strict=True)], None
     if config.ddxplus_dir:
-        from engines.collab.medical import draw_ddxplus
+        from engines.collab.ddxplus import draw_ddxplus
 
         drawn = draw_ddxplus(config.ddxplus_dir, sum(sizes), np.random.default_rng(order_seed))
         bounds = np.cumsum((0, *sizes))

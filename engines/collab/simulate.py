@@ -118,7 +118,7 @@ class SimulationConfig:
             release's (49) with ``ddxplus_dir``. Only the shapes task accepts another value.
         ai: shapes: "synthetic" or "cnn" (probabilities from ``ai_scores``); medical: "synthetic"
             (the world's posterior).
-        ddxplus_dir: a DDXPlus release folder for the medical task (``medical.ddxplus_paths``). The
+        ddxplus_dir: a DDXPlus release folder for the medical task (``ddxplus.ddxplus_paths``). The
             n_calibration + T patients are drawn from its test split with the seed, the pilot's
             first; distinct while the release has enough, else it is cycled through again and the
             result says so (``SimulationResult.patients``, ``cases_repeat``).
@@ -229,7 +229,8 @@ class SimulationConfig:
         """n_labels follows the task: the medical label space is fixed by its world or release."""
         expected = None
         if self.task == "medical":
-            from engines.collab.medical import ddxplus_pathologies, default_world
+            from engines.collab.ddxplus import ddxplus_pathologies
+            from engines.collab.medical import default_world
 
             expected = len(ddxplus_pathologies(self.ddxplus_dir) if self.ddxplus_dir else default_world().pathologies)
         if self.n_labels is None:

@@ -12,13 +12,13 @@ import zipfile
 import numpy as np
 import pytest
 
-from engines.collab import cli, medical
+from engines.collab import cli, ddxplus, medical
 from engines.collab import simulate as sim
 from engines.collab.ai_sources import MedicalAI
 from engines.collab.controller import fixed_baseline
+from engines.collab.ddxplus import DDXPlusFormatError, load_ddxplus
 from engines.collab.llm_human import medical_views
 from engines.collab.medical import (
-    DDXPlusFormatError,
     Evidence,
     MedicalCase,
     MedicalWorld,
@@ -26,7 +26,6 @@ from engines.collab.medical import (
     describe,
     differential_vector,
     generate_cases,
-    load_ddxplus,
     posterior,
     reveal,
 )
@@ -144,14 +143,14 @@ def test_release_read_as_downloaded_or_extracted(tmp_path, form):
     folder = ddxplus_folder(tmp_path, form)
     if form == "zip":  # one member, no extension, as the release ships it
         assert zipfile.ZipFile(folder / "release_test_patients.zip").namelist() == ["release_test_patients"]
-    release = medical.load_ddxplus_dir(folder)
+    release = ddxplus.load_ddxplus_dir(folder)
     assert [c.PATHOLOGY for c in release.cases] == ["URTI", "Pneumonia", "Bronchiolitis", "Acute pulmonary edema"]
     assert [c.case_id for c in release.cases] == [2, 3, 4, 5] and release.n_patients == 4
     first = release.cases[0]
     assert (first.AGE, first.SEX, first.INITIAL_EVIDENCE) == (34, "F", "E_91")
     assert first.EVIDENCES[:4] == ["E_48", "E_53", "E_54_@_V_161", "E_54_@_V_183"]
-    assert len(medical.load_ddxplus_dir(folder, limit=1).cases) == 1
-    assert medical.count_patients(medical.ddxplus_paths(folder)[0]) == 4
+    assert len(ddxplus.load_ddxplus_dir(folder, limit=1).cases) == 1
+    assert ddxplus.count_patients(ddxplus.ddxplus_paths(folder)[0]) == 4
 
 
 def test_zip_and_folder_must_hold_one_file(tmp_path):
@@ -161,31 +160,31 @@ def test_zip_and_folder_must_hold_one_file(tmp_path):
         zf.writestr("release_test_patients/", "")
         zf.writestr("__MACOSX/._release_test_patients", "x")
         zf.writestr("release_test_patients/release_test_patients.csv", fx.patients_csv(fx.PATIENTS))
-    assert len(medical.load_ddxplus_dir(folder).cases) == 4  # any member name, folders and macOS forks ignored
+    assert len(ddxplus.load_ddxplus_dir(folder).cases) == 4  # any member name, folders and macOS forks ignored
     for members in ([], ["a.csv", "b.csv"]):
         with zipfile.ZipFile(patients, "w") as zf:
             for name in members:
                 zf.writestr(name, fx.patients_csv(fx.PATIENTS))
         with pytest.raises(DDXPlusFormatError, match=rf"^release_test_patients.zip: expected one patients CSV inside, "
                                                      rf"found {len(members)} files"):
-            medical.load_ddxplus_dir(folder)
+            ddxplus.load_ddxplus_dir(folder)
     patients.write_text("not a zip")
     with pytest.raises(DDXPlusFormatError, match="^release_test_patients.zip: not a readable zip file"):
-        medical.load_ddxplus_dir(folder)
+        ddxplus.load_ddxplus_dir(folder)
     extracted = ddxplus_folder(tmp_path, "folder") / "release_test_patients"
     (extracted / "notes.txt").write_text("mine")
     (extracted / ".DS_Store").write_text("")
     with pytest.raises(DDXPlusFormatError, match=r"folder release_test_patients/ must hold the one patients CSV, "
                                                  r"found 2 files \(notes.txt, release_test_patients\)"):
-        medical.load_ddxplus_dir(extracted.parent)
+        ddxplus.load_ddxplus_dir(extracted.parent)
 
 
 def test_pathologies_are_named_by_condition_name(tmp_path):
     """The English release keeps French keys for some pathologies; patients use condition_name."""
     assert fx.CONDITIONS["Pneumonie"]["condition_name"] == "Pneumonia"
     folder = ddxplus_folder(tmp_path)
-    release = medical.load_ddxplus_dir(folder)
-    assert release.pathologies == medical.ddxplus_pathologies(folder) == fx.LABELS
+    release = ddxplus.load_ddxplus_dir(folder)
+    assert release.pathologies == ddxplus.ddxplus_pathologies(folder) == fx.LABELS
     second = release.cases[1]
     assert second.PATHOLOGY == "Pneumonia" and second.label == fx.LABELS.index("Pneumonia")
     assert second.DIFFERENTIAL_DIAGNOSIS == [("Pneumonia", 0.61), ("Acute pulmonary edema", 0.25), ("URTI", 0.14)]
@@ -195,7 +194,7 @@ def test_pathologies_are_named_by_condition_name(tmp_path):
     # Other names of a pathology resolve to its condition_name: the French name, the English one, the key.
     rows = [dict(fx.PATIENTS[1], PATHOLOGY=name, DIFFERENTIAL_DIAGNOSIS=repr([[name, 0.7], ["Bronchiolite", 0.3]]))
             for name in ("Pneumonie", "Œdème pulmonaire aigu", "Pneumonia")]
-    cases = medical.load_ddxplus_dir(ddxplus_folder(tmp_path, "csv", patients=rows)).cases
+    cases = ddxplus.load_ddxplus_dir(ddxplus_folder(tmp_path, "csv", patients=rows)).cases
     assert [c.PATHOLOGY for c in cases] == ["Pneumonia", "Acute pulmonary edema", "Pneumonia"]
     assert cases[0].DIFFERENTIAL_DIAGNOSIS == [("Pneumonia", 0.7), ("Bronchiolitis", 0.3)]
 
@@ -207,7 +206,7 @@ def test_french_release_names(tmp_path):
     english = {e["cond-name-eng"]: e["cond-name-fr"] for e in fx.CONDITIONS.values()}
     rows = [dict(row, PATHOLOGY=english[row["PATHOLOGY"]], DIFFERENTIAL_DIAGNOSIS=repr(
         [[english[n], p] for n, p in ast.literal_eval(row["DIFFERENTIAL_DIAGNOSIS"])])) for row in fx.PATIENTS]
-    release = medical.load_ddxplus_dir(ddxplus_folder(tmp_path, conditions=conditions, patients=rows))
+    release = ddxplus.load_ddxplus_dir(ddxplus_folder(tmp_path, conditions=conditions, patients=rows))
     assert release.pathologies == ("Bronchiolite", "IVRS ou virémie", "Pneumonie", "Œdème pulmonaire aigu")
     assert [c.PATHOLOGY for c in release.cases] == ["IVRS ou virémie", "Pneumonie", "Bronchiolite",
                                                    "Œdème pulmonaire aigu"]
@@ -215,7 +214,7 @@ def test_french_release_names(tmp_path):
 
 def test_interview_text_of_a_real_format_patient(tmp_path):
     """What an LLM clinician reads of the fixture's first patient, round by round (3 rounds)."""
-    first = medical.load_ddxplus_dir(ddxplus_folder(tmp_path)).cases[0]
+    first = ddxplus.load_ddxplus_dir(ddxplus_folder(tmp_path)).cases[0]
     # One item per question: E_54 and E_55 have two values each; E_57 and E_204 hold their defaults.
     assert first.interview == ("E_48", "E_53", "E_54", "E_55", "E_56", "E_97")
     head = ("Patient: 34-year-old female.\n"
@@ -237,7 +236,7 @@ def test_interview_text_of_a_real_format_patient(tmp_path):
         "History (antecedents):\n"
         "- Do you live with 4 or more people? yes")
     # A default value is no finding; a non-default one of the same question is.
-    second = medical.load_ddxplus_dir(ddxplus_folder(tmp_path)).cases[1]
+    second = ddxplus.load_ddxplus_dir(ddxplus_folder(tmp_path)).cases[1]
     assert describe(second, reveal(second, 2, 2)).endswith(
         "- Have you traveled out of the country in the last 4 weeks? Europe")
     views = medical_views(first, 3)
@@ -250,7 +249,7 @@ def test_value_meanings_in_either_form(tmp_path):
     evidences = json.loads(json.dumps(fx.EVIDENCES))
     evidences["E_54"]["value_meaning"] = {code: m["en"] for code, m in evidences["E_54"]["value_meaning"].items()}
     evidences["E_54"]["type-donnes"] = evidences["E_54"].pop("data_type")  # the earlier field name
-    release = medical.load_ddxplus_dir(ddxplus_folder(tmp_path, evidences=evidences))
+    release = ddxplus.load_ddxplus_dir(ddxplus_folder(tmp_path, evidences=evidences))
     assert release.evidence_text("E_54_@_V_183") == "Characterize your pain: heavy"
     assert release.evidence_text("E_91") == "Do you have a fever (either felt or measured with a thermometer)? yes"
     assert release.finding("E_57", ["V_123"]) is None  # "nowhere" is the default
@@ -273,16 +272,16 @@ def test_malformed_row(tmp_path, column, value, message, form):
     rows[1][column] = value
     folder = ddxplus_folder(tmp_path, form, patients=rows)
     with pytest.raises(DDXPlusFormatError) as info:
-        medical.load_ddxplus_dir(folder)
+        ddxplus.load_ddxplus_dir(folder)
     name = PATIENTS_ZIP if form == "zip" else "release_test_patients.csv"
     assert str(info.value).startswith(f"{name} {message}")
     # Rows not drawn are not parsed.
-    assert [c.case_id for c in medical.load_ddxplus_dir(folder, rows=[3, 0]).cases] == [5, 2]
+    assert [c.case_id for c in ddxplus.load_ddxplus_dir(folder, rows=[3, 0]).cases] == [5, 2]
 
 
 def test_malformed_files(tmp_path):
     folder = ddxplus_folder(tmp_path)
-    patients, evidences, conditions = medical.ddxplus_paths(folder)
+    patients, evidences, conditions = ddxplus.ddxplus_paths(folder)
     evidences.write_text('{"E_91": {"question_en": "x"},\n "E_53": }')
     with pytest.raises(DDXPlusFormatError, match=r"release_evidences.json line 2: not valid JSON"):
         load_ddxplus(patients, evidences, conditions)
@@ -304,22 +303,22 @@ def test_ddxplus_folder(tmp_path):
     (folder / "release_test_patients.csv").unlink()
     with pytest.raises(ValueError, match=r"lacks release_test_patients.zip \(or, extracted, release_test_patients.csv, "
                                          r"release_test_patients or release_test_patients/\)"):
-        medical.ddxplus_paths(folder)
+        ddxplus.ddxplus_paths(folder)
     folder = ddxplus_folder(tmp_path)
     (folder / "release_conditions.json").unlink()
     with pytest.raises(ValueError, match=r"lacks release_conditions.json"):
-        medical.ddxplus_paths(folder)
+        ddxplus.ddxplus_paths(folder)
     with pytest.raises(ValueError, match="DDXPlus folder not found"):
-        medical.ddxplus_paths(folder / "nope")
+        ddxplus.ddxplus_paths(folder / "nope")
 
 
 def test_draw_is_a_seeded_permutation_then_repeats(tmp_path):
-    order = medical.draw_order(10, 25, np.random.default_rng(0))
+    order = ddxplus.draw_order(10, 25, np.random.default_rng(0))
     assert sorted(order[:10]) == list(range(10)) and sorted(order[10:20]) == list(range(10))
-    np.testing.assert_array_equal(order, medical.draw_order(10, 25, np.random.default_rng(0)))
+    np.testing.assert_array_equal(order, ddxplus.draw_order(10, 25, np.random.default_rng(0)))
     assert np.bincount(order).max() == 3  # every patient once per pass
     folder = ddxplus_folder(tmp_path)
-    drawn = medical.draw_ddxplus(folder, 6, np.random.default_rng(1))
+    drawn = ddxplus.draw_ddxplus(folder, 6, np.random.default_rng(1))
     assert drawn.summary() == {"cases": 6, "distinct_patients": 4, "patients_in_release": 4, "cases_repeat": True}
     assert sorted(c.case_id for c in drawn.cases[:4]) == [2, 3, 4, 5]
 
@@ -427,5 +426,5 @@ def test_a_large_release_is_counted_and_only_the_drawn_rows_are_parsed(tmp_path)
     """A release of 20,000 patients: all are counted, 2,000 distinct ones drawn (speed: docs/collab.md)."""
     rows = fx.random_patients(1000, seed=1)
     folder = fx.write_release(tmp_path / "big", patients=rows * 20)
-    drawn = medical.draw_ddxplus(folder, 2_000, np.random.default_rng(0))
+    drawn = ddxplus.draw_ddxplus(folder, 2_000, np.random.default_rng(0))
     assert drawn.n_patients == 20_000 and len(drawn.cases) == 2_000 and not drawn.repeats
