@@ -110,11 +110,37 @@ def violation_figure(runs: Sequence[RateTraces], *, shift_points: Sequence[int] 
     return fig
 
 
+def out_of_range_note(runs: Sequence[RateTraces], name: str, score_bound: float = 1.0) -> str | None:
+    """A sentence for a threshold that left the score range [0, B] (None if it stayed inside).
+
+    Below 0 no label passes that threshold, so the set omits every label routed through it; above B
+    every such label passes. Neither breaks the guarantee (the bound's argument allows it), but a
+    reader of the trace should not have to know that.
+    """
+    values = [np.asarray(run.thresholds[name], dtype=float) for run in runs if len(run.t)]
+    finite = [v[np.isfinite(v)] for v in values]
+    low = min((float(v.min()) for v in finite if len(v)), default=0.0)
+    high = max((float(v.max()) for v in finite if len(v)), default=0.0)
+    symbol = "q^H" if name == "harm" else "q^C"
+    if low < 0:
+        return (f"{symbol} fell below 0 (to {low:.3g}): no label passes it then, so the set leaves out every label "
+                "it governs; the guarantee still holds.")
+    if high > score_bound:
+        return (f"{symbol} rose above the score bound {score_bound:g} (to {high:.3g}): every label it governs "
+                "passes then; the guarantee still holds.")
+    return None
+
+
 def threshold_figure(runs: Sequence[RateTraces], *, shift_points: Sequence[int] = (),
-                     title: str = "Thresholds q^H_t and q^C_t") -> go.Figure:
-    """Spec §5 plot 2: threshold traces, one panel per constraint, one line per run (named by its label)."""
+                     title: str = "Thresholds q^H_t and q^C_t", score_bound: float = 1.0) -> go.Figure:
+    """Spec §5 plot 2: threshold traces, one panel per constraint, one line per run (named by its label).
+
+    The score range [0, B] is drawn as dotted lines; a threshold outside it gets a note under its
+    panel (``out_of_range_note``).
+    """
     fig = make_subplots(rows=1, cols=2, subplot_titles=[THRESHOLD_TITLES[n] for n in CONSTRAINTS],
                         horizontal_spacing=0.08)
+    notes = []
     for col, name in enumerate(CONSTRAINTS, start=1):
         for run in runs:
             fig.add_trace(go.Scatter(x=run.t, y=run.thresholds[name], mode="lines", name=run.label,
@@ -122,9 +148,18 @@ def threshold_figure(runs: Sequence[RateTraces], *, shift_points: Sequence[int] 
                                      showlegend=col == 1), row=1, col=col)
         for point in shift_points:
             fig.add_vline(x=point, line={"color": "grey", "dash": "dot", "width": 1}, row=1, col=col)
+        note = out_of_range_note(runs, name, score_bound)
+        if note is not None:
+            for edge in (0.0, score_bound):
+                fig.add_hline(y=edge, line={"color": "grey", "dash": "dot", "width": 1}, row=1, col=col)
+            notes.append(note)
         fig.update_yaxes(title_text="threshold (score units)", row=1, col=col)
         fig.update_xaxes(title_text="interaction t", row=1, col=col)
-    fig.update_layout(title=title, height=360, legend={"orientation": "h", "y": -0.3}, margin={"t": 70})
+    if notes:
+        fig.add_annotation(text="<br>".join(notes), xref="paper", yref="paper", x=0, y=-0.42, showarrow=False,
+                           align="left", xanchor="left", font={"size": 11})
+    fig.update_layout(title=title, height=400 if notes else 360, legend={"orientation": "h", "y": -0.3},
+                      margin={"t": 70, "b": 110 if notes else None})
     return fig
 
 
@@ -293,7 +328,8 @@ def stream_view(report: StreamAudit, *, window: int = DEFAULT_WINDOW) -> StreamV
     figures = {}
     if len(traces.t):
         figures = {"violations": violation_figure([traces], title=f"{report.key}: running violation rate vs target"),
-                   "thresholds": threshold_figure([traces], title=f"{report.key}: thresholds")}
+                   "thresholds": threshold_figure([traces], title=f"{report.key}: thresholds",
+                                                  score_bound=state.config.score_bound)}
     return StreamView(report.key, len(traces.t), state, traces, figures, table, report, phases)
 
 

@@ -6,6 +6,7 @@ the thresholds, the bars' heights, computed by hand.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 
@@ -216,3 +217,19 @@ def test_job_tables_show_status_progress_and_accuracy():
         (6000, 6, "0–0.5", 0.61, 0.04)
     assert second["training images"] == second["epochs"] == "quick" and pd.isna(second["accuracy"])
     assert plots.simulation_jobs_table([]).empty
+
+
+def test_a_threshold_outside_the_score_range_gets_a_note():
+    inside = _hand_traces()
+    assert plots.out_of_range_note([inside], "comp") is None
+    assert not any("fell below" in a.text for a in plots.threshold_figure([inside]).layout.annotations)
+    below = dataclasses.replace(inside, thresholds={**inside.thresholds,
+                                                     "comp": np.array([0.2, 0.05, -0.1, -0.3])})
+    note = plots.out_of_range_note([below], "comp")
+    assert note.startswith("q^C fell below 0 (to -0.") and "guarantee still holds" in note
+    texts = [a.text for a in plots.threshold_figure([below]).layout.annotations]
+    assert any("q^C fell below 0" in t for t in texts)
+    above = dataclasses.replace(inside, thresholds={**inside.thresholds,
+                                                     "harm": np.array([0.9, 1.2, 1.1, 1.0])})
+    assert plots.out_of_range_note([above], "harm", score_bound=1.0).startswith("q^H rose above the score bound 1")
+
