@@ -74,11 +74,21 @@ with st.expander("Start a simulation or sweep", expanded=picked in ai_choices):
                 st.success(f"Queued job {job_id}; it appears below.")
 
 
+FINISHED_SEEN = "collab-finished-seen"  # the succeeded jobs the result section below was drawn with
+
+
 @st.fragment(run_every="2s")
 def recent_jobs() -> None:
-    ui.jobs_table(plots.simulation_jobs_table(collab_jobs.simulation_jobs(limit=20)), "No collaboration jobs yet.")
+    jobs = collab_jobs.simulation_jobs(limit=20)
+    ui.jobs_table(plots.simulation_jobs_table(jobs), "No collaboration jobs yet.")
+    succeeded = {job.id for job in jobs if job.status == "succeeded"}
+    if not succeeded <= st.session_state.get(FINISHED_SEEN, set()):
+        st.rerun()  # a job just finished: redraw the page so its figures can be picked without a reload
 
 
+# Read before the jobs table, which compares against it: a job that finishes later reruns the page once.
+finished = {job.id: job.kind for job in collab_jobs.simulation_jobs(limit=50, succeeded=True)}
+st.session_state[FINISHED_SEEN] = set(finished)
 recent_jobs()
 
 # RESULT FIGURES: a finished job, or an uploaded result JSON
@@ -92,7 +102,6 @@ def finished_job_result(job_id: int, database_url: str):
     return collab_jobs.simulation_result(job_id)
 
 
-finished = {job.id: job.kind for job in collab_jobs.simulation_jobs(limit=50, succeeded=True)}
 source = st.radio("Result from", ["finished job", "uploaded file"], horizontal=True, key="collab-source")
 result = raw = None
 if source == "finished job":

@@ -103,3 +103,17 @@ def test_changing_a_one_time_password_keeps_the_login_across_a_reload(new_page, 
     wait_ready(page)
     expect(page.get_by_text(f"Signed in as {name}")).to_be_visible()
     expect(page.get_by_role("button", name="Log in")).to_have_count(0)
+
+
+def test_a_finished_simulation_appears_without_a_reload(new_page, app_server, e2e_db):
+    name = f"sim{secrets.token_hex(3)}"
+    auth.create_user(name, "password-123", "researcher", engine=e2e_db.engine)
+    page = new_page()
+    _log_in(page, app_server.base, name, "password-123")
+    page.goto(f"{app_server.base}/collab-simulations")
+    wait_ready(page)
+    expect(page.get_by_role("heading", name="Result figures")).to_be_visible()
+    job_id = jobqueue.submit_job("collab.simulate", {"T": 300, "n_calibration": 50}, engine=e2e_db.engine)
+    assert jobqueue.run_job(job_id, engine=e2e_db.engine) == "succeeded"
+    # The jobs table refreshes itself; once it sees the job finish, the page redraws with the job's figures.
+    expect(page.get_by_text("Simulation: schedule drift, T = 300")).to_be_visible(timeout=20_000)
