@@ -147,8 +147,12 @@ def cmd_jobs(args: argparse.Namespace) -> None:
 
 
 def cmd_run_job(args: argparse.Namespace) -> None:
-    from engines.platform.jobqueue import run_job
+    import os
 
+    from engines.platform.jobqueue import PARENT_PID_ENV, run_job, watch_parent
+
+    if os.environ.get(PARENT_PID_ENV):  # started by an executor: stop with it
+        watch_parent(args.job_id, int(os.environ[PARENT_PID_ENV]))
     status = run_job(args.job_id)
     sys.exit(0 if status in ("succeeded", "cancelled") else 1)
 

@@ -322,6 +322,30 @@ class Executor(Protocol):
     def shutdown(self) -> None: ...
 
 
+PARENT_PID_ENV = "HAI_JOB_PARENT_PID"
+PARENT_GONE = ("The app or worker process that started this job stopped, and the job stopped with it "
+               "(a job never outlives its executor); start it again.")
+
+
+def watch_parent(job_id: int, parent_pid: int, *, interval_s: float = 1.0, engine: Engine | None = None) -> threading.Thread:
+    """In a job's child process: when ``parent_pid`` (the executor's process) is gone, fail the job and exit.
+
+    A server stopped with Ctrl-C, or killed, would otherwise leave its running jobs' processes
+    alive, writing to a database no executor watches. ``os.getppid`` changes when the parent dies
+    (the child is re-parented), whatever the signal.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(interval_s)
+        _finish(job_id, JobStatus.FAILED, engine=engine, message="failed: its executor stopped", error=PARENT_GONE)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="hai-job-parent-watch", daemon=True)
+    thread.start()
+    return thread
+
+
 class LocalExecutor:
     """Claims queued jobs and runs each in a child Python process, up to ``max_workers`` at once."""
 
@@ -381,7 +405,8 @@ class LocalExecutor:
         for job_id in queued:
             if not claim(job_id, self.worker, engine=self.engine):
                 continue
-            env = {**os.environ, "HAI_DATABASE_URL": self.database_url, "PYTHONUNBUFFERED": "1"}
+            env = {**os.environ, "HAI_DATABASE_URL": self.database_url, "PYTHONUNBUFFERED": "1",
+                   PARENT_PID_ENV: str(os.getpid())}  # the child stops when this process does (watch_parent)
             # Output goes to a file, not a pipe: a chatty job (progress bars) must never block on it.
             output = JobContext(job_id).result_dir / "process.log"
             with output.open("w") as sink:

@@ -105,3 +105,49 @@ def test_job_whose_process_dies_is_marked_failed(start_executor):
     executor._running[job_id].kill()  # noqa: SLF001 - simulate a crash (segfault, OOM kill)
     job = jobqueue.wait_for_job(job_id, timeout_s=30)
     assert job.status == "failed" and "exited with code -9" in job.error
+
+
+@pytest.mark.slow
+def test_a_running_jobs_process_stops_when_its_executor_does(sqlite_db, tmp_path):
+    """A server stopped (here: killed) leaves no job process behind; the job says why it failed."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from engines.platform.settings import get_settings
+
+    job_id = jobqueue.submit_job("platform.countdown", {"seconds": 120})
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import time\n"
+        "from engines.platform.jobqueue import LocalExecutor, get_job\n"
+        f"ex = LocalExecutor(1, database_url={sqlite_db!r}, poll_s=0.2)\n"
+        "ex.start()\n"
+        f"while get_job({job_id}, engine=ex.engine).status != 'running': time.sleep(0.1)\n"
+        "print(next(iter(ex._running.values())).pid, flush=True)\n"
+        "time.sleep(600)\n")],
+        cwd=jobqueue.REPO_ROOT, env={**os.environ, "HAI_DATA_DIR": str(get_settings().data_dir)},
+        stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    parent.send_signal(signal.SIGKILL)  # no clean shutdown: the child must notice by itself
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while jobqueue.get_job(job_id).status == "running" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    job = jobqueue.get_job(job_id)
+    assert job.status == "failed" and job.error == jobqueue.PARENT_GONE and job.message == "failed: its executor stopped"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        else:
+            try:  # reap it if it is our zombie grandchild's: it was re-parented, so only poll
+                os.waitpid(child, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        time.sleep(0.2)
+    else:
+        raise AssertionError(f"job process {child} is still alive")
+
