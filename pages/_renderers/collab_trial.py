@@ -2,7 +2,7 @@
 
 The trial page fits a laptop screen: the image on the left; on the right the question, the
 progress, the earlier rounds, the AI's set as chips and the answer form (type the count and
-press Enter). Everything shown comes from the step's template variables, i.e. from what is
+pick a confidence, submit). Everything shown comes from the step's template variables, i.e. from what is
 stored: the AI set drawn here is the one the study stored when the previous round was submitted.
 """
 

@@ -245,8 +245,8 @@ class Instructions(InfoStep):
     title = "How it works"
     template = "collab_instructions"
     body = ("You will see {n} images, one at a time. For each image, count the **triangles** (ignore the other "
-            "shapes) and say how sure you are, from 1 (guessing) to 5 (certain). Type the number and press "
-            "Enter.\n\n{ai_part}\n\n**Worked example.** {example}")
+            "shapes) and say how sure you are, from 1 (guessing) to 5 (certain): type the number, pick your "
+            "confidence, then press *Submit answer*.\n\n{ai_part}\n\n**Worked example.** {example}")
 
     @staticmethod
     def vars_for_template(ctx: StepContext) -> dict:

@@ -331,3 +331,13 @@ def test_near_count_width_is_checked_before_anyone_enters(sqlite_db, width):
     with pytest.raises(StudyError, match="width must be a whole number 0..3"):
         study_admin.create_study("w", "collab_shapes", config={"constants": {
             "PROTECT_RULE": {"name": "near_count", "params": {"width": width}}}})
+
+
+def test_instructions_say_how_to_submit_a_round(study):
+    """The answer needs a count and a confidence: "type the number and press Enter" alone fails."""
+    entered = runtime.enter(SLUG, {"pid": "reader"})
+    runtime.submit(entered.participant_id, 0, {"agree": True})
+    view = runtime.current_view(entered.participant_id)
+    text = view.step.step.body.format(**view.template_vars)
+    assert "type the number, pick your confidence, then press *Submit answer*" in text
+    assert "press Enter" not in text
