@@ -18,6 +18,7 @@ from pathlib import Path
 from engines.collab import llm_simulate
 from engines.collab.backends import BackendError
 from engines.collab.llm_simulate import LLMConfig, simulate_llm
+from engines.collab.result_files import write_result_file
 from engines.collab.simulate import (
     LLM_HUMAN,
     QUICK_CALIBRATION,
@@ -25,7 +26,6 @@ from engines.collab.simulate import (
     SIMULATE_ONLY,
     SimulationConfig,
     simulate,
-    write_json,
 )
 from engines.collab.sweep import (
     DEFAULT_COMP_GRID,
@@ -93,7 +93,7 @@ def run_simulate(args: argparse.Namespace) -> dict:
     if args.human == LLM_HUMAN:
         return run_llm_simulate(args)
     result = simulate(config_from_args(args), progress=True).to_dict()
-    write_json(result, args.out)
+    write_result_file(result, args.out)
     return result
 
 
@@ -108,7 +108,7 @@ def run_llm_simulate(args: argparse.Namespace) -> dict:
         result = simulate_llm(config, llm, progress=True).to_dict()
     except BackendError as exc:
         raise ValueError(f"the LLM backend at {llm.where} failed: {exc}") from None
-    write_json(result, args.out)
+    write_result_file(result, args.out)
     return result
 
 
@@ -119,5 +119,5 @@ def run_sweep_command(args: argparse.Namespace) -> dict:
     harm = grids["alpha_harm_grid"] or (QUICK_HARM_GRID if args.quick else DEFAULT_HARM_GRID)
     comp = grids["alpha_comp_grid"] or (QUICK_COMP_GRID if args.quick else DEFAULT_COMP_GRID)
     result = run_sweep(SweepConfig(base=base, alpha_harm_grid=harm, alpha_comp_grid=comp), progress=True).to_dict()
-    write_json(result, args.out)
+    write_result_file(result, args.out)
     return result

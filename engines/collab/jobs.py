@@ -35,9 +35,10 @@ from engines.collab.result_files import (
     SimulationResultFile,
     SweepResultFile,
     load_result_file,
+    write_result_file,
 )
 from engines.collab.simulate import JOB_DEFAULTS as SIMULATION_JOB_DEFAULTS
-from engines.collab.simulate import SIMULATE_ONLY, SimulationConfig, calibration_size, simulate, write_json
+from engines.collab.simulate import SIMULATE_ONLY, SimulationConfig, calibration_size, simulate
 from engines.collab.sweep import JOB_DEFAULTS as SWEEP_JOB_DEFAULTS
 from engines.collab.sweep import SweepConfig, parse_grid, run_sweep
 from engines.platform.config_schema import job_model
@@ -173,7 +174,7 @@ def simulation_job_params(kind: str, **values) -> dict:
 
 def _write(ctx: JobContext, result: dict) -> Path:
     path = ctx.result_dir / RESULT_FILE
-    write_json(result, path)
+    write_result_file(result, path)
     ctx.log(f"wrote {path}")
     return path
 

@@ -96,15 +96,15 @@ def play_rounds(collaborator: Collaborator, show: Callable[[Prefix], tuple[np.nd
 class ControllerAI:
     """The AI of one interaction: in round k, the set of ``controller`` (at the interaction's frozen
     thresholds) from the protect/supply rules on the prefix, or with ``plain`` the rule-blind set
-    {y : s(y) <= q^C} (the matched conformal baseline). It keeps what ``errors`` needs."""
+    {y : s(y) <= q^C} (the matched conformal baseline). It keeps the sets shown and the rule masks,
+    which is all ``errors`` needs."""
 
     scores_of: Callable[[int], np.ndarray]  # round k (1-based) -> (K,) scores
     protect: Rule
     supply: Rule
     controller: OnlineController
     plain: bool = False
-    scores: list[np.ndarray] = field(default_factory=list)  # per round shown
-    protects: list[np.ndarray] = field(default_factory=list)
+    protects: list[np.ndarray] = field(default_factory=list)  # per round shown
     supplies: list[np.ndarray] = field(default_factory=list)
     sets: list[np.ndarray] = field(default_factory=list)
 
@@ -112,7 +112,6 @@ class ControllerAI:
         s = self.scores_of(prefix.round)
         protect, supply = self.protect(prefix), self.supply(prefix)
         shown = s <= self.controller.state.q_comp if self.plain else self.controller.prediction_set(s, protect, supply)
-        self.scores.append(s)
         self.protects.append(protect)
         self.supplies.append(supply)
         self.sets.append(shown)
@@ -120,11 +119,9 @@ class ControllerAI:
         return shown, int(inside[np.argmin(s[inside])]) if len(inside) else -1
 
     def errors(self, label: int) -> InteractionErrors:
-        """The interaction's violations once the truth ``label`` is revealed (spec §5)."""
-        protects, supplies = np.array(self.protects), np.array(self.supplies)
-        if self.plain:
-            return errors_of_sets(np.array(self.sets), label, protects, supplies)
-        return self.controller.interaction_errors(np.array(self.scores), label, protects, supplies)
+        """The interaction's violations once the truth ``label`` is revealed (spec §5), from the sets
+        actually shown (the controller's sets are not drawn a second time)."""
+        return errors_of_sets(np.array(self.sets), label, np.array(self.protects), np.array(self.supplies))
 
 
 @dataclass(frozen=True)

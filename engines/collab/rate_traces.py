@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,13 +25,8 @@ from engines.collab import rates
 from engines.collab.controller import ControllerState, latest_error_delay
 from engines.collab.models import ControllerUpdate
 from engines.collab.rates import DEFAULT_WINDOW, denominators, rolling_rate, running_rate
-from engines.collab.store import delay_of
-
-if TYPE_CHECKING:
-    from engines.collab.result_files import SimulationResultFile
-    from engines.collab.store import StreamAudit
-
-CONSTRAINTS = ("harm", "comp")
+from engines.collab.result_files import CONSTRAINTS, SimulationResultFile
+from engines.collab.store import StreamAudit, delay_of
 
 # One delay D for the whole run, a (T,) array of per-t delays (``rates.bound_trace``), or either per constraint.
 Delay = int | np.ndarray | Mapping[str, int | np.ndarray]
@@ -173,8 +167,6 @@ def traces_from_result(result: SimulationResultFile | dict, which: str = "online
     bound stored as null (nothing counted yet) becomes inf.
     """
     if isinstance(result, dict):
-        from engines.collab.result_files import SimulationResultFile
-
         result = SimulationResultFile.from_json(result)
     run = getattr(result, which)
     if run is None:

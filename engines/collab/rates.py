@@ -72,10 +72,9 @@ def bound_trace(n_t: np.ndarray, step_size: float, alpha: float, q1: float, scor
         delay = np.asarray(delay, dtype=np.int64)
         if delay.shape != n_t.shape:
             raise ValueError(f"per-t delays must have the shape of n_t {n_t.shape}, got {delay.shape}")
-        if (delay < 0).any():
-            raise ValueError("delays must be >= 0")
-        # Same expression as controller.upper_bound with n = 1, one D per t.
-        per_one = np.maximum(0.0, score_bound + (delay + 1) * step_size * (1.0 - alpha) - q1) / step_size
+        # One upper_bound(1, ...) per distinct delay (it refuses a negative one), spread over the t's having it.
+        distinct, where = np.unique(delay, return_inverse=True)
+        per_one = np.array([upper_bound(1, step_size, alpha, q1, score_bound, delay=int(d)) for d in distinct])[where]
     return np.divide(per_one, n_t, out=np.full(len(n_t), np.inf), where=n_t > 0)
 
 

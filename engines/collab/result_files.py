@@ -14,7 +14,7 @@ User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/
 Reading checks every key the figures and tables use and refuses a file that lacks one with a
 ``ResultFileError`` naming it (``simulate result 'online.trace' is missing key 'q_comp'``). Keys a
 reader does not know are kept in ``extra`` and written back in the file's order, so
-``from_json(data).to_dict() == data`` and ``to_json()`` gives the text ``simulate.write_json`` wrote.
+``from_json(data).to_dict() == data`` and ``to_json()`` gives the text ``write_result_file`` wrote.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from engines.platform.settings import REPO_ROOT
 
-CONSTRAINTS = ("harm", "comp")
+CONSTRAINTS = ("harm", "comp")  # the two constraints: counterfactual harm, complementarity
 SHIPPED_COUNTER_REPORT = REPO_ROOT / "assets" / "collab" / "counter_report.json"
 
 Source = bytes | str | dict | Path  # a file's bytes (an upload), its text, the parsed object, or its path
@@ -35,6 +35,20 @@ Source = bytes | str | dict | Path  # a file's bytes (an upload), its text, the 
 
 class ResultFileError(ValueError):
     """A result JSON is not what its reader expects; the message names the missing key or what is wrong."""
+
+
+def result_text(data: dict) -> str:
+    """The text of a result file: 2-space indented JSON with a final newline."""
+    return json.dumps(data, indent=2) + "\n"
+
+
+def write_result_file(data: dict, out: Path | str | None) -> None:
+    """Write a result (``to_dict()``) to ``out`` (nothing when None): the file ``--out`` and a job's result.json hold."""
+    if out is None:
+        return
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(result_text(data))
 
 
 def _parse(source: Source, what: str = "the result") -> dict:
@@ -88,8 +102,8 @@ class _JsonRecord:
         return {k: values[k] for k in order}
 
     def to_json(self) -> str:
-        """The JSON text, laid out as ``simulate.write_json`` writes it (2-space indent, final newline)."""
-        return json.dumps(self.to_dict(), indent=2) + "\n"
+        """The JSON text, laid out as ``write_result_file`` writes it."""
+        return result_text(self.to_dict())
 
 
 TRACE_KEYS = ("t", "violation_harm", "violation_comp", "local_harm", "local_comp", "q_harm", "q_comp")

@@ -36,12 +36,10 @@ Tasks: "shapes" (the counting task; AI ``SyntheticAI`` or the CNN's held-out sco
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -602,11 +600,4 @@ def simulate(config: SimulationConfig, progress: bool = False, on_progress=None,
         runs=traces, patients=prepared.patients)
 
 
-def write_json(result: dict, out: Path | None) -> None:
-    """Write a result (``to_dict()``) as the indented JSON file that ``--out`` and a job's result.json hold."""
-    if out is None:
-        return
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
 

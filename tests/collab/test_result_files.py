@@ -36,7 +36,7 @@ def sweep_data() -> dict:
 
 def test_simulate_result_reads_typed_fields_and_writes_back_the_same_file(sim_data, tmp_path):
     path = tmp_path / "result.json"
-    path.write_text(json.dumps(sim_data, indent=2) + "\n")  # as simulate.write_json writes it
+    path.write_text(json.dumps(sim_data, indent=2) + "\n")  # as result_files.write_result_file writes it
     for source in (path, path.read_bytes(), path.read_text(), sim_data):
         result = SimulationResultFile.from_json(source)
         assert result.to_dict() == sim_data and list(result.to_dict()) == list(sim_data)

@@ -23,16 +23,12 @@ from __future__ import annotations
 import json
 
 from sqlalchemy.engine import Engine
-from sqlmodel import select
 
 from engines.collab import store
-from engines.collab.models import ControllerStream
 from engines.collab.study.record import StudyInteraction
 from engines.collab.study.rounds import interaction_key
 from engines.collab.study.support import interaction_rows
-from engines.platform.db import read_session
 from engines.platform.export import csv_bytes
-from engines.platform.models import Study
 
 INTERACTION_COLUMNS = ["participant_id", "external_id", "condition", "index", "seed", "difficulty", "mode", "stream",
                        "q_harm", "q_comp", "frozen_seq", "calibrating", "rounds", "final_round", "final_answer",
@@ -41,15 +37,6 @@ INTERACTION_COLUMNS = ["participant_id", "external_id", "condition", "index", "s
 UPDATE_COLUMNS = ["stream", "condition", "seq", "interaction_key", "participant_id", "phase", "frozen_seq", "delay",
                   "score_true", "err_harm", "err_comp", "fired_harm", "fired_comp", "q_harm_before", "q_comp_before",
                   "q_harm_after", "q_comp_after", "created_at"]
-
-
-def study_streams(study_slug: str, *, engine: Engine | None = None) -> list[tuple[str, str | None]]:
-    """(key, condition) of the study's controller streams."""
-    with read_session(engine) as session:
-        rows = session.exec(select(ControllerStream.key, ControllerStream.condition)
-                            .join(Study, Study.id == ControllerStream.study_id)
-                            .where(Study.slug == study_slug).order_by(ControllerStream.key)).all()
-    return [(key, condition) for key, condition in rows]
 
 
 def frozen_claims(rows: list[StudyInteraction], key: str) -> list[store.FrozenClaim]:
@@ -85,7 +72,8 @@ def study_files(study_slug: str, *, engine: Engine | None = None) -> dict[str, b
     typed = interaction_rows(study_slug, engine=engine)
     interactions = [row.to_row() for row in typed]
     updates, audits = [], {}
-    for key, condition in study_streams(study_slug, engine=engine):
+    for stream in store.list_streams(study=study_slug, engine=engine):
+        key, condition = stream.key, stream.condition
         try:
             report = audit_study_stream(study_slug, key, engine=engine, rows=typed)
         except store.StreamError as exc:  # a broken history must still export, with the reason
@@ -110,5 +98,4 @@ def study_files(study_slug: str, *, engine: Engine | None = None) -> dict[str, b
     }
 
 
-__all__ = ["INTERACTION_COLUMNS", "UPDATE_COLUMNS", "audit_stream", "audit_study_stream", "frozen_claims", "study_files",
-           "study_streams"]
+__all__ = ["INTERACTION_COLUMNS", "UPDATE_COLUMNS", "audit_stream", "audit_study_stream", "frozen_claims", "study_files"]
