@@ -33,8 +33,13 @@ chromium:
 migrate: setup
 	$(PY) -m engines.platform migrate
 
-# Participant links point at the port served, unless HAI_PUBLIC_BASE_URL names the public address.
-export HAI_PUBLIC_BASE_URL ?= http://localhost:$(PORT)
+# Participant links point at the port served, unless HAI_PUBLIC_BASE_URL (in the environment or in
+# .env, which the app reads too) names the public address.
+HAI_PUBLIC_BASE_URL ?= $(shell sed -n 's/^HAI_PUBLIC_BASE_URL=//p' .env 2>/dev/null | tail -n1 | tr -d "\"'")
+ifeq ($(strip $(HAI_PUBLIC_BASE_URL)),)
+HAI_PUBLIC_BASE_URL := http://localhost:$(PORT)
+endif
+export HAI_PUBLIC_BASE_URL
 
 run: setup
 	$(PY) -m engines.platform bootstrap

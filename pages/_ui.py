@@ -153,31 +153,46 @@ def widget_key(step_index: int, name: str) -> str:
     return f"step{step_index}-{name}"
 
 
-def render_field(spec: FieldSpec, key: str) -> Any:
-    """Draw the widget for one response field and return its value (None when left empty)."""
+def render_field(spec: FieldSpec, key: str, default: Any = None, error: str | None = None) -> Any:
+    """Draw the widget for one response field and return its value (None when left empty).
+
+    ``default`` prefills it (a revision round starts from the previous answer); ``error`` is shown
+    right under the field, in a container keyed ``error-<key>``.
+    """
+    value = _field_widget(spec, key, default)
+    if error:
+        with st.container(key=f"error-{key}"):
+            st.error(error)
+    return value
+
+
+def _field_widget(spec: FieldSpec, key: str, default: Any) -> Any:
     label = spec.label + ("" if spec.required or spec.widget in ("checkbox", "text", "textarea") else " (optional)")
+    if default is None:
+        default = spec.default
     if spec.widget == "checkbox":
-        return st.checkbox(label, key=key, help=spec.help or None, value=bool(spec.default))
+        return st.checkbox(label, key=key, help=spec.help or None, value=bool(default))
+    index = spec.options.index(default) if default in spec.options else None
     if spec.widget == "likert":
         # The scale's anchors must be visible, not hidden in a tooltip.
-        value = st.radio(label, spec.options, index=None, key=key, horizontal=True)
+        value = st.radio(label, spec.options, index=index, key=key, horizontal=True)
         if spec.help:
             st.caption(spec.help)
         return value
     if spec.widget == "radio":
-        return st.radio(label, spec.options, index=None, key=key, help=spec.help or None)
+        return st.radio(label, spec.options, index=index, key=key, help=spec.help or None)
     if spec.widget == "number":
-        return st.number_input(label, value=None, step=1, format="%d", key=key, help=spec.help or None,
+        return st.number_input(label, value=default, step=1, format="%d", key=key, help=spec.help or None,
                                placeholder="type a number")
     if spec.widget == "float":
-        return st.number_input(label, value=None, key=key, help=spec.help or None, placeholder="type a number")
+        return st.number_input(label, value=default, key=key, help=spec.help or None, placeholder="type a number")
     # No max_chars on the widget: the browser would silently drop a longer paste. The limit is shown,
     # and a longer answer is refused on submit with its length, the typed text kept.
     limit = f"At most {spec.max_length} characters." if spec.max_length else None
     if spec.widget == "textarea":
-        value = st.text_area(label, key=key, help=spec.help or None)
+        value = st.text_area(label, key=key, help=spec.help or None, value=default or "")
     else:
-        value = st.text_input(label, key=key, help=spec.help or None)
+        value = st.text_input(label, key=key, help=spec.help or None, value=default or "")
     if limit:
         st.caption(limit)
     return value
@@ -196,33 +211,83 @@ def form_values(specs: list[FieldSpec], values: dict[str, Any]) -> dict[str, Any
     return data
 
 
+def _errors_key(step_index: int) -> str:
+    return f"hai_errors-{step_index}"
+
+
+def field_errors(step_index: int) -> dict[str, str]:
+    """The errors of the last refused submission of step ``step_index`` in this tab: field name -> message."""
+    return st.session_state.get(_errors_key(step_index), {})
+
+
+def unplaced_errors(view, specs: list[FieldSpec]) -> None:
+    """Errors of fields the form does not show (a rule across fields): shown once, where this is called."""
+    shown = {spec.name for spec in specs}
+    for name, message in field_errors(view.step.index).items():
+        if name not in shown:
+            st.error(message)
+
+
 def submit_step_form(view, specs: list[FieldSpec], values: dict[str, Any]) -> None:
     """Store a participant's form answer for the current step, then rerun to show the next one.
 
-    Invalid answers are shown as one error per field (labelled as on the form) and nothing moves.
+    A refused answer reruns the same step with each error under its field (``render_field``'s
+    ``error``); the typed values stay in their widgets and nothing is stored.
     """
+    errors: dict[str, str] = {}
     try:
         runtime.submit(view.participant_id, view.step.index, form_values(specs, values))
     except runtime.InvalidResponse as exc:
-        labels = {spec.name: spec.label for spec in specs}
-        for name, message in exc.errors.items():
-            st.error(f"{labels.get(name, name)}: {message}")
-        return
+        errors = dict(exc.errors)
     except runtime.StepOutOfOrder:
         pass  # another tab moved on; the rerun shows the current step
+    st.session_state[_errors_key(view.step.index)] = errors
     st.rerun()
+
+
+def step_form(view, specs: list[FieldSpec], defaults: dict[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
+    """The generic form of a step: one widget per field (prefilled from ``defaults``), errors under each.
+
+    Returns (values, submitted).
+    """
+    index = view.step.index
+    errors = field_errors(index)
+    with st.form(key=f"form-{index}"):
+        values = {spec.name: render_field(spec, widget_key(index, spec.name), (defaults or {}).get(spec.name),
+                                          errors.get(spec.name)) for spec in specs}
+        unplaced_errors(view, specs)
+        submitted = st.form_submit_button(view.step.step.submit_label, type="primary")
+    return values, submitted
+
+
+def reopen_step(view, fmt: Callable[[str, dict], str]) -> None:
+    """An expander with an earlier step's text (``Step.reopen``), e.g. the instructions, to read again."""
+    step = view.reopen_step
+    if step is None:
+        return
+    with st.expander(f"Read again: {fmt(step.title, view.reopen_vars) or 'instructions'}"):
+        st.markdown(fmt(step.body, view.reopen_vars))
 
 
 # Custom step renderers, by ``Step.template`` name: fn(view) -> None.
 STEP_RENDERERS: dict[str, Callable[..., None]] = {}
+# Displays that draw their own progress (e.g. "Image 3 of 20 · round 2 of 3") instead of "Step n of m".
+OWN_PROGRESS: set[str] = set()
 
 
-def register_step_renderer(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+def register_step_renderer(name: str, *, own_progress: bool = False) -> Callable[[Callable[..., None]], Callable[..., None]]:
     def wrap(fn: Callable[..., None]) -> Callable[..., None]:
         STEP_RENDERERS[name] = fn
+        if own_progress:
+            OWN_PROGRESS.add(name)
         return fn
 
     return wrap
+
+
+def shows_step_count(step) -> bool:
+    """Whether the participant page draws "Step n of m" above this step (not when its display draws its own)."""
+    return step.template not in OWN_PROGRESS
 
 
 def jobs_table(frame, empty_message: str) -> None:

@@ -51,7 +51,7 @@ def show_step(view: runtime.StepView) -> None:
     instance = view.step
     step = instance.step
     runtime.record_shown(view.participant_id, instance.index)
-    if not step.template:  # custom displays draw their own progress (e.g. "image 3 of 20")
+    if ui.shows_step_count(step):
         st.progress(view.position / max(view.total_steps, 1), text=f"Step {view.position + 1} of {view.total_steps}")
     if step.title:
         st.subheader(fmt(step.title, view.template_vars))
@@ -63,15 +63,14 @@ def show_step(view: runtime.StepView) -> None:
             st.error(f"This study needs the '{step.template}' display, which this server does not have.")
             st.stop()
         renderer(view)
-        return
-    if view.failed_attempts and step.check:
-        st.warning(f"{step.check.feedback} (attempt {view.failed_attempts + 1} of {step.check.max_attempts})")
-    specs = field_specs(step.Response)
-    with st.form(key=f"form-{instance.index}"):
-        values = {spec.name: ui.render_field(spec, ui.widget_key(instance.index, spec.name)) for spec in specs}
-        submitted = st.form_submit_button(step.submit_label, type="primary")
-    if submitted:
-        ui.submit_step_form(view, specs, values)
+    else:
+        if view.failed_attempts and step.check:
+            st.warning(f"{step.check.feedback} (attempt {view.failed_attempts + 1} of {step.check.max_attempts})")
+        specs = field_specs(view.response_model)
+        values, submitted = ui.step_form(view, specs)
+        if submitted:
+            ui.submit_step_form(view, specs, values)
+    ui.reopen_step(view, fmt)
 
 
 ui.boot()

@@ -46,6 +46,25 @@ def ui_can_enter(spec: FieldSpec, value) -> bool:
     return not spec.options or value in spec.options
 
 
+def _widget(at: AppTest, spec: FieldSpec, key: str):
+    if spec.widget == "checkbox":
+        return at.checkbox(key=key)
+    if spec.widget in ("radio", "likert"):
+        return at.radio(key=key)
+    if spec.widget in ("number", "float"):
+        return at.number_input(key=key)
+    return at.text_area(key=key) if spec.widget == "textarea" else at.text_input(key=key)
+
+
+def on_page(at: AppTest, step_index: int, spec: FieldSpec) -> bool:
+    """Whether the page draws a widget for the field (a step may fix a value instead, e.g. a final answer)."""
+    try:
+        _widget(at, spec, widget_key(step_index, spec.name))
+    except KeyError:
+        return False
+    return True
+
+
 def fill(at: AppTest, step_index: int, spec: FieldSpec, value) -> None:
     key = widget_key(step_index, spec.name)
     if spec.widget == "checkbox":
@@ -71,10 +90,10 @@ def play(at: AppTest, slug: str, external_id: str, bot: Bot) -> tuple[int, int]:
         view = bot.view
         if view.step is None or view.finished or view.step.step is not item.step:
             raise BotFailure(f"page is at {view.step.name if view.step else view.status}, bot expects {item.step.__name__}")
-        specs = field_specs(item.step.Response)
-        if isinstance(item, SubmissionMustFail) and not all(
-                ui_can_enter(s, item.data[s.name]) for s in specs if s.name in item.data):
-            continue  # the widget itself rules this value out
+        specs = [s for s in field_specs(view.response_model) if on_page(at, view.step.index, s)]
+        enterable = {s.name for s in specs if s.name not in item.data or ui_can_enter(s, item.data[s.name])}
+        if isinstance(item, SubmissionMustFail) and not set(item.data) <= enterable:
+            continue  # the page itself rules this value out (no such option, or no widget for it)
         for spec in specs:
             if spec.name in item.data:
                 fill(at, view.step.index, spec, item.data[spec.name])

@@ -97,7 +97,7 @@ def cmd_studies(args: argparse.Namespace) -> None:
         _emit(args, {"slug": study.slug, "protocol": study.protocol}, f"created study {study.slug}")
     elif args.action in ("open", "close"):
         study_admin.set_open(args.slug, args.action == "open")
-        _emit(args, {"slug": args.slug, "is_open": args.action == "open"}, f"{args.slug} is now {args.action}")
+        _emit(args, {"slug": args.slug, "is_open": args.action == "open"}, f"{args.slug} is now {'open' if args.action == 'open' else 'closed'}")
     elif args.action == "links":
         links = study_admin.participant_links(args.slug, args.base_url)
         _emit(args, links, "\n".join(f"{k:9} {v}" for k, v in links.items()))

@@ -158,7 +158,7 @@ def export_study(slug: str, *, engine: Engine | None = None) -> StudyExport:
         "responses.csv": csv_bytes(RESPONSE_COLUMNS, response_rows),
         "responses.jsonl": jsonl.encode(),
         "attempts.csv": csv_bytes(ATTEMPT_COLUMNS, attempt_rows),
-        "data_dictionary.csv": csv_bytes(DICTIONARY_COLUMNS, protocol.describe_fields()),
+        "data_dictionary.csv": csv_bytes(DICTIONARY_COLUMNS, protocol.describe_fields(constants)),
         "study_config.json": json.dumps(config, indent=2, sort_keys=True, default=str).encode(),
     }
     if protocol.export_files is not None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from sqlalchemy import func, or_
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -40,7 +40,7 @@ from engines.platform.panels import (
 )
 from engines.platform.registry import get_protocol
 from engines.platform.settings import get_settings
-from engines.platform.study import StepContext, StepInstance, StudyProtocol
+from engines.platform.study import Step, StepContext, StepInstance, StudyProtocol
 
 
 class StudyError(Exception):
@@ -115,6 +115,11 @@ class StepView:
     failed_attempts: int = 0
     completion: CompletionTarget | None = None
     previous_answer: dict[str, Any] | None = None
+    # The current step's answer schema under this study instance's constants (choices may follow them).
+    response_model: type[BaseModel] | None = None
+    # The earlier step this one offers to read again (``Step.reopen``) and its template values.
+    reopen_step: type[Step] | None = None
+    reopen_vars: dict[str, Any] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:
@@ -353,26 +358,53 @@ def current_view(participant_id: int, *, engine: Engine | None = None) -> StepVi
         instance: StepInstance | None = None
         if participant.step_index < len(protocol.steps) and participant.status != ParticipantStatus.SCREENED_OUT:
             instance = protocol.steps[participant.step_index]
-        template_vars: dict[str, Any] = {}
-        if instance is not None:
-            ctx = _context(protocol, study, participant, instance, responses, session)
-            template_vars = instance.step.vars_for_template(ctx)
-        failed = 0
-        completion = None
-        if participant.status != ParticipantStatus.ACTIVE:
-            completion = completion_target(participant.panel, participant.panel_params or {}, participant.completion_code or "")
-        elif instance is not None:
-            failed = session.exec(
-                select(func.count()).select_from(StepAttempt)
-                .where(StepAttempt.participant_id == participant_id, StepAttempt.step_index == instance.index)
-            ).one()
-        shown = [s for s in protocol.steps if s.step.kind != "completion"]
-        return StepView(
+        view = StepView(
             study_slug=study.slug, study_title=study.title or protocol.title, participant_id=participant.id,
             external_id=participant.external_id, condition=participant.condition, status=participant.status,
-            step=instance, total_steps=len(shown), position=min(participant.step_index, len(shown)),
-            template_vars=template_vars, failed_attempts=failed, completion=completion,
+            step=instance, total_steps=0, position=0,
         )
+        if participant.status != ParticipantStatus.ACTIVE:
+            view.completion = completion_target(participant.panel, participant.panel_params or {},
+                                                participant.completion_code or "")
+        if instance is None:
+            return view
+        ctx = _context(protocol, study, participant, instance, responses, session)
+        view.template_vars = instance.step.vars_for_template(ctx)  # the completion page's texts too
+        if participant.status != ParticipantStatus.ACTIVE:
+            return view
+        view.response_model = instance.step.response_model(ctx.C)
+        if instance.step.reopen is not None:
+            view.reopen_step = instance.step.reopen
+            view.reopen_vars = instance.step.reopen.vars_for_template(ctx)
+        view.failed_attempts = session.exec(
+            select(func.count()).select_from(StepAttempt)
+            .where(StepAttempt.participant_id == participant_id, StepAttempt.step_index == instance.index)
+        ).one()
+        view.position, view.total_steps = _progress(session, protocol, study, participant, responses)
+        return view
+
+
+def _progress(session: Session, protocol: StudyProtocol, study: Study, participant: Participant,
+              responses: Mapping[str, list[dict[str, Any]]]) -> tuple[int, int]:
+    """(steps answered, steps this participant sees in all): "Step position+1 of total".
+
+    Answered steps are counted from what is stored; the steps ahead are those whose
+    ``is_displayed`` holds now (a step shown only after some answer counts once it is due), so
+    the total is what this participant will see as far as is known, never the protocol's
+    every possible repetition.
+    """
+    answered = session.exec(
+        select(func.count()).select_from(StepResponse).where(StepResponse.participant_id == participant.id)
+    ).one()
+    ahead = protocol.steps[participant.step_index:]
+    ctx = _context(protocol, study, participant, ahead[0], responses)
+    shown = 0
+    for instance in ahead:
+        if instance.step.kind == "completion":
+            continue
+        ctx = dataclasses.replace(ctx, round_number=instance.round_number, step_index=instance.index)
+        shown += bool(instance.step.is_displayed(ctx))
+    return answered, answered + shown
 
 
 def record_shown(participant_id: int, step_index: int, *, engine: Engine | None = None) -> None:
@@ -387,9 +419,9 @@ def record_shown(participant_id: int, step_index: int, *, engine: Engine | None 
         session.add(participant)
 
 
-def validate_response(instance: StepInstance, data: Mapping[str, Any]) -> Any:
-    """Parse ``data`` with the step's response schema; raise ``InvalidResponse`` with field errors."""
-    schema = instance.step.Response
+def validate_response(instance: StepInstance, data: Mapping[str, Any], C: Any = None) -> Any:
+    """Parse ``data`` with the step's response schema under constants ``C``; raise ``InvalidResponse`` with field errors."""
+    schema = instance.step.response_model(C) if C is not None else instance.step.Response
     if schema is None:
         return None
     try:
@@ -459,9 +491,9 @@ def submit(participant_id: int, step_index: int, data: Mapping[str, Any] | None 
         instance = protocol.steps[step_index]
         if instance.step.kind == "completion":
             raise StepOutOfOrder("The completion page takes no answers.")
-        response = validate_response(instance, data)
         responses = _Responses(session, participant_id, before=step_index)
         ctx = _context(protocol, study, participant, instance, responses, session)
+        response = validate_response(instance, data, ctx.C)
         if response is not None:
             errors = instance.step.validate(ctx, response)
             if errors:
@@ -472,7 +504,7 @@ def submit(participant_id: int, step_index: int, data: Mapping[str, Any] | None 
         attempts = 1
         passed = True
         if check is not None:
-            wrong = check.wrong_fields(clean)
+            wrong = check.wrong_fields(clean, ctx.C)
             previous = session.exec(
                 select(func.count()).select_from(StepAttempt)
                 .where(StepAttempt.participant_id == participant_id, StepAttempt.step_index == step_index)

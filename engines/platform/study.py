@@ -34,6 +34,11 @@ class Constants:
     a mapping name -> parameters), ``COMPLETION_CODE``, ``SCREENED_OUT_CODE``,
     ``MAX_ATTENTION_FAILURES`` (screen out after more failed attention checks than this),
     ``ESTIMATED_MINUTES``. Anything else is the study's own.
+
+    A study instance may override constants (``StudyProtocol.constants_for``), so every text,
+    choice and correct answer a participant meets derives from the constants a hook receives
+    (``ctx.C``, ``Step.response_model(C)``, ``Check.answers`` as a function of C), never from
+    this class directly.
     """
 
     NAME: ClassVar[str] = ""
@@ -50,7 +55,8 @@ class Check:
     """Correct answers for a comprehension or attention check, and what happens on failure.
 
     Args:
-        answers: field name -> the correct value.
+        answers: field name -> the correct value, or a function of the study instance's constants
+            returning that mapping (when the right answer depends on them, e.g. a number of rounds).
         kind: "comprehension" (participants retry after reading feedback) or "attention".
         max_attempts: submissions allowed before ``on_fail`` applies.
         on_fail: "screen_out" ends the study with the screened-out code; "continue" accepts the
@@ -59,7 +65,7 @@ class Check:
         feedback: shown after a wrong attempt when attempts remain.
     """
 
-    answers: Mapping[str, Any]
+    answers: Mapping[str, Any] | Callable[[Any], Mapping[str, Any]]
     kind: Literal["comprehension", "attention"] = "comprehension"
     max_attempts: int = 2
     on_fail: Literal["screen_out", "continue"] = "screen_out"
@@ -68,11 +74,19 @@ class Check:
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ValueError(f"Check.max_attempts must be at least 1, got {self.max_attempts}")
-        if not self.answers:
+        if not callable(self.answers) and not self.answers:
             raise ValueError("Check.answers must name at least one field")
 
-    def wrong_fields(self, data: Mapping[str, Any]) -> list[str]:
-        return sorted(name for name, correct in self.answers.items() if data.get(name) != correct)
+    def answers_for(self, C: Any) -> Mapping[str, Any]:
+        """The correct answers under the constants ``C`` of a study instance."""
+        answers = self.answers(C) if callable(self.answers) else self.answers
+        if not answers:
+            raise ValueError("Check.answers must name at least one field")
+        return answers
+
+    def wrong_fields(self, data: Mapping[str, Any], C: Any = None) -> list[str]:
+        """The checked fields of ``data`` whose value is not the correct answer under ``C``."""
+        return sorted(name for name, correct in self.answers_for(C).items() if data.get(name) != correct)
 
 
 @dataclass
@@ -110,8 +124,10 @@ class Step:
         Response: pydantic model of the step's answer; its fields' ``title``, ``description``,
             bounds and ``Literal`` choices drive both validation and the widgets.
         repeat: how many times the step occurs in a row (rounds 1..repeat).
+            When its choices or bounds follow the constants, override ``response_model(C)``.
         check: a comprehension or attention ``Check``.
         template: name of a custom renderer registered by the app (default: generic form).
+        reopen: an earlier step (the instructions, say) whose text the page offers to read again here.
     """
 
     kind: ClassVar[StepKind] = "form"
@@ -122,10 +138,20 @@ class Step:
     check: ClassVar[Check | None] = None
     template: ClassVar[str | None] = None
     submit_label: ClassVar[str] = "Next"
+    reopen: ClassVar[type[Step] | None] = None
 
     @classmethod
     def step_name(cls) -> str:
         return cls.__name__
+
+    @classmethod
+    def response_model(cls, C: Any) -> type[BaseModel] | None:  # noqa: ARG003 - hook signature
+        """The answer schema under a study instance's constants ``C`` (default: ``Response``).
+
+        Override when choices, bounds or titles follow the constants; return the same class for
+        the same constants (cache it), since the page and the validation both call this.
+        """
+        return cls.Response
 
     @staticmethod
     def is_displayed(ctx: StepContext) -> bool:  # noqa: ARG004 - hook signature
@@ -298,14 +324,17 @@ class StudyProtocol:
                 raise ValueError(f"constants of the wrong shape: {type(exc).__name__}: {exc}") from None
         return constants
 
-    def describe_fields(self) -> list[dict[str, Any]]:
-        """The data dictionary: one row per response field of every step."""
+    def describe_fields(self, constants: Any = None) -> list[dict[str, Any]]:
+        """The data dictionary: one row per response field of every step, under a study instance's ``constants``."""
+        C = constants or self.constants()
         rows = []
         for step in self.sequence:
-            if step.Response is None:
+            model = step.response_model(C)
+            if model is None:
                 continue
-            schema = step.Response.model_json_schema()
-            for name, info in step.Response.model_fields.items():
+            checked = step.check.answers_for(C) if step.check else {}
+            schema = model.model_json_schema()
+            for name, info in model.model_fields.items():
                 prop = schema.get("properties", {}).get(name, {})
                 constraints = {k: prop[k] for k in ("minimum", "maximum", "minLength", "maxLength", "enum") if k in prop}
                 rows.append({
@@ -317,7 +346,7 @@ class StudyProtocol:
                     "required": info.is_required(),
                     "constraints": constraints,
                     "repeat": step.repeat,
-                    "checked": bool(step.check and name in step.check.answers),
+                    "checked": name in checked,
                 })
         return rows
 

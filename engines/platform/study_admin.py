@@ -147,7 +147,10 @@ def progress(slug: str, *, engine: Engine | None = None) -> list[ConditionProgre
     return [ConditionProgress(c, v["active"], v["completed"], v["screened_out"]) for c, v in table.items()]
 
 
-def participant_links(slug: str, base_url: str | None = None) -> dict[str, str]:
-    """The study's link for each panel, with the panel's placeholders."""
+def participant_links(slug: str, base_url: str | None = None, *, engine: Engine | None = None) -> dict[str, str]:
+    """The study's link for each panel, with the panel's placeholders (raises ``UnknownStudy`` for no such study)."""
+    with read_session(engine) as session:
+        if session.exec(select(Study.id).where(Study.slug == slug)).first() is None:
+            raise UnknownStudy(f"There is no study called '{slug}'.")
     base = base_url or get_settings().public_base_url
     return {panel: study_link(base, slug, panel) for panel in ("prolific", "mturk", "generic")}

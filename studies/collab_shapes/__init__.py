@@ -46,16 +46,25 @@ write transaction):
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from engines.collab.rules import Prefix, register_rule
 from engines.collab.study import support
 from engines.collab.study.record import InteractionRecord
-from engines.collab.study.rounds import RoundsConfig, image_of, interaction_log, mode_of, submit_round
+from engines.collab.study.rounds import (
+    RoundsConfig,
+    image_of,
+    interaction_log,
+    interaction_record,
+    mode_of,
+    submit_round,
+)
 from engines.platform.study import Check, CompletionStep, ConsentStep, Constants, InfoStep, Step, StepContext
 
 
@@ -65,7 +74,7 @@ class C(Constants):
     COMPLETION_CODE = "SHAPES2026"
     SCREENED_OUT_CODE = "SHAPESSCREEN"
     MAX_ATTENTION_FAILURES = 1  # screened out after failing both attention checks
-    ESTIMATED_MINUTES = 15
+    ESTIMATED_MINUTES = None  # None: derived from INTERACTIONS and ROUNDS (estimated_minutes)
     INTERACTIONS = 20
     ROUNDS = 3
     CONFIDENCE_MAX = 5
@@ -93,14 +102,35 @@ class C(Constants):
 # RESPONSE SCHEMAS
 
 
-class ComprehensionResponse(BaseModel):
-    task: Literal["How many triangles are in the image", "How many shapes are in the image",
-                  "Which shape appears most often"] = Field(title="What do you enter in each round?")
-    rounds: Literal["1", "Up to 3", "As many as I like"] = Field(title="How many rounds can one image take?")
+TASK_CHOICES = ("How many triangles are in the image", "How many shapes are in the image",
+                "Which shape appears most often")
+
+
+def rounds_choice(rounds: int) -> str:
+    """The right answer to "How many rounds can one image take?" when an image takes at most ``rounds``."""
+    return "1" if rounds == 1 else f"Up to {rounds}"
+
+
+@functools.cache
+def comprehension_response(rounds: int) -> type[BaseModel]:
+    """The comprehension check's schema for an instance whose images take at most ``rounds`` rounds.
+
+    The right choice names the instance's own number of rounds; the wrong ones stay wrong for any number.
+    """
+    choices = ("1", rounds_choice(max(rounds, 2)), "As many as I like")
+    return create_model(
+        "ComprehensionResponse",
+        task=(Literal[TASK_CHOICES], Field(title="What do you enter in each round?")),
+        rounds=(Literal[choices], Field(title="How many rounds can one image take?")),
+    )
+
+
+ComprehensionResponse = comprehension_response(C.ROUNDS)
 
 
 class TrialResponse(BaseModel):
-    answer: int = Field(ge=0, le=9, title="How many triangles?", description="a whole number from 0 to 9")
+    # The page asks "How many triangles?" above the image; the field is the answer to it.
+    answer: int = Field(ge=0, le=9, title="Your count", description="a whole number from 0 to 9")
     confidence: int = Field(ge=1, le=5, title="How confident are you?",
                             description="1 = guessing, 5 = certain", json_schema_extra={"widget": "likert"})
     final: bool = Field(default=False, title="This is my final answer")
@@ -148,6 +178,17 @@ def near_count(prefix: Prefix, params: NearCountParams) -> np.ndarray:
 
 
 
+def estimated_minutes(C) -> int:
+    """Minutes announced on the consent page: ``C.ESTIMATED_MINUTES``, or about 12 s per round plus 3 min.
+
+    Derived from the instance's INTERACTIONS and ROUNDS unless set, so a shorter instance does not
+    announce the default's 15 minutes (20 images of at most 3 rounds).
+    """
+    if C.ESTIMATED_MINUTES is not None:
+        return int(C.ESTIMATED_MINUTES)
+    return 3 + math.ceil(C.INTERACTIONS * C.ROUNDS / 5)
+
+
 def slot(round_number: int) -> tuple[int, int]:
     """(interaction index from 0, round from 1) of the trial step's ``round_number`` (1-based)."""
     return (round_number - 1) // C.ROUNDS, (round_number - 1) % C.ROUNDS + 1
@@ -192,6 +233,9 @@ def validate_constants(C) -> None:
         raise ValueError(f"CONFIDENCE_MAX must match the confidence question's scale (1..5), got {C.CONFIDENCE_MAX!r}")
     if not (isinstance(C.IMAGE_SCALE, int) and 1 <= C.IMAGE_SCALE <= 12):
         raise ValueError(f"IMAGE_SCALE must be a whole number 1..12, got {C.IMAGE_SCALE!r}")
+    minutes = C.ESTIMATED_MINUTES
+    if minutes is not None and (isinstance(minutes, bool) or not isinstance(minutes, int) or not 1 <= minutes <= 600):
+        raise ValueError(f"ESTIMATED_MINUTES must be a whole number 1..600 or null (derived), got {minutes!r}")
     if C.MAX_ATTENTION_FAILURES is not None and C.MAX_ATTENTION_FAILURES < 0:
         raise ValueError(f"MAX_ATTENTION_FAILURES must be >= 0 or null, got {C.MAX_ATTENTION_FAILURES!r}")
     difficulty = C.DIFFICULTY
@@ -238,7 +282,7 @@ class Consent(ConsentStep):
 
     @staticmethod
     def vars_for_template(ctx: StepContext) -> dict:
-        return {"minutes": ctx.C.ESTIMATED_MINUTES, "n": ctx.C.INTERACTIONS}
+        return {"minutes": estimated_minutes(ctx.C), "n": ctx.C.INTERACTIONS}
 
 
 class Instructions(InfoStep):
@@ -271,8 +315,18 @@ class Instructions(InfoStep):
 class Comprehension(Step):
     title = "Quick check"
     Response = ComprehensionResponse
-    check = Check(answers={"task": "How many triangles are in the image", "rounds": "Up to 3"}, max_attempts=2,
-                  on_fail="screen_out", feedback="Some answers are not right. Please read the instructions again.")
+    reopen = Instructions
+    check = Check(answers=lambda C: {"task": TASK_CHOICES[0], "rounds": rounds_choice(min(C.ROUNDS, Trial.rounds_declared))},
+                  max_attempts=2, on_fail="screen_out",
+                  feedback="Some answers are not right. Please read the instructions again (below) and retry.")
+
+    @classmethod
+    def response_model(cls, C) -> type[BaseModel]:
+        return comprehension_response(min(C.ROUNDS, Trial.rounds_declared))
+
+    @staticmethod
+    def vars_for_template(ctx: StepContext) -> dict:
+        return {"rounds": rounds_of(ctx)}
 
 
 class AttentionBefore(Step):
@@ -290,6 +344,7 @@ class Trial(Step):
     rounds_declared = C.ROUNDS  # an instance may lower ROUNDS and INTERACTIONS, not raise them
     template = "collab_trial"
     submit_label = "Submit answer"
+    reopen = Instructions
 
     @staticmethod
     def is_displayed(ctx: StepContext) -> bool:
@@ -298,7 +353,7 @@ class Trial(Step):
             return False
         if rnd == 1:
             return True
-        record = interaction_log(ctx).get(index)
+        record = interaction_record(ctx, index)
         return record is not None and not record.is_final and len(record.rounds) == rnd - 1
 
     @staticmethod
@@ -315,6 +370,7 @@ class Trial(Step):
             "mode": mode, "seed": seed, "difficulty": difficulty, "question": support.trial_question(seed, difficulty),
             "history": history, "ai_set": history[-1]["ai_set"] if history else None,
             "can_finalise": not (rnd == 1 and mode != "none"), "last_round": rnd == rounds_of(ctx),
+            "confidence_max": ctx.C.CONFIDENCE_MAX,
             "feedback": feedback_for(ctx, done[index - 1]) if rnd == 1 and 0 < index <= len(done) else "",
         }
 

@@ -26,6 +26,7 @@ class PlayerBot(Bot):
 
     def play(self):
         from studies.collab_shapes import (
+            TASK_CHOICES,
             AttentionAfter,
             AttentionBefore,
             Comprehension,
@@ -33,17 +34,20 @@ class PlayerBot(Bot):
             Instructions,
             Survey,
             Trial,
+            rounds_choice,
         )
 
         yield SubmissionMustFail(Consent, {"agree": False}, error_fields=("agree",))
         yield Submission(Consent, {"agree": True})
         yield Submission(Instructions, {})
-        wrong = {"task": "How many shapes are in the image", "rounds": "1"}
+        wrong = {"task": "How many shapes are in the image", "rounds": "As many as I like"}
         if self.case == "fails_comprehension":
             yield SubmissionMustFail(Comprehension, wrong, error_fields=("task", "rounds"), check=True)
             yield Submission(Comprehension, wrong)
             return
-        yield Submission(Comprehension, {"task": "How many triangles are in the image", "rounds": "Up to 3"})
+        # The right number of rounds is the instance's (its constants may lower ROUNDS).
+        rounds_now = self.current_vars()["rounds"]
+        yield Submission(Comprehension, {"task": TASK_CHOICES[0], "rounds": rounds_choice(rounds_now)})
         yield Submission(AttentionBefore, {"answer": "Rarely"})
         first = self.current_vars()
         n, rounds = first["interactions"], first["rounds"]

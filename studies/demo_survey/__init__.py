@@ -72,18 +72,30 @@ def item_for_round(ctx: StepContext) -> dict:
             "explanation": f"\n\n**Why:** {explanation}" if shown else ""}
 
 
+def validate_constants(C) -> None:
+    """Refuse ITEMS this study cannot show: 1..3 triples of (original, suggestion, explanation) texts."""
+    items = C.ITEMS
+    if not isinstance(items, (list, tuple)) or not 1 <= len(items) <= Rating.repeat:
+        raise ValueError(f"ITEMS must list 1..{Rating.repeat} items, got {items!r}")
+    for n, item in enumerate(items):
+        if not (isinstance(item, (list, tuple)) and len(item) == 3 and all(isinstance(t, str) and t for t in item)):
+            raise ValueError(f"ITEMS[{n}] must be [original, suggestion, explanation] (three texts), got {item!r}")
+    if not isinstance(C.ESTIMATED_MINUTES, int) or C.ESTIMATED_MINUTES < 1:
+        raise ValueError(f"ESTIMATED_MINUTES must be a whole number >= 1, got {C.ESTIMATED_MINUTES!r}")
+
+
 # STEPS
 
 
 class Consent(ConsentStep):
     title = "Consent"
-    body = ("This is a demo study of HAI Studio. You will rate three AI writing suggestions "
+    body = ("This is a demo study of HAI Studio. You will rate {n} AI writing suggestions "
             "(about {minutes} minutes). Your answers are stored with your panel id only. "
             "You can stop at any time by closing the page.")
 
     @staticmethod
     def vars_for_template(ctx: StepContext) -> dict:
-        return {"minutes": ctx.C.ESTIMATED_MINUTES}
+        return {"minutes": ctx.C.ESTIMATED_MINUTES, "n": len(ctx.C.ITEMS)}
 
 
 class Instructions(InfoStep):
@@ -100,15 +112,20 @@ class Instructions(InfoStep):
 class Comprehension(Step):
     title = "Quick check"
     Response = ComprehensionResponse
+    reopen = Instructions
     check = Check(answers={"task": "Rate how helpful each suggestion is"}, max_attempts=2, on_fail="screen_out",
-                  feedback="That is not what this study asks. Please read the instructions again.")
+                  feedback="That is not what this study asks. Please read the instructions again (below).")
 
 
 class Rating(Step):
     title = "Suggestion {round} of {total}"
     body = "**Original:** {original}\n\n**AI suggestion:** {suggestion}{explanation}"
     Response = RatingResponse
-    repeat = len(C.ITEMS)
+    repeat = len(C.ITEMS)  # an instance may list fewer ITEMS, not more (validate_constants)
+
+    @staticmethod
+    def is_displayed(ctx: StepContext) -> bool:
+        return ctx.round_number <= len(ctx.C.ITEMS)
 
     @staticmethod
     def vars_for_template(ctx: StepContext) -> dict:

@@ -15,6 +15,7 @@ participant can produce, and still expects the error on the same field.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,12 +23,15 @@ from urllib.parse import urlencode
 
 from playwright.sync_api import Locator, Page, expect
 
+import pages._renderers  # noqa: F401 - registers the displays, as the page does
 from engines.platform import runtime
 from engines.platform.bots import Bot, Submission, SubmissionMustFail, iterate_with_view, stored_responses
 from engines.platform.forms import FieldSpec, field_specs
 from engines.platform.study import StepInstance
-from pages._ui import widget_key
+from pages._ui import shows_step_count, widget_key
 
+# axe-core's WCAG 2 A and AA rules (2.0 and 2.1): what every page a participant sees must pass.
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 READY = "[data-testid='stApp'][data-test-script-state='notRunning']"
 CONNECTED = "[data-testid='stApp'][data-test-connection-state='CONNECTED']"
 FRESH = "[data-stale='false']"
@@ -76,6 +80,12 @@ def errors(page: Page) -> Locator:
     return page.locator(f"[data-testid='stElementContainer']{FRESH} [data-testid='stAlertContentError']")
 
 
+def field_error(page: Page, step_index: int, name: str) -> Locator:
+    """The error shown under a field (``pages._ui.render_field`` keys it ``error-<widget key>``)."""
+    key = key_class("error-" + widget_key(step_index, name))
+    return page.locator(f"[data-testid='stVerticalBlock'].{key} [data-testid='stAlertContentError']")
+
+
 def warnings(page: Page) -> Locator:
     return page.locator(f"[data-testid='stElementContainer']{FRESH} [data-testid='stAlertContentWarning']")
 
@@ -109,6 +119,20 @@ def set_field(page: Page, step_index: int, spec: FieldSpec, value: Any) -> bool:
     return True
 
 
+def accessibility_violations(page: Page) -> list[str]:
+    """axe-core's WCAG 2 A/AA violations on the page as drawn now, one line each (rule: what, where)."""
+    results = _axe().run(page, options={"runOnly": {"type": "tag", "values": WCAG_TAGS}, "resultTypes": ["violations"]})
+    return [f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
+            for v in results.response["violations"]]
+
+
+@functools.cache
+def _axe():
+    from axe_playwright_python.sync_playwright import Axe
+
+    return Axe()
+
+
 def radio_is_empty(page: Page, step_index: int, spec: FieldSpec) -> bool:
     return widget(page, step_index, spec.name).locator("input[type='radio']:checked").count() == 0
 
@@ -125,6 +149,9 @@ class BrowserParticipant:
     extra: dict[str, str] = field(default_factory=lambda: {"STUDY_ID": "s1", "SESSION_ID": "x1"})
     submitted: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     must_fail_checked: int = 0
+    # Steps (and "completion"/"screened_out") whose page passed the accessibility rules; each kind of
+    # page is checked the first time it is shown (a step's rounds share their layout).
+    pages_checked: set[Any] = field(default_factory=set)
 
     @property
     def link(self) -> str:
@@ -169,9 +196,20 @@ class BrowserParticipant:
         expect(page.get_by_test_id("stHeading").filter(has_text=view.study_title).first).to_be_visible()
         if view.finished:
             self.expect_completion(view.completion.code)
+            self.check_accessible(view.status)
             return
         expect(submit_button(page, view.step.index)).to_be_visible()
-        expect(page.get_by_test_id("stProgress")).to_contain_text(progress_text(view.position, view.total_steps))
+        if shows_step_count(view.step.step):
+            expect(page.get_by_test_id("stProgress")).to_contain_text(progress_text(view.position, view.total_steps))
+        self.check_accessible(view.step.step)
+
+    def check_accessible(self, kind: Any) -> None:
+        """The page passes axe-core's WCAG 2 A/AA rules (checked once per kind of page)."""
+        if kind in self.pages_checked:
+            return
+        violations = accessibility_violations(self.page)
+        assert not violations, f"{kind}: accessibility violations:\n" + "\n".join(violations)
+        self.pages_checked.add(kind)
 
     def expect_completion(self, code: str) -> None:
         expect(self.page.get_by_test_id("stCode")).to_contain_text(code)
@@ -179,8 +217,11 @@ class BrowserParticipant:
     def fill(self, instance: StepInstance, data: dict[str, Any]) -> list[str]:
         """Fill the step's widgets from ``data``; returns the fields a browser could not enter."""
         skipped = []
-        for spec in field_specs(instance.step.Response):
+        for spec in field_specs(self.view().response_model):
             if spec.name not in data:
+                continue
+            if widget(self.page, instance.index, spec.name).count() == 0:
+                skipped.append(spec.name)  # the page fixes this value (e.g. the last round is final)
                 continue
             if not set_field(self.page, instance.index, spec, data[spec.name]):
                 assert radio_is_empty(self.page, instance.index, spec), (
@@ -203,7 +244,8 @@ class BrowserParticipant:
         if step is not None:
             assert before.step.step is step, f"at {before.step.name}, expected {step.__name__}"
         skipped = self.fill(before.step, data or {})
-        assert not skipped, f"cannot enter {skipped} of {data}"
+        assert not [name for name in skipped if widget(self.page, before.step.index, name).count()], (
+            f"cannot enter {skipped} of {data}")
         self.click_submit(before.step.index)
         after = self.wait_moved_on(before)
         self.submitted.append((before.step.index, dict(data or {})))
@@ -223,7 +265,6 @@ class BrowserParticipant:
         before = self.view()
         stored_before = len(self.responses())
         assert before.step.step is item.step, f"at {before.step.name}, expected {item.step.__name__}"
-        specs = {s.name: s for s in field_specs(item.step.Response)}
         self.fill(before.step, item.data)
         self.click_submit(before.step.index)
         if item.check:
@@ -232,9 +273,8 @@ class BrowserParticipant:
         else:
             expect(errors(self.page).first).to_be_visible(timeout=STEP_TIMEOUT_MS)
             wait_ready(self.page)
-            messages = " | ".join(errors(self.page).all_inner_texts())
-            for name in item.error_fields:
-                assert specs[name].label in messages, f"no error about {name!r} ({specs[name].label}): {messages}"
+            for name in item.error_fields:  # each error sits right under its field
+                expect(field_error(self.page, before.step.index, name)).to_be_visible()
         wait_ready(self.page)
         after = self.view()
         assert after.step is not None and after.step.index == before.step.index, (
@@ -249,6 +289,9 @@ class BrowserParticipant:
             view = bot.view
             bot.participant_id, bot.condition = view.participant_id, view.condition
             if isinstance(item, SubmissionMustFail):
+                wait_ready(self.page)
+                if any(widget(self.page, view.step.index, name).count() == 0 for name in item.data):
+                    continue  # the page has no widget to enter this with (it fixes the value)
                 self.answer_must_fail(item)
             else:
                 assert isinstance(item, Submission)

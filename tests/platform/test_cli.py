@@ -107,6 +107,25 @@ def test_json_after_the_command_and_an_unmigrated_database(cli):
     assert progress == json.loads(cli("--json", "studies", "progress", "pilot-1").stdout)
 
 
+def test_closing_says_closed_and_links_need_a_study(cli):
+    cli("migrate")
+    cli("studies", "create", "pilot-1", "demo_survey")
+    assert cli("studies", "close", "pilot-1").stdout.strip() == "pilot-1 is now closed"
+    assert cli("studies", "open", "pilot-1").stdout.strip() == "pilot-1 is now open"
+    proc = cli("studies", "links", "ghost", ok=False)
+    assert proc.returncode == 2 and "There is no study called 'ghost'" in proc.stderr and not proc.stdout
+
+
+def test_make_run_reads_the_public_address_from_dot_env(tmp_path):
+    """A public address in .env (which the app reads) is not overridden by the port's localhost default."""
+    (tmp_path / "Makefile").write_text((ROOT / "Makefile").read_text())
+    (tmp_path / ".env").write_text('HAI_DEBUG=1\nHAI_PUBLIC_BASE_URL="https://study.example.org"\n')
+    env = {k: v for k, v in os.environ.items() if k != "HAI_PUBLIC_BASE_URL"}
+    shown = subprocess.run(["make", "-s", "--eval", "show-base-url: ; @echo $$HAI_PUBLIC_BASE_URL", "show-base-url",
+                            "PORT=8777"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert shown.stdout.strip() == "https://study.example.org", shown.stderr
+
+
 
 @pytest.mark.parametrize(("given", "expected"), [(None, "http://localhost:8777"),
                                                   ("https://study.example.org", "https://study.example.org")])

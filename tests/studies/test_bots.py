@@ -61,3 +61,27 @@ def test_explained_condition_shows_the_explanation_only_there(sqlite_db):
         seen[view.condition] = " ".join(m.value for m in at.markdown)
     explanation = C.ITEMS[0][2]
     assert explanation in seen["explained"] and explanation not in seen["plain"]
+
+
+def test_demo_survey_with_fewer_items_says_so_and_shows_only_those(sqlite_db):
+    from engines.platform import runtime
+    from studies.demo_survey import C
+
+    items = [list(item) for item in C.ITEMS[:2]]
+    study_admin.create_study("two", "demo_survey", config={"constants": {"ITEMS": items}})
+    at = new_participant_app("two", "reader")
+    assert "You will rate 2 AI writing suggestions" in " ".join(m.value for m in at.markdown)
+    for case in ("diligent", "inattentive"):
+        bot = all_protocols()["demo_survey"].bot(case)
+        report = run_bot("two", bot, f"two-{case}")
+        assert report.status == bot.final_status()
+    ratings = [r for r in stored_responses(bot.participant_id) if r.step_name == "Rating"]
+    assert len(ratings) == 2 and runtime.current_view(bot.participant_id).status == "screened_out"
+
+
+@pytest.mark.parametrize("items", [[], [["only", "two"]], [["a", "b", "c"]] * 4])
+def test_demo_survey_refuses_items_it_cannot_show(sqlite_db, items):
+    from engines.platform import runtime
+
+    with pytest.raises(runtime.StudyError, match="ITEMS"):
+        study_admin.create_study("bad", "demo_survey", config={"constants": {"ITEMS": items}})

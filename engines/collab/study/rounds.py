@@ -33,7 +33,7 @@ import numpy as np
 from engines.collab import store
 from engines.collab.controller import interaction_errors
 from engines.collab.study import support
-from engines.collab.study.record import InteractionLog, InteractionRecord, RoundRecord
+from engines.collab.study.record import VARS_KEY, InteractionLog, InteractionRecord, RoundRecord
 from engines.platform.study import StepContext
 
 
@@ -94,6 +94,15 @@ def image_of(ctx: StepContext, config: RoundsConfig, index: int) -> tuple[int, f
 def interaction_log(ctx: StepContext) -> InteractionLog:
     """The participant's interactions so far, typed (``record.InteractionLog``)."""
     return InteractionLog.from_vars(ctx.vars)
+
+
+def interaction_record(ctx: StepContext, index: int) -> InteractionRecord | None:
+    """The participant's interaction ``index`` alone (None when not begun), without typing the whole log.
+
+    ``is_displayed`` asks this for every trial slot ahead when the page counts the steps left.
+    """
+    stored = ((ctx.vars or {}).get(VARS_KEY) or {}).get("interactions") or []
+    return InteractionRecord.model_validate(stored[index]) if 0 <= index < len(stored) else None
 
 
 def begin_interaction(ctx: StepContext, config: RoundsConfig, index: int) -> InteractionRecord:
