@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8501
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run test setup setup-test chromium bench bench-quick lint migrate clean
+.PHONY: run test setup setup-test chromium bench bench-quick mutation lint migrate clean
 
 $(VENV)/.runtime-installed: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -56,6 +56,11 @@ bench: setup-test
 
 bench-quick: setup-test
 	$(PY) bench/platform_store.py --quick
+
+# Mutation testing of the core modules (not part of make test; about 10 minutes a module):
+# scores and surviving mutants in bench/results/mutation.json. MODULES=engines/collab/store.py runs one.
+mutation: setup-test
+	$(PY) bench/mutation.py $(MODULES)
 
 lint: setup-test
 	$(VENV)/bin/ruff check .

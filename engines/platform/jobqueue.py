@@ -162,7 +162,8 @@ def claim(job_id: int, worker: str, *, engine: Engine | None = None) -> bool:
 
 def _finish(job_id: int, status: str, *, engine: Engine | None = None, **values: Any) -> None:
     with write_transaction(engine) as session:
-        job = session.get(Job, job_id)
+        # Locked, so a reaper or a second finisher waits and then sees the outcome instead of overwriting it.
+        job = session.exec(select(Job).where(Job.id == job_id).with_for_update()).one()
         if job.status in JobStatus.FINISHED:
             return
         job.status = status
@@ -297,11 +298,12 @@ def cancel_job(job_id: int, *, engine: Engine | None = None) -> str:
 
 def reap_stale_jobs(*, stale_after_s: float | None = None, engine: Engine | None = None) -> list[int]:
     """Mark running jobs whose heartbeat stopped as failed; returns their ids."""
-    stale_after_s = stale_after_s or get_settings().job_stale_after_s
+    stale_after_s = get_settings().job_stale_after_s if stale_after_s is None else stale_after_s
     cutoff = utcnow() - timedelta(seconds=stale_after_s)
     reaped = []
     with write_transaction(engine) as session:
-        jobs = session.exec(select(Job).where(Job.status == JobStatus.RUNNING)).all()
+        # Locked like _finish: a job finishing at this moment keeps its own outcome.
+        jobs = session.exec(select(Job).where(Job.status == JobStatus.RUNNING).with_for_update()).all()
         for job in jobs:
             beat: datetime | None = job.heartbeat_at or job.started_at
             if beat is None or beat < cutoff:
@@ -309,6 +311,7 @@ def reap_stale_jobs(*, stale_after_s: float | None = None, engine: Engine | None
                 job.finished_at = utcnow()
                 job.error = (f"The worker stopped responding (last heartbeat {beat:%Y-%m-%d %H:%M:%S} UTC); "
                              "the process died or the server restarted.") if beat else "The worker never started."
+                job.message = "failed: the worker stopped responding"  # not its last progress line
                 session.add(job)
                 reaped.append(job.id)
     return reaped

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engines.platform import jobqueue
+from engines.platform import jobqueue, settings
 from engines.platform.db import write_transaction
 from engines.platform.jobqueue import JobContext, register_job
 from engines.platform.models import Job, utcnow
+
+REAPED_AT = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)
+REAPED_ERROR = "The worker stopped responding (test)."
 
 
 @register_job("tests.echo")
@@ -25,6 +29,32 @@ def echo_job(ctx: JobContext, value: int = 1, steps: int = 3) -> dict:
 def boom_job(ctx: JobContext) -> dict:
     ctx.progress(0.5, "about to fail")
     raise ValueError("the model diverged")
+
+
+@register_job("tests.reaped_midway")
+def reaped_midway_job(ctx: JobContext) -> dict:
+    """Is marked failed (as the reaper does) while it runs, then returns normally."""
+    with write_transaction() as session:
+        job = session.get(Job, ctx.job_id)
+        job.status, job.finished_at, job.error = "failed", REAPED_AT, REAPED_ERROR
+        session.add(job)
+    return {"value": 1}
+
+
+def _running_job(heartbeat_seconds_ago: float) -> int:
+    """A claimed job whose last heartbeat is written directly, ``heartbeat_seconds_ago`` before now."""
+    job_id = jobqueue.submit_job("tests.echo")
+    assert jobqueue.claim(job_id, "worker-1")
+    with write_transaction() as session:
+        job = session.get(Job, job_id)
+        job.heartbeat_at = utcnow() - timedelta(seconds=heartbeat_seconds_ago)
+        session.add(job)
+    return job_id
+
+
+def _configure_stale_after_s(monkeypatch, seconds: float) -> None:
+    monkeypatch.setenv("HAI_JOB_STALE_AFTER_S", str(seconds))
+    settings.reset_settings()
 
 
 def test_job_runs_and_persists_progress_log_and_result(any_db):
@@ -75,6 +105,71 @@ def test_stale_running_job_is_reaped_as_failed(sqlite_db):
     assert jobqueue.reap_stale_jobs(stale_after_s=60) == [job_id]
     job = jobqueue.get_job(job_id)
     assert job.status == "failed" and "stopped responding" in job.error
+    assert job.message == "failed: the worker stopped responding"  # not its last progress line
+
+
+def test_reaper_with_stale_after_zero_reaps_any_running_job(sqlite_db, monkeypatch):
+    """0 s means "no grace at all", not "use the configured default" (here an hour)."""
+    monkeypatch.setenv("HAI_JOB_STALE_AFTER_S", "3600")
+    from engines.platform.settings import get_settings
+
+    get_settings.cache_clear() if hasattr(get_settings, "cache_clear") else None
+    job_id = jobqueue.submit_job("tests.echo")
+    jobqueue.claim(job_id, "worker")
+    assert jobqueue.reap_stale_jobs(stale_after_s=0) == [job_id]
+
+
+def test_claim_refuses_a_job_another_worker_is_running(any_db):
+    job_id = jobqueue.submit_job("tests.echo")
+    assert jobqueue.claim(job_id, "worker-1")
+    assert not jobqueue.claim(job_id, "worker-2")
+    assert jobqueue.get_job(job_id).worker == "worker-1"
+
+
+@pytest.mark.parametrize("status", ["succeeded", "failed", "cancelled"])
+def test_claim_refuses_a_finished_job(sqlite_db, status):
+    job_id = jobqueue.submit_job("tests.echo")
+    with write_transaction() as session:
+        job = session.get(Job, job_id)
+        job.status = status
+        session.add(job)
+    assert not jobqueue.claim(job_id, "worker-1")
+    job = jobqueue.get_job(job_id)
+    assert (job.status, job.worker) == (status, None)
+
+
+def test_reaper_leaves_a_job_with_a_recent_heartbeat_running(any_db):
+    job_id = _running_job(heartbeat_seconds_ago=5)
+    assert jobqueue.reap_stale_jobs(stale_after_s=60) == []
+    job = jobqueue.get_job(job_id)
+    assert (job.status, job.error, job.finished_at) == ("running", None, None)
+
+
+def test_reaper_fails_a_job_silent_longer_than_the_given_stale_after_s(any_db, monkeypatch):
+    _configure_stale_after_s(monkeypatch, 3600)  # the setting alone would spare it
+    job_id = _running_job(heartbeat_seconds_ago=30)
+    assert jobqueue.reap_stale_jobs(stale_after_s=10) == [job_id]
+    assert jobqueue.get_job(job_id).status == "failed"
+
+
+def test_reaper_spares_a_job_silent_shorter_than_the_given_stale_after_s(any_db, monkeypatch):
+    _configure_stale_after_s(monkeypatch, 10)  # the setting alone would reap it
+    job_id = _running_job(heartbeat_seconds_ago=30)
+    assert jobqueue.reap_stale_jobs(stale_after_s=3600) == []
+    assert jobqueue.get_job(job_id).status == "running"
+
+
+def test_reaper_without_stale_after_s_uses_the_configured_one(any_db, monkeypatch):
+    _configure_stale_after_s(monkeypatch, 10)
+    job_id = _running_job(heartbeat_seconds_ago=30)
+    assert jobqueue.reap_stale_jobs() == [job_id]
+
+
+def test_a_job_failed_while_running_keeps_that_outcome_when_its_function_returns(any_db):
+    job_id = jobqueue.submit_job("tests.reaped_midway")
+    assert jobqueue.run_job(job_id) == "failed"
+    job = jobqueue.get_job(job_id)
+    assert (job.status, job.error, job.finished_at, job.result) == ("failed", REAPED_ERROR, REAPED_AT, {})
 
 
 @pytest.mark.slow

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from sqlmodel import select
 
-from engines.platform import runtime, study_admin
+from engines.platform import models, runtime, settings, study_admin
 from engines.platform.bots import stored_responses
-from engines.platform.db import read_session
-from engines.platform.models import Participant, StepAttempt, StepResponse
+from engines.platform.db import read_session, write_transaction
+from engines.platform.models import Participant, StepAttempt, StepResponse, Study
 from engines.platform.panels import LinkError
+from engines.platform.registry import get_protocol
 
 LINK = {"PROLIFIC_PID": "p1", "STUDY_ID": "s", "SESSION_ID": "x"}
 
@@ -156,13 +159,52 @@ def test_study_config_overrides_completion_code(sqlite_db):
     assert final.completion.kind == "code" and final.completion.code == "C1X2"
 
 
-def test_step_timings_are_recorded(demo_study):
-    pid = runtime.enter(demo_study, LINK).participant_id
+class FakeClock:
+    """Stands in for ``utcnow``: returns ``now``, which the test moves on by hand."""
+
+    def __init__(self, start: datetime):
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+T0 = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)
+
+
+def _step_response(pid: int, step_index: int) -> StepResponse:
+    with read_session() as session:
+        return session.exec(select(StepResponse).where(StepResponse.participant_id == pid,
+                                                       StepResponse.step_index == step_index)).one()
+
+
+def test_step_response_stores_when_the_step_was_shown_and_how_long_it_took(any_db, monkeypatch):
+    study_admin.create_study("timed", "demo_survey")
+    pid = runtime.enter("timed", {"pid": "t1"}).participant_id
+    clock = FakeClock(T0)
+    monkeypatch.setattr(runtime, "utcnow", clock)
     runtime.record_shown(pid, 0)
-    runtime.record_shown(pid, 0)  # a refresh keeps the first time shown
+    clock.advance(42)
     runtime.submit(pid, 0, {"agree": True})
-    row = stored_responses(pid)[0]
-    assert row.shown_at is not None and row.duration_s is not None and row.duration_s >= 0
+    row = _step_response(pid, 0)
+    assert (row.shown_at, row.submitted_at, row.duration_s) == (T0, T0 + timedelta(seconds=42), 42.0)
+
+
+def test_a_refresh_keeps_the_first_shown_time_of_a_step(any_db, monkeypatch):
+    study_admin.create_study("timed", "demo_survey")
+    pid = runtime.enter("timed", {"pid": "t1"}).participant_id
+    clock = FakeClock(T0)
+    monkeypatch.setattr(runtime, "utcnow", clock)
+    runtime.record_shown(pid, 0)  # first shown at T0
+    clock.advance(30)
+    runtime.record_shown(pid, 0)  # the page is drawn again (refresh) at T0 + 30 s
+    clock.advance(45)
+    runtime.submit(pid, 0, {"agree": True})  # answered at T0 + 75 s
+    row = _step_response(pid, 0)
+    assert (row.shown_at, row.duration_s) == (T0, 75.0)
 
 
 def test_conditions_balance_least_filled(demo_study):
@@ -198,6 +240,50 @@ def test_stale_unfinished_participants_stop_counting(demo_study, monkeypatch):
         session.add(row)
     # The abandoned participant no longer holds a place: the next one gets the same condition.
     assert runtime.enter(demo_study, {"pid": "next"}).condition == first.condition
+
+
+def _add_participants(slug: str, condition: str, status: str, n: int, *, last_seen_minutes_ago: float = 1) -> None:
+    """Write ``n`` participant rows directly (no runtime call), last seen that many minutes ago."""
+    seen = models.utcnow() - timedelta(minutes=last_seen_minutes_ago)
+    with write_transaction() as session:
+        study = session.exec(select(Study).where(Study.slug == slug)).one()
+        start = len(session.exec(select(Participant).where(Participant.study_id == study.id)).all())
+        for i in range(start, start + n):
+            session.add(Participant(study_id=study.id, external_id=f"x{i}", panel="generic", condition=condition,
+                                    status=status, last_seen_at=seen))
+
+
+def _condition_counts(slug: str) -> dict[str, int]:
+    with read_session() as session:
+        study = session.exec(select(Study).where(Study.slug == slug)).one()
+        return runtime.condition_counts(session, study, get_protocol(study.protocol))
+
+
+@pytest.fixture
+def balance_study(any_db, monkeypatch) -> str:
+    """A demo_survey study with the participant timeout set to 60 minutes."""
+    monkeypatch.setenv("HAI_PARTICIPANT_TIMEOUT_MINUTES", "60")
+    settings.reset_settings()
+    study_admin.create_study("balance", "demo_survey")
+    return "balance"
+
+
+def test_condition_counts_leave_out_screened_out_participants(balance_study):
+    _add_participants(balance_study, "plain", "screened_out", 3)
+    _add_participants(balance_study, "plain", "completed", 1)
+    _add_participants(balance_study, "explained", "completed", 1)
+    assert _condition_counts(balance_study) == {"plain": 1, "explained": 1}
+
+
+def test_condition_counts_keep_completed_participants_however_long_ago(balance_study):
+    _add_participants(balance_study, "explained", "completed", 2, last_seen_minutes_ago=3 * 24 * 60)
+    assert _condition_counts(balance_study) == {"plain": 0, "explained": 2}
+
+
+def test_condition_counts_keep_unfinished_participants_only_within_the_timeout(balance_study):
+    _add_participants(balance_study, "plain", "active", 2, last_seen_minutes_ago=5)  # within 60 minutes
+    _add_participants(balance_study, "explained", "active", 3, last_seen_minutes_ago=180)  # abandoned
+    assert _condition_counts(balance_study) == {"plain": 2, "explained": 0}
 
 
 @pytest.mark.parametrize(("slug", "params", "error", "match"), [

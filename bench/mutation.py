@@ -1,0 +1,165 @@
+"""Mutation testing of the core modules with mutmut: how many planted bugs the tests catch.
+
+For each core module, mutmut (https://github.com/boxed/mutmut) writes many small variants of it
+("mutants": ``<`` for ``<=``, ``+ 1`` for ``+ 2``, a dropped argument, ...) and runs the module's
+own tests against each; a mutant the tests fail on is *killed*, one they pass is a *survivor*: a
+bug the suite would not notice. Each module runs in a private copy of the repository under
+``--workdir`` with only its relevant test files (``MODULES``), so the whole run finishes in well
+under an hour on two cores; ``make mutation`` runs every module, ``make mutation
+MODULES=engines/collab/controller.py`` one.
+
+Score = killed / (mutants - equivalent), where mutants covered by no selected test count as
+survivors (a line no test runs is a line no test checks), and timeouts as killed (the mutant
+hung the tests, which notice). Survivors that cannot be killed because they do not change
+behaviour are listed in ``bench/mutation_equivalent.json`` (mutant name -> one line saying why)
+and leave the denominator. Results: ``bench/results/mutation.json`` with the score per module and
+every surviving mutant's diff; the goal is at least 90% per module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._results import machine_info, write_result  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "results" / "mutation.json"
+EQUIVALENT = ROOT / "bench" / "mutation_equivalent.json"
+GOAL = 0.90
+
+# Core module -> the test files that check it (run against each of its mutants).
+MODULES: dict[str, list[str]] = {
+    "engines/platform/runtime.py": ["tests/platform/test_runtime.py", "tests/platform/test_study_constants.py",
+                                    "tests/platform/test_panels.py"],
+    "engines/platform/auth.py": ["tests/platform/test_auth.py"],
+    "engines/platform/jobqueue.py": ["tests/platform/test_jobs.py"],
+    "engines/platform/study_admin.py": ["tests/platform/test_runtime.py", "tests/platform/test_export.py",
+                                        "tests/platform/test_study_constants.py"],
+    "engines/collab/controller.py": ["tests/collab/test_controller.py"],
+    "engines/collab/store.py": ["tests/collab/test_store.py", "tests/collab/test_store_audit.py"],
+    "engines/collab/study/report.py": ["tests/collab/test_study_report.py"],
+    "engines/collab/jobs.py": ["tests/collab/test_collab_jobs.py"],
+}
+# What the tests need besides the mutated package (mutmut copies these next to its mutants).
+ALSO_COPY = ["studies", "pages", "assets", "tests", "bench", "app.py", ".streamlit"]
+STATUSES = ("killed", "survived", "no tests", "timeout", "suspicious", "skipped", "not checked", "segfault",
+            "caught by type check")
+
+
+def module_name(path: str) -> str:
+    return path.removesuffix(".py").replace("/", ".")
+
+
+def prepare_copy(workdir: Path, module: str, tests: list[str]) -> Path:
+    """A private copy of the tracked files with a ``[tool.mutmut]`` section for ``module``."""
+    copy = workdir / module_name(module)
+    if copy.exists():
+        shutil.rmtree(copy)
+    copy.mkdir(parents=True)
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for name in files:
+        source = ROOT / name
+        if source.is_file():
+            target = copy / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    section = {
+        "source_paths": ["engines"],
+        "only_mutate": [module],
+        "also_copy": ALSO_COPY,
+        "pytest_add_cli_args_test_selection": tests,
+        "pytest_add_cli_args": ["-p", "no:randomly", "-q", "-x"],
+    }
+    lines = ["", "[tool.mutmut]"] + [f"{key} = {json.dumps(value)}" for key, value in section.items()]
+    with (copy / "pyproject.toml").open("a") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return copy
+
+
+def run_mutmut(copy: Path, children: int) -> None:
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children)], cwd=copy, env=env,
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def statuses(copy: Path, module: str) -> dict[str, str]:
+    """mutant name -> status, for the mutants of ``module``."""
+    listed = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=copy,
+                            capture_output=True, text=True, check=True).stdout
+    prefix = module_name(module) + "."
+    found = {}
+    for line in listed.splitlines():
+        match = re.match(r"\s*(\S+): (.+)$", line)
+        if match and match.group(1).startswith(prefix):
+            found[match.group(1)] = match.group(2).strip()
+    return found
+
+
+def diff_of(copy: Path, mutant: str) -> str:
+    shown = subprocess.run([sys.executable, "-m", "mutmut", "show", mutant], cwd=copy, capture_output=True, text=True)
+    return shown.stdout.strip()
+
+
+def score_module(found: dict[str, str], equivalent: dict[str, str]) -> dict:
+    counts = {status: 0 for status in STATUSES}
+    for status in found.values():
+        counts[status] = counts.get(status, 0) + 1
+    equivalent_here = [name for name, status in found.items() if name in equivalent and status != "killed"]
+    caught = counts["killed"] + counts["timeout"] + counts.get("caught by type check", 0)
+    denominator = len(found) - len(equivalent_here)
+    return {"mutants": len(found), "counts": {k: v for k, v in counts.items() if v},
+            "equivalent": len(equivalent_here), "score": round(caught / denominator, 4) if denominator else None}
+
+
+def run(modules: list[str], workdir: Path, children: int, out: Path = OUT) -> dict:
+    equivalent = json.loads(EQUIVALENT.read_text()) if EQUIVALENT.exists() else {}
+    load_before = round(os.getloadavg()[0], 2)
+    previous = json.loads(out.read_text()).get("modules", {}) if out.exists() else {}
+    results = dict(previous)  # a run of some modules keeps the others' latest figures
+    for module in modules:
+        started = time.perf_counter()
+        copy = prepare_copy(workdir, module, MODULES[module])
+        run_mutmut(copy, children)
+        found = statuses(copy, module)
+        entry = score_module(found, equivalent)
+        survivors = [name for name, status in sorted(found.items())
+                     if status not in ("killed", "timeout", "caught by type check") and name not in equivalent]
+        entry.update({
+            "tests": MODULES[module], "seconds": round(time.perf_counter() - started, 1),
+            "meets_goal": entry["score"] is not None and entry["score"] >= GOAL,
+            "survivors": [{"mutant": name, "status": found[name], "diff": diff_of(copy, name)} for name in survivors],
+        })
+        results[module] = entry
+        print(f"{module}: {entry['score']} ({entry['counts']}), {len(survivors)} survivors, {entry['seconds']} s",
+              flush=True)
+    return {"benchmark": "mutation", "tool": "mutmut", "goal": GOAL,
+            "machine": machine_info(load_before), "modules": results}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", help=f"modules to mutate (default: all of {list(MODULES)})")
+    parser.add_argument("--workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "hai-mutation")
+    parser.add_argument("--children", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    unknown = [m for m in args.modules if m not in MODULES]
+    if unknown:
+        parser.error(f"not a core module: {unknown}; choose from {list(MODULES)}")
+    result = run(args.modules or list(MODULES), args.workdir, args.children, args.out)
+    write_result(result, args.out)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
