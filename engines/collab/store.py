@@ -364,6 +364,9 @@ def audit_report(key: str, *, engine: Engine | None = None, claims: Iterable[Fro
         where = f"stream {key!r}: update {update.seq} ({update.interaction_key})"
         if update.seq != expected_seq:
             raise StreamError(f"stream {key!r}: update {expected_seq} is missing (found seq {update.seq})")
+        if update.frozen_seq is not None and not 0 <= update.frozen_seq < update.seq:
+            raise StreamError(f"{where} has frozen_seq {update.frozen_seq}, which is not an earlier update count "
+                              f"(0..{update.seq - 1})")
         if update.phase != phase_of(update.seq, update.frozen_seq, stream.calibration_size):
             raise StreamError(f"{where} is marked {update.phase!r}, which its frozen_seq {update.frozen_seq} and the "
                               f"calibration size {stream.calibration_size} contradict")

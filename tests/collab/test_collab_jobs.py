@@ -66,6 +66,61 @@ def test_simulate_job_takes_rules_by_name_and_parameters(sqlite_db):
         jobqueue.submit_job(SIMULATE, {"T": 300, "protect_rule": "no_such_rule"})
 
 
+# Neither parameter is its rule's default (rounds 2, threshold 0.5), so a dropped one shows.
+RULES = {"protect_rule": "held_for_rounds", "protect_params": {"rounds": 3},
+         "supply_rule": "supply_when_low_confidence", "supply_params": {"threshold": 0.6}}
+
+
+def _result_config(job_id: int) -> dict:
+    assert jobqueue.run_job(job_id) == "succeeded", jobqueue.get_job(job_id).error
+    return json.loads(Path(jobqueue.get_job(job_id).result["result_path"]).read_text())["config"]
+
+
+def test_a_simulate_job_stores_and_runs_with_the_rule_parameters_given(sqlite_db):
+    job_id = jobqueue.submit_job(SIMULATE, {"T": 300, "n_calibration": 50, **RULES})
+    assert {k: jobqueue.get_job(job_id).params[k] for k in RULES} == RULES
+    config = _result_config(job_id)
+    assert {k: config[k] for k in RULES} == RULES
+
+
+def test_a_simulate_job_gives_what_simulate_gives_with_those_rule_parameters(sqlite_db):
+    from engines.collab.simulate import SimulationConfig, simulate
+
+    base = {"T": 300, "n_calibration": 50, "schedule": "drift"}
+    job_id = jobqueue.submit_job(SIMULATE, {**base, **RULES})
+    assert jobqueue.run_job(job_id) == "succeeded", jobqueue.get_job(job_id).error
+    data = json.loads(Path(jobqueue.get_job(job_id).result["result_path"]).read_text())
+    direct = simulate(SimulationConfig(**base, **RULES)).online
+    without = simulate(SimulationConfig(**base, **{**RULES, "protect_params": {}, "supply_params": {}})).online
+    assert without.final_thresholds != direct.final_thresholds  # the parameters change this run
+    assert data["online"]["final_thresholds"] == direct.final_thresholds
+    assert data["online"]["accuracy"] == direct.accuracy
+
+
+def test_a_sweep_job_carries_a_study_rule_and_its_width_into_its_base_config(sqlite_db):
+    job_id = jobqueue.submit_job(SWEEP, {"T": 300, "n_calibration": 50, "alpha_harm_grid": [0.05],
+                                         "alpha_comp_grid": [0.1], "protect_rule": "near_count",
+                                         "protect_params": {"width": 2}, "supply_rule": "supply_when_low_confidence",
+                                         "supply_params": {"threshold": 0.6}})
+    assert jobqueue.get_job(job_id).params["protect_params"] == {"width": 2}  # near_count's default is 1
+    base = _result_config(job_id)["base"]
+    assert (base["protect_rule"], base["protect_params"]) == ("near_count", {"width": 2})
+    assert (base["supply_rule"], base["supply_params"]) == ("supply_when_low_confidence", {"threshold": 0.6})
+
+
+@pytest.mark.parametrize("kind", [SIMULATE, SWEEP])
+def test_a_forms_rule_parameters_reach_the_submitted_job(sqlite_db, kind):
+    from engines.collab.jobs import simulation_job_params
+
+    form = dict(T=300, alpha_harm_grid="0.05", alpha_comp_grid="0.1", protect_rule="near_count",
+                protect_params={"width": 2}, supply_rule="supply_when_low_confidence", supply_params={"threshold": 0.6})
+    params = simulation_job_params(kind, **form)
+    assert (params["protect_params"], params["supply_params"]) == ({"width": 2}, {"threshold": 0.6})
+    stored = jobqueue.get_job(jobqueue.submit_job(kind, params)).params
+    assert (stored["protect_rule"], stored["protect_params"]) == ("near_count", {"width": 2})
+    assert (stored["supply_rule"], stored["supply_params"]) == ("supply_when_low_confidence", {"threshold": 0.6})
+
+
 # ---------------------------------------------------------------- training the counting CNN as a job
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "collab"
 

@@ -120,7 +120,34 @@ def test_export_bundle_has_interactions_and_stream_histories(six_bots):
     assert [u["phase"] for u in online].count("calibration") == CALIBRATION
     audits = json.loads(files["controller_streams.json"])
     assert audits[f"{SLUG}:online"]["audit"]["phases"]["online"] == 2 * C.INTERACTIONS - CALIBRATION
-    assert audits[f"{SLUG}:online"]["audit"]["within_bound"]["harm"] in (True, False)
+
+
+def test_exported_online_stream_is_within_target_plus_the_hand_computed_bound(six_bots):
+    """The guarantee is deterministic, so the exported stream must hold it; rate and bound recomputed from the bundle.
+
+    Participants ran one after another (D = 0): bound = max(0, B + η(1−α) − q_1)/(η n), B = 1, η = 0.05,
+    α = 0.1 for both constraints (C.CONDITIONS["online"]), q_1 the fit, n the online updates.
+    """
+    import csv
+    import io
+    import json
+
+    from engines.platform.export import export_study
+
+    files = export_study(SLUG).files
+    rows = [u for u in csv.DictReader(io.StringIO(files["controller_updates.csv"].decode()))
+            if u["stream"] == f"{SLUG}:online" and u["phase"] == "online"]
+    audit = json.loads(files["controller_streams.json"])[f"{SLUG}:online"]["audit"]
+    n = len(rows)
+    assert n == 2 * C.INTERACTIONS - CALIBRATION
+    for name in ("harm", "comp"):
+        rate = sum(row[f"err_{name}"] == "True" for row in rows) / n
+        q1 = audit["state"][f"q1_{name}"]
+        bound = max(0.0, 1.0 + 0.05 * 0.9 - q1) / (0.05 * n)
+        assert audit["violation_rate"][name] == pytest.approx(rate)
+        assert audit["bound"][name] == pytest.approx(bound)
+        assert rate <= 0.1 + bound
+        assert audit["within_bound"][name] is True
 
 
 def test_audit_checks_each_participants_record_against_the_stream(six_bots):

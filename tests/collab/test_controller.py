@@ -370,6 +370,36 @@ def test_delay_breaks_the_textbook_bound_but_not_the_delay_aware_one():
         upper_bound(10, 0.05, 0.1, 0.0, 1.0, delay=-1)
 
 
+def test_the_delay_aware_bound_is_attained_when_d_plus_one_interactions_freeze_just_below_b():
+    """D + 1 participants freeze q_1 = B − ε before any of them finishes; each holds the truth at s(Y) = B.
+
+    Spec §5 (delayed updates): (1/T) Σ err_t <= α + max(0, B + (D+1)η(1−α) − q_1)/(ηT).
+    Here B = 1, η = 0.25, α = 0.5, D = 3, T = D + 1 = 4, q_1 = 1 − ε with ε = 2^-20 (all exact in binary):
+
+    - every interaction froze q_1 < B = s(Y), so the truth is left out: err_t = 1, rate = 1;
+    - the band: (1 + 4 · 0.25 · 0.5 − (1 − ε))/(0.25 · 4) = (0.5 + ε)/1 = 0.5 + ε;
+    - α + band = 1 + ε: the rate sits ε below the bound, which is therefore attained as ε → 0;
+    - the same with D − 1 = 2 would give (0.375 + ε), α + band = 0.875 + ε < 1: the D + 1 is needed,
+      and a looser band (e.g. 2D + 1: 0.875 + ε, α + band = 1.375 + ε) is not attained.
+    """
+    eps = 2.0 ** -20
+    cfg = ControllerConfig(alpha_harm=0.5, alpha_comp=0.5, eta_harm=0.25, eta_comp=0.25, q_harm_init=1.0 - eps,
+                           q_comp_init=1.0 - eps)
+    ctl = OnlineController(cfg)
+    frozen = ctl.state  # all four froze the initial state: the k-th update lands k − 1 updates late, D = 3
+    for _ in range(4):
+        errs = interaction_errors(np.array([1.0, 0.0]), 0, np.array([[T_, F_]]), np.array([[F_, T_]]),
+                                  frozen.q_harm, frozen.q_comp)
+        assert errs.err_harm
+        ctl.update(errs.err_harm, errs.err_comp, errs.fired_harm, errs.fired_comp)
+    rate = ctl.violation_rates()[0]
+    assert rate == 1.0
+    band = upper_bound(4, 0.25, 0.5, 1.0 - eps, 1.0, delay=3)
+    assert band == pytest.approx(0.5 + eps, rel=0, abs=1e-15)  # by hand, above
+    assert 0.5 + band - rate == pytest.approx(eps, rel=0, abs=1e-15)  # attained up to ε
+    assert rate > 0.5 + upper_bound(4, 0.25, 0.5, 1.0 - eps, 1.0, delay=2)  # one delay fewer: violated
+
+
 # The band at t needs only the delay of the latest error before t
 
 @settings(max_examples=120, deadline=None)

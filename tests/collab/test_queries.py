@@ -11,7 +11,7 @@ import pytest
 
 from engines.collab import jobs as collab_jobs
 from engines.collab import plots, store
-from engines.collab.controller import ControllerConfig, ControllerState, upper_bound
+from engines.collab.controller import ControllerConfig, ControllerState
 from engines.collab.rates import rolling_rate, running_rate
 from engines.collab.result_files import ResultFileError
 from engines.platform import jobqueue, study_admin
@@ -50,8 +50,8 @@ def test_stream_view_matches_the_analytic_rates_and_bound(stream):
     np.testing.assert_allclose(traces.running["harm"], running_rate(np.array(ERR_HARM)))
     np.testing.assert_allclose(traces.running["comp"][-1], 3 / 8)
     np.testing.assert_allclose(traces.local["comp"], rolling_rate(np.array(ERR_COMP), 3, centred=False))
-    for t in (1, 4, 8):  # bound(t) = max(0, B + η(1−α) − q1)/(η t)
-        assert traces.bound["harm"][t - 1] == pytest.approx(upper_bound(t, 0.5, 0.1, 0.5, 1.0))
+    for t in (1, 4, 8):  # bound(t) = max(0, B + η(1−α) − q1)/(η t): harm (1 + 0.45 − 0.5)/(0.5 t) = 1.9/t
+        assert traces.bound["harm"][t - 1] == pytest.approx(1.9 / t)
         assert traces.bound["comp"][t - 1] == pytest.approx((1 + 0.25 * 0.8 - 0.5) / (0.25 * t))
     # thresholds: the ones in force during each interaction, q_{t+1} = q_t + η(err − α)
     q = 0.5 + np.concatenate([[0], np.cumsum(0.5 * (np.array(ERR_HARM) - 0.1))[:-1]])
@@ -78,9 +78,11 @@ def test_stream_view_leaves_out_the_calibration_batch_and_widens_the_band_by_the
     assert view.interactions == 4 and view.traces.t.tolist() == [1, 2, 3, 4]
     phases = view.phases.iloc[0]
     assert phases["calibration batch"] == "3 / 3" and phases["fit"] == "fitted" and phases["max delay D"] == 3
-    q1 = view.state.q1_harm
+    # The fit by hand: three critical scores (0.1, 0.2, 0.3), rank ⌈4·0.9⌉ = 4 > 3, so q1 = B = 1.
+    assert view.state.q1_harm == 1.0
     # Harm errors at t = 1 (delay 0) and t = 4 (delay 3): the band uses D = 0 up to t = 3, then D = 3.
-    expected = [upper_bound(t, 0.5, 0.1, q1, 1.0, delay=0 if t < 4 else 3) for t in (1, 2, 3, 4)]
+    # By hand: (1 + (D+1)·0.5·0.9 − 1)/(0.5 t) = 0.9 (D+1)/t -> 0.9, 0.45, 0.3, then 0.9·4/4 = 0.9.
+    expected = [0.9, 0.45, 0.3, 0.9]
     np.testing.assert_allclose(view.traces.bound["harm"], expected)
     harm = view.table.set_index("constraint").loc["harm"]
     assert harm["delay in the bound"] == 3 and harm["bound"] == pytest.approx(expected[-1])

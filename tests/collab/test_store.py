@@ -40,19 +40,95 @@ def test_fifty_concurrent_participants_lose_no_update(any_db):
     assert final.t == 200 and final.n_err_harm == sum(u.err_harm for u in updates)
 
 
-def test_audit_detects_a_tampered_history(sqlite_db):
+def _three_checked_updates(key: str) -> None:
+    """Three online updates with s(Y) recorded, so the audit can check every stored field of a row.
+
+    Thresholds by hand (q_1 = 0.5 both, η = 0.05, α_H = 0.1, α_C = 0.3):
+    p:0 s(Y) = 0.2, no error   -> (0.5 − 0.005, 0.5 − 0.015) = (0.495, 0.485);
+    p:1 s(Y) = 0.9 > both, both rules fired, both errors -> (0.495 + 0.045, 0.485 + 0.035) = (0.54, 0.52);
+    p:2 s(Y) = 0.3, only the protect rule fired, no error -> (0.535, 0.505).
+    """
+    store.ensure_stream(key, ControllerState.initial(CONFIG))
+    store.record_interaction(key, "p:0", err_harm=False, err_comp=False, score_true=0.2, frozen_seq=0)
+    store.record_interaction(key, "p:1", err_harm=True, err_comp=True, score_true=0.9, frozen_seq=1)
+    store.record_interaction(key, "p:2", err_harm=False, err_comp=False, fired_comp=False, score_true=0.3,
+                             frozen_seq=2)
+
+
+def _corrupt_row(key: str, seq: int, **values) -> None:
     from engines.collab.models import ControllerUpdate
     from engines.platform.db import write_transaction
 
-    store.ensure_stream("s:c", ControllerState.initial(CONFIG))
-    for j in range(3):
-        store.record_interaction("s:c", f"p:{j}", err_harm=False, err_comp=True)
     with write_transaction() as session:
-        row = session.get(ControllerUpdate, store.history("s:c")[1].id)
-        row.err_comp = False
+        row = session.get(ControllerUpdate, store.history(key)[seq - 1].id)
+        for name, value in values.items():
+            setattr(row, name, value)
         session.add(row)
-    with pytest.raises(store.StreamError, match=r"update 2 \(p:1\) records .* as applied, but replaying it gives"):
+
+
+def test_the_untampered_history_audits_to_the_hand_computed_state(any_db):
+    _three_checked_updates("s:c")
+    final = store.audit("s:c")
+    assert (final.q_harm, final.q_comp) == (pytest.approx(0.535), pytest.approx(0.505))
+    assert (final.t, final.n_err_harm, final.n_err_comp, final.n_fired_comp) == (3, 1, 1, 2)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("err_harm", False, r"update 2 \(p:1\) records no harm error, but its rule fired and s\(Y\) = 0\.9"),
+    ("err_comp", False, r"update 2 \(p:1\) records no comp error, but its rule fired and s\(Y\) = 0\.9"),
+    ("fired_harm", False, r"update 2 \(p:1\) records a harm error although its rule never fired"),
+    ("fired_comp", False, r"update 2 \(p:1\) records a comp error although its rule never fired"),
+    ("score_true", 0.49, r"update 2 \(p:1\) records a harm error, but s\(Y\) = 0\.49 <= its frozen q_harm = 0\.495"),
+    ("q_harm_before", 0.125, r"update 2 \(p:1\) starts from \(0\.125, 0\.485\), but update 1 ended with "
+                             r"\(0\.495, 0\.485\)"),
+    ("q_comp_before", 0.125, r"update 2 \(p:1\) starts from \(0\.495, 0\.125\), but update 1 ended with "
+                             r"\(0\.495, 0\.485\)"),
+    ("q_harm_after", 0.125, r"update 2 \(p:1\) records \(0\.125, 0\.52\) as applied, but replaying it gives "
+                            r"\(0\.54, 0\.52\)"),
+    ("q_comp_after", 0.125, r"update 2 \(p:1\) records \(0\.54, 0\.125\) as applied, but replaying it gives "
+                            r"\(0\.54, 0\.52\)"),
+    ("phase", "excluded", r"update 2 \(p:1\) is marked 'excluded', which its frozen_seq 1 and the calibration "
+                          r"size 0 contradict"),
+])
+def test_audit_names_each_tampered_field_of_a_row(sqlite_db, field, value, message):
+    _three_checked_updates("s:c")
+    _corrupt_row("s:c", 2, **{field: value})
+    with pytest.raises(store.StreamError, match=message):
         store.audit("s:c")
+
+
+@pytest.mark.parametrize("change", ["delete update 2", "renumber update 3 as 4"])
+def test_audit_names_a_gap_in_the_sequence_numbers(sqlite_db, change):
+    from engines.collab.models import ControllerUpdate
+    from engines.platform.db import write_transaction
+
+    _three_checked_updates("s:gap")
+    with write_transaction() as session:
+        if change == "delete update 2":
+            session.delete(session.get(ControllerUpdate, store.history("s:gap")[1].id))
+        else:  # the chain of thresholds is intact: only the numbering says an update is missing
+            row = session.get(ControllerUpdate, store.history("s:gap")[2].id)
+            row.seq = 4
+            session.add(row)
+    found = 3 if change == "delete update 2" else 4
+    missing = 2 if change == "delete update 2" else 3
+    with pytest.raises(store.StreamError, match=rf"stream 's:gap': update {missing} is missing \(found seq {found}\)"):
+        store.audit("s:gap")
+
+
+@pytest.mark.parametrize("frozen_seq", [2, 7, -1])
+def test_audit_names_a_frozen_seq_that_is_not_an_earlier_update_count(sqlite_db, frozen_seq):
+    """Update 2 can only have frozen at count 0 or 1: any other value is named, not an IndexError."""
+    from engines.collab.models import ControllerUpdate
+    from engines.platform.db import write_transaction
+
+    _three_checked_updates("s:frozen")
+    with write_transaction() as session:
+        row = session.get(ControllerUpdate, store.history("s:frozen")[1].id)
+        row.frozen_seq = frozen_seq
+        session.add(row)
+    with pytest.raises(store.StreamError, match=rf"update 2 .* has frozen_seq {frozen_seq}, which is not an earlier"):
+        store.audit("s:frozen")
 
 
 def test_unknown_stream_is_a_clear_error(sqlite_db):
@@ -116,6 +192,30 @@ def test_interaction_frozen_before_the_fit_is_recorded_but_not_applied(sqlite_db
     assert report.phases["excluded"] == 1 and report.state.t == 0
 
 
+def test_the_calibration_batch_is_exactly_the_first_n_updates(any_db):
+    """calibration_size = 3: updates 1, 2, 3 are the batch (the 3rd fits q_1); update 4, frozen at 3, is online."""
+    store.ensure_stream("s:edge", ControllerState.initial(CONFIG), calibration_size=3)
+    phases = [store.record_interaction("s:edge", f"cal:{i}", err_harm=False, err_comp=False, score_true=0.1 * i,
+                                       frozen_seq=i).phase for i in range(3)]
+    fitted = store.current_state("s:edge")
+    after = store.record_interaction("s:edge", "first online", err_harm=False, err_comp=False, frozen_seq=3)
+    assert phases + [after.phase] == ["calibration", "calibration", "calibration", "online"]
+    assert after.before == fitted and after.after.t == 1  # the first online update is applied
+    assert store.audit_report("s:edge").phases == {"calibration": 3, "excluded": 0, "online": 1}
+
+
+@pytest.mark.parametrize("frozen_seq, phase, applied", [(2, "excluded", 0), (3, "online", 1)])
+def test_an_update_frozen_before_the_fit_is_excluded_and_one_frozen_at_the_fit_is_online(sqlite_db, frozen_seq,
+                                                                                      phase, applied):
+    """calibration_size = 3: thresholds frozen after 2 updates are the starting ones (excluded); after 3, the fit's."""
+    store.ensure_stream("s:froze", ControllerState.initial(CONFIG), calibration_size=3)
+    _calibrate("s:froze", [0.1, 0.2, 0.3], [True] * 3)
+    late = store.record_interaction("s:froze", "late", err_harm=False, err_comp=False, frozen_seq=frozen_seq,
+                                    score_true=0.2)
+    assert late.phase == phase and late.after.t == applied
+    assert store.audit_report("s:froze").phases[phase] == 1
+
+
 def test_failed_fit_keeps_the_initial_thresholds_with_a_note(sqlite_db):
     cfg = ControllerConfig(alpha_harm=0.1, alpha_comp=0.1, conditional=True)
     initial = ControllerState.initial(cfg)
@@ -127,8 +227,6 @@ def test_failed_fit_keeps_the_initial_thresholds_with_a_note(sqlite_db):
 
 
 def test_audit_reports_delays_and_the_delay_aware_bound(sqlite_db):
-    from engines.collab.controller import upper_bound
-
     initial = ControllerState.initial(CONFIG)
     store.ensure_stream("s:delay", initial)
     # Three participants freeze at 0 updates; they finish one after another: delays 0, 1, 2.
@@ -138,8 +236,11 @@ def test_audit_reports_delays_and_the_delay_aware_bound(sqlite_db):
     report = store.audit_report("s:delay")
     assert report.max_delay == 2 and report.mean_delay == pytest.approx(0.75) and not report.delays_known
     assert report.violation_rate["harm"] == pytest.approx(0.25)
-    assert report.bound["harm"] == pytest.approx(upper_bound(4, 0.05, 0.1, 0.5, 1.0, delay=2))
-    assert report.bound_no_delay["harm"] == pytest.approx(upper_bound(4, 0.05, 0.1, 0.5, 1.0))
+    # By hand, B = 1, η = 0.05, α_H = 0.1, q_1 = 0.5, n = 4; the only harm error (p2) had delay D = 2:
+    # (1 + (2+1)·0.05·0.9 − 0.5)/(0.05·4) = 0.635/0.2 = 3.175, and with D = 0: 0.545/0.2 = 2.725.
+    assert report.latest_error_delay["harm"] == 2
+    assert report.bound["harm"] == pytest.approx(3.175)
+    assert report.bound_no_delay["harm"] == pytest.approx(2.725)
     assert report.bound["harm"] > report.bound_no_delay["harm"]
     with pytest.raises(store.StreamError, match="frozen_seq 9 is not an earlier update count"):
         store.record_interaction("s:delay", "p4", err_harm=False, err_comp=False, frozen_seq=9)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from sqlmodel import select
 
 from engines.collab import store
 from engines.collab.controller import ControllerConfig, ControllerState
@@ -72,6 +73,31 @@ def test_audit_names_the_row_that_disagrees(sqlite_db, seq, values, message):
     _corrupt("tamper", seq, **values)
     with pytest.raises(store.StreamError, match=message):
         store.audit("tamper")
+
+
+def _corrupt_stored_fit(key: str, **state_values) -> None:
+    from engines.collab.models import ControllerStream
+
+    with write_transaction() as session:
+        stream = session.exec(select(ControllerStream).where(ControllerStream.key == key)).one()
+        if state_values:
+            stream.calibration = {**stream.calibration, "state": {**stream.calibration["state"], **state_values}}
+        else:
+            stream.calibration = None
+        session.add(stream)
+
+
+@pytest.mark.parametrize("state_values", [
+    {"q_harm": 0.8}, {"q_comp": 0.6}, {"q1_harm": 0.8}, {"q1_comp": 0.6}, {"pi_harm": 0.5}, {},  # {}: fit record lost
+], ids=["q_harm", "q_comp", "q1_harm", "q1_comp", "pi_harm", "no fit recorded"])
+def test_audit_refits_the_calibration_batch_and_names_a_stored_fit_that_differs(sqlite_db, state_values):
+    """The rows and the stream's state stay intact: only the recorded fit (q^H = 0.9, q^C = 0.7 by hand) changes."""
+    _stream_with_a_fit("refit")
+    assert store.audit_report("refit").calibration["state"]["q1_harm"] == pytest.approx(0.9)
+    _corrupt_stored_fit("refit", **state_values)
+    with pytest.raises(store.StreamError, match=r"update 10 \(cal:9\): refitting the calibration batch does not give "
+                                                r"the stored q_1"):
+        store.audit("refit")
 
 
 def test_audit_checks_what_participants_were_shown(sqlite_db):

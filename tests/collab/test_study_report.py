@@ -1,8 +1,11 @@
 """Study summaries for the participants page: accuracy human alone vs final, by condition and participant."""
 
+import pytest
+
 from engines.collab.study import report as study_report
-from engines.platform import study_admin
-from engines.platform.bots import run_protocol_bots
+from engines.collab.study import support
+from engines.platform import runtime, study_admin
+from engines.platform.bots import run_protocol_bots, stored_responses
 
 
 def test_summaries_match_the_stored_interactions(sqlite_db):
@@ -23,14 +26,60 @@ def test_summaries_match_the_stored_interactions(sqlite_db):
     assert set(zip(table["condition"], table["phase"], table["interactions"], strict=True)) == set().union(
         *(expected[r.condition] for r in completed))
     assert {"online", "fixed"} <= {r.condition for r in completed}
-    row = table.iloc[0]
-    subset = frame[(frame["condition"] == row["condition"]) & (frame["phase"] == row["phase"])]
-    assert row["accuracy_final"] == round(subset["final_correct"].mean(), 3)
-    assert row["accuracy_human_alone"] == round(subset["human_alone_correct"].mean(), 3)
+    # Accuracies recomputed from what was stored, not from the frame: each interaction's answers as the
+    # participant submitted them (the Trial responses) against the count of the image it showed.
+    from studies.collab_shapes import slot
+
+    tally: dict[tuple[str, str], list[list[bool]]] = {}
+    for row in support.interaction_rows("c"):
+        answers = [r.data["answer"] for r in stored_responses(row.participant_id)
+                   if r.step_name == "Trial" and slot(r.round_number)[0] == row.record.index]
+        truth = support.trial_case(row.record.seed, row.record.difficulty).count
+        phase = row.record.stream_phase or study_report.NO_STREAM
+        tally.setdefault((row.condition, phase), []).append([answers[0] == truth, answers[-1] == truth])
+    for _, row in table.iterrows():
+        pairs = tally[(row["condition"], row["phase"])]
+        assert row["accuracy_human_alone"] == pytest.approx(sum(a for a, _ in pairs) / len(pairs), abs=5e-4)
+        assert row["accuracy_final"] == pytest.approx(sum(f for _, f in pairs) / len(pairs), abs=5e-4)
     people = study_report.per_participant(frame)
     assert sorted(people["external_id"]) == sorted(r.external_id for r in completed)
     figure = study_report.accuracy_over_time_figure(frame)
     assert len(figure.data) >= 2  # human alone and final, per condition
+
+
+def _answer_three_images(slug: str, external_id: str, plan: list[tuple[bool, bool]]) -> None:
+    """One participant answers each image in two rounds: (round 1 right?, final answer right?) per image."""
+    pid = runtime.enter(slug, {"pid": external_id}).participant_id
+    for data in ({"agree": True}, {}, {"task": "How many triangles are in the image", "rounds": "Up to 2"},
+                 {"answer": "Rarely"}):
+        assert runtime.submit(pid, runtime.current_view(pid).step.index, data).accepted
+    for first_right, final_right in plan:
+        view = runtime.current_view(pid)
+        truth = support.trial_case(view.template_vars["seed"], view.template_vars["difficulty"]).count
+        wrong = (truth + 1) % 10
+        runtime.submit(pid, view.step.index, {"answer": truth if first_right else wrong, "confidence": 3})
+        view = runtime.current_view(pid)
+        runtime.submit(pid, view.step.index, {"answer": truth if final_right else wrong, "confidence": 3,
+                                              "final": True})
+
+
+def test_final_correct_is_the_final_answer_and_human_alone_the_first(sqlite_db):
+    """By hand: images 1 and 2 go wrong -> right, image 3 right -> wrong.
+
+    human alone: F, F, T (1/3); final: T, T, F (2/3); every answer changed.
+    """
+    study_admin.create_study("hand", "collab_shapes", config={"constants": {
+        "INTERACTIONS": 3, "ROUNDS": 2, "CONDITIONS": {"no_ai": {"mode": "none"}}}})
+    _answer_three_images("hand", "p1", [(False, True), (False, True), (True, False)])
+    frame = study_report.interactions_frame("hand")
+    assert frame["interaction"].tolist() == [1, 2, 3]
+    assert frame["human_alone_correct"].tolist() == [False, False, True]
+    assert frame["final_correct"].tolist() == [True, True, False]
+    assert frame["changed_answer"].tolist() == [True, True, True]
+    (row,) = study_report.by_condition(frame).to_dict("records")
+    assert (row["accuracy_human_alone"], row["accuracy_final"]) == (0.333, 0.667)
+    (person,) = study_report.per_participant(frame).to_dict("records")
+    assert (person["accuracy_human_alone"], person["accuracy_final"], person["changed_answers"]) == (0.333, 0.667, 3)
 
 
 def test_empty_study_gives_empty_tables(sqlite_db):
