@@ -53,6 +53,8 @@ bench: setup-test
 	$(PY) bench/platform_store.py
 	$(PY) bench/collab.py
 	$(PY) bench/collab_reproduction.py
+	$(PY) bench/shapes_render.py
+	$(PY) bench/participant_ui.py
 
 bench-quick: setup-test
 	$(PY) bench/platform_store.py --quick

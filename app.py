@@ -9,6 +9,10 @@ Run: ``make run`` (or ``streamlit run app.py``).
 
 from __future__ import annotations
 
+import gc
+import socket
+import sys
+
 import streamlit as st
 
 from engines.platform import auth
@@ -18,7 +22,67 @@ from pages import _ui as ui
 st.set_page_config(page_title="HAI Studio", page_icon=":material/handshake:", layout="wide")
 ui.boot()
 
-pages = discover_pages()
+
+# ------------------------------------------------------------------ once per process: latency
+
+
+def _set_nodelay(sock: socket.socket) -> None:
+    if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+@st.cache_resource(show_spinner=False)
+def send_small_writes_at_once() -> bool:
+    """Turn Nagle's algorithm off on every connection the server accepts from now on.
+
+    asyncio disables Nagle only for sockets whose ``proto`` is ``IPPROTO_TCP``, and the server's
+    listening socket is created with proto 0, so its connections keep Nagle on. A response written
+    as headers then body, and a run's many small WebSocket frames, then wait for the browser's
+    delayed ACK: about 40 ms per static file after a connection's first (the first page load fetches
+    ~60 script files over 6 connections) and pauses of 40 ms inside a run's stream of elements.
+    Connections accepted before the first run of a fresh process keep Nagle on.
+    """
+    import asyncio.base_events
+
+    if not hasattr(asyncio.base_events, "_set_nodelay"):
+        return False
+    asyncio.base_events._set_nodelay = _set_nodelay
+    return True
+
+
+@st.cache_resource(show_spinner=False)
+def _heap_state() -> dict[str, int]:
+    return {"modules": 0}
+
+
+def freeze_long_lived_objects() -> None:
+    """Keep the collections Streamlit runs after every script run short: freeze what imports created.
+
+    After each run Streamlit calls ``gc.collect(2)``, which walks every tracked object while holding
+    the GIL. With torch, pandas and plotly imported that is ~300,000 objects and 150-250 ms, during
+    which the run's last messages wait unsent and the next run (after ``st.rerun``, a submitted
+    answer's) cannot start. Nearly all of those objects belong to imported modules and live as long
+    as the process, so whenever new modules have appeared since the last look, ``gc.freeze`` moves
+    everything to the permanent generation, which collections skip. The previous run's collection
+    has just removed the garbage, so almost nothing that could be freed is frozen (and frozen objects
+    are still freed by reference counting; only a cycle among them would stay), and this happens only
+    the few times the set of imported modules grows.
+    """
+    state = _heap_state()
+    if len(sys.modules) != state["modules"]:
+        gc.freeze()
+        state["modules"] = len(sys.modules)
+
+
+@st.cache_resource(show_spinner=False)
+def _discover_pages():
+    # Reading every page's PAGE declaration parses its source; the files do not change while serving.
+    return discover_pages()
+
+
+send_small_writes_at_once()
+freeze_long_lived_objects()
+pages = _discover_pages()
 
 
 def _page(spec, *, default: bool = False) -> st.Page:

@@ -84,6 +84,7 @@ SKIPPED = {
     "make test": "runs the whole suite, this file included: it would run itself",
     ".ci/run": "the CI entry point, which is `make test` again (on PostgreSQL as well)",
     "make bench": "the full benchmarks take minutes; tests/bench runs `bench/platform_store.py --quick`",
+    "make mutation": "mutation testing of the core modules takes most of an hour (bench/results/mutation.json)",
 }
 
 

@@ -19,10 +19,11 @@ No Streamlit here (layering): the renderer in ``pages/_renderers/collab_trial.py
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,9 +80,32 @@ def trial_case(seed: int, difficulty: float) -> TrialCase:
     from engines.collab.counter import load_counter, predict_proba  # torch: imported on first use only
 
     task = _task(seed, difficulty)
-    probs = predict_proba(load_counter(), task.image[None])[0]
+    with _single_thread():
+        probs = predict_proba(load_counter(), task.image[None])[0]
     return TrialCase(seed=seed, difficulty=difficulty, question=task.question, count=int(task.count),
                      probs=tuple(float(p) for p in probs))
+
+
+@contextlib.contextmanager
+def _single_thread() -> Iterator[None]:
+    """Run torch on this thread alone for the block (the previous thread count is restored after).
+
+    One 64 px image through the small CNN takes 2-6 ms on one thread; spread over torch's intra-op
+    pool it waits on the pool's threads instead, 10-180 ms when the machine has other work (a web
+    server, a browser). With torch's OpenMP backend the setting is per calling thread, so the
+    training jobs running elsewhere in the process keep their threads.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    if before == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @functools.lru_cache(maxsize=512)
