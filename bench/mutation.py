@@ -140,6 +140,9 @@ def run(modules: list[str], workdir: Path, children: int, out: Path = OUT) -> di
             "survivors": [{"mutant": name, "status": found[name], "diff": diff_of(copy, name)} for name in survivors],
         })
         results[module] = entry
+        # Written after every module, so an interrupted run keeps what it measured.
+        write_result({"benchmark": "mutation", "tool": "mutmut", "goal": GOAL,
+                      "machine": machine_info(load_before), "modules": results}, out)
         print(f"{module}: {entry['score']} ({entry['counts']}), {len(survivors)} survivors, {entry['seconds']} s",
               flush=True)
     return {"benchmark": "mutation", "tool": "mutmut", "goal": GOAL,

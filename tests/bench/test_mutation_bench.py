@@ -1,0 +1,39 @@
+"""The mutation score of ``bench/mutation.py``: what counts as caught, and what leaves the denominator."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _mutation():
+    spec = importlib.util.spec_from_file_location("bench_mutation", ROOT / "bench" / "mutation.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_score_counts_timeouts_as_caught_untested_as_survivors_and_drops_equivalents():
+    mutation = _mutation()
+    found = {"m.x__1": "killed", "m.x__2": "survived", "m.x__3": "no tests", "m.x__4": "timeout",
+             "m.x__5": "survived"}
+    entry = mutation.score_module(found, {"m.x__5": "renames a local variable only"})
+    # caught: killed + timeout = 2; denominator: 5 mutants - 1 equivalent survivor = 4.
+    assert entry["score"] == 0.5
+    assert entry["equivalent"] == 1 and entry["mutants"] == 5
+    assert entry["counts"] == {"killed": 1, "survived": 2, "no tests": 1, "timeout": 1}
+
+
+def test_a_killed_mutant_listed_as_equivalent_still_counts_as_caught():
+    mutation = _mutation()
+    entry = mutation.score_module({"m.y__1": "killed", "m.y__2": "survived"}, {"m.y__1": "stale entry"})
+    assert entry["score"] == 0.5 and entry["equivalent"] == 0
+
+
+def test_every_core_module_and_its_tests_exist():
+    mutation = _mutation()
+    for module, tests in mutation.MODULES.items():
+        assert (ROOT / module).is_file(), module
+        assert tests and all((ROOT / t).is_file() for t in tests), (module, tests)
