@@ -136,3 +136,282 @@ def test_oidc_email_maps_to_the_account_of_that_name(sqlite_db):
     auth.create_user("boss", "boss-password", "admin")
     auth.update_user("Rhea@Lab.org", is_active=False)
     assert auth.identity_for_username("rhea@lab.org") is None
+
+
+# --- Exact messages, boundaries and defaults a user sees -------------------------------------
+
+
+@pytest.mark.parametrize("username", ["", None, "x", "a" * 65, "has space"])
+def test_bad_username_is_refused_with_the_rule_spelled_out(sqlite_db, username):
+    with pytest.raises(auth.AuthError) as refused:
+        auth.create_user(username, "longenough", "researcher")
+    assert str(refused.value) == "Username must be 2-64 letters, digits or _.@+- characters."
+    assert auth.list_users() == []
+
+
+def test_unknown_role_message_lists_the_roles(sqlite_db):
+    with pytest.raises(auth.AuthError) as refused:
+        auth.create_user("ok_name", "longenough", "superuser")
+    assert str(refused.value) == "Unknown role 'superuser'; choose one of admin, researcher, annotator."
+
+
+def test_password_of_exactly_the_minimum_length_is_accepted(sqlite_db):
+    assert auth.MIN_PASSWORD_LENGTH == 8
+    with pytest.raises(auth.AuthError) as refused:
+        auth.create_user("short", "1234567", "researcher")
+    assert str(refused.value) == "Password must have at least 8 characters."
+    identity = auth.create_user("exact", "12345678", "researcher")
+    assert auth.authenticate("exact", "12345678") == identity
+
+
+def test_set_password_length_boundary_and_messages(sqlite_db):
+    auth.create_user("rhea", "correct horse", "researcher")
+    with pytest.raises(auth.AuthError) as refused:
+        auth.set_password("rhea", "1234567")
+    assert str(refused.value) == "Password must have at least 8 characters."
+    auth.set_password("rhea", "87654321")
+    assert auth.authenticate("rhea", "87654321").username == "rhea"
+    with pytest.raises(auth.AuthError) as refused:
+        auth.set_password("ghost", "long enough")
+    assert str(refused.value) == "No account named 'ghost'."
+
+
+def test_create_user_defaults(sqlite_db):
+    identity = auth.create_user("rhea", "correct horse", "researcher")
+    assert identity.display_name == ""
+    assert not auth.must_change_password(identity.user_id)
+    (user,) = auth.list_users()
+    assert (user.username, user.role, user.display_name, user.must_change_password, user.is_active) == (
+        "rhea", "researcher", "", False, True)
+
+
+def test_display_name_and_forced_password_change_are_kept(sqlite_db):
+    identity = auth.create_user("rhea", "correct horse", "researcher", display_name="Rhea Silva",
+                                must_change_password=True)
+    assert identity == auth.Identity(identity.user_id, "rhea", "researcher", "Rhea Silva")
+    assert auth.must_change_password(identity.user_id)
+    assert auth.authenticate("rhea", "correct horse").display_name == "Rhea Silva"
+    token = auth.start_login_session(identity)
+    assert auth.identity_from_token(token).display_name == "Rhea Silva"
+    assert auth.identity_for_username("RHEA").display_name == "Rhea Silva"
+    assert auth.list_users()[0].display_name == "Rhea Silva"
+
+
+def test_wrong_password_and_inactive_account_get_the_same_exact_message(sqlite_db):
+    auth.create_user("rhea", "correct horse", "researcher")
+    auth.create_user("boss", "boss-password", "admin")
+    for username, password in [("rhea", "wrong password"), ("nobody", "correct horse"), ("rhea", None)]:
+        with pytest.raises(auth.AuthError) as refused:
+            auth.authenticate(username, password)
+        assert str(refused.value) == "Wrong username or password."
+    auth.update_user("rhea", is_active=False)
+    with pytest.raises(auth.AuthError) as refused:
+        auth.authenticate("rhea", "correct horse")  # right password, but the account is off
+    assert str(refused.value) == "Wrong username or password."
+
+
+def test_login_records_the_time(sqlite_db):
+    auth.create_user("rhea", "correct horse", "researcher")
+    assert auth.list_users()[0].last_login_at is None
+    before = utcnow()
+    auth.authenticate("rhea", "correct horse")
+    after = utcnow()
+    last = auth.list_users()[0].last_login_at
+    assert last is not None
+    assert before <= last <= after
+
+
+def test_login_upgrades_a_hash_made_with_weaker_settings(sqlite_db):
+    from argon2 import PasswordHasher
+
+    weak = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1).hash("old secret!")
+    with write_transaction() as session:
+        session.add(User(username="legacy", password_hash=weak, role="researcher"))
+    assert auth.authenticate("legacy", "old secret!").username == "legacy"
+    stored = auth.list_users()[0].password_hash
+    assert stored.startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+    assert auth.authenticate("legacy", "old secret!").username == "legacy"  # still the same password
+
+
+def test_users_are_listed_by_username(sqlite_db):
+    for name in ["zoe", "amy", "mia"]:
+        _account(name)
+    assert [user.username for user in auth.list_users()] == ["amy", "mia", "zoe"]
+
+
+# --- update_user ------------------------------------------------------------------------------
+
+
+def test_update_user_changes_role_and_refuses_unknown(sqlite_db):
+    auth.create_user("rhea", "correct horse", "researcher")
+    auth.update_user("rhea", role="annotator")
+    assert auth.authenticate("rhea", "correct horse").role == "annotator"
+    with pytest.raises(auth.AuthError) as refused:
+        auth.update_user("rhea", role="superuser")
+    assert str(refused.value) == "Unknown role 'superuser'; choose one of admin, researcher, annotator."
+    assert auth.list_users()[0].role == "annotator"
+    with pytest.raises(auth.AuthError) as refused:
+        auth.update_user("ghost", role="annotator")
+    assert str(refused.value) == "No account named 'ghost'."
+
+
+def test_last_admin_message_and_harmless_updates_allowed(sqlite_db):
+    auth.create_user("boss", "boss-password", "admin")
+    with pytest.raises(auth.AuthError) as refused:
+        auth.update_user("boss", role="annotator")
+    assert str(refused.value) == "This is the last active admin account; keep it an active admin."
+    auth.update_user("boss", role="admin")  # keeping the last admin an active admin is fine
+    auth.update_user("boss", is_active=True)
+    assert auth.authenticate("boss", "boss-password").role == "admin"
+
+
+def test_other_active_users_do_not_count_as_admins(sqlite_db):
+    auth.create_user("boss", "boss-password", "admin")
+    auth.create_user("rhea", "correct horse", "researcher")
+    with pytest.raises(auth.AuthError, match="last active admin"):
+        auth.update_user("boss", role="researcher")
+    with pytest.raises(auth.AuthError, match="last active admin"):
+        auth.update_user("boss", is_active=False)
+
+
+def test_inactive_admins_do_not_count(sqlite_db):
+    auth.create_user("boss", "boss-password", "admin")
+    auth.create_user("old_boss", "boss-password", "admin")
+    auth.update_user("old_boss", is_active=False)  # allowed: boss is still an active admin
+    with pytest.raises(auth.AuthError, match="last active admin"):
+        auth.update_user("boss", is_active=False)
+    with pytest.raises(auth.AuthError, match="last active admin"):
+        auth.update_user("boss", role="annotator")
+
+
+def test_one_of_two_active_admins_can_be_demoted(sqlite_db):
+    auth.create_user("boss", "boss-password", "admin")
+    auth.create_user("deputy", "boss-password", "admin")
+    auth.update_user("deputy", role="researcher")
+    assert auth.authenticate("deputy", "boss-password").role == "researcher"
+    auth.create_user("deputy2", "boss-password", "admin")
+    auth.update_user("deputy2", is_active=False)
+    with pytest.raises(auth.AuthError):
+        auth.authenticate("deputy2", "boss-password")
+
+
+def test_deactivation_logs_out_only_that_account(sqlite_db):
+    auth.create_user("boss", "boss-password", "admin")
+    rhea = auth.create_user("rhea", "correct horse", "researcher")
+    ann = auth.create_user("ann", "annotator-pw", "annotator")
+    rhea_token = auth.start_login_session(rhea)
+    ann_token = auth.start_login_session(ann)
+    auth.update_user("ann", is_active=True)  # already active: nothing changes, still logged in
+    assert auth.identity_from_token(ann_token) == ann
+    auth.update_user("rhea", is_active=False)
+    assert auth.identity_from_token(rhea_token) is None
+    assert auth.identity_from_token(ann_token) == ann
+    auth.update_user("rhea", is_active=True)  # re-activation does not revive the old login
+    assert auth.identity_from_token(rhea_token) is None
+    assert auth.authenticate("rhea", "correct horse") == rhea
+
+
+# --- Tokens, one-time passwords, OIDC names --------------------------------------------------
+
+
+def test_token_and_one_time_password_lengths(sqlite_db):
+    token = auth.start_login_session(auth.create_user("rhea", "correct horse", "researcher"))
+    assert len(token) == 43  # 32 random bytes, URL-safe base64 without padding
+    generated = auth.ensure_admin("admin", None)
+    assert len(generated) == 16  # 12 random bytes
+    identity = auth.authenticate("admin", generated)
+    assert identity.display_name == "Administrator"
+
+
+def test_admin_from_settings_is_called_administrator(sqlite_db):
+    assert auth.ensure_admin("boss", "from-env-secret") is None
+    identity = auth.authenticate("boss", "from-env-secret")
+    assert (identity.role, identity.display_name) == ("admin", "Administrator")
+    assert not auth.must_change_password(identity.user_id)
+
+
+def test_login_lasts_fourteen_days_to_the_microsecond(sqlite_db, monkeypatch):
+    from datetime import UTC, datetime
+
+    start = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
+    identity = _account("rhea")
+    monkeypatch.setattr(auth, "utcnow", lambda: start)
+    token = auth.start_login_session(identity)
+    monkeypatch.setattr(auth, "utcnow", lambda: start + timedelta(days=14))
+    assert auth.identity_from_token(token) == identity  # the last valid instant
+    monkeypatch.setattr(auth, "utcnow", lambda: start + timedelta(days=14, microseconds=1))
+    assert auth.identity_from_token(token) is None
+
+
+def test_token_of_an_account_switched_off_directly_no_longer_logs_in(sqlite_db):
+    identity = _account("rhea")
+    token = auth.start_login_session(identity)
+    with write_transaction() as session:  # e.g. by hand in the database, leaving the login row
+        user = session.get(User, identity.user_id)
+        user.is_active = False
+        session.add(user)
+    assert auth.identity_from_token(token) is None
+
+
+def test_empty_oidc_name_matches_no_account(sqlite_db):
+    _account("xxxx")
+    _account("XXXX_")
+    assert auth.identity_for_username("") is None
+    assert auth.identity_for_username(None) is None
+    assert auth.identity_for_username("XXXX").username == "xxxx"
+
+
+# --- The engine argument ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def other_engine(sqlite_db, migrated_sqlite_template, tmp_path):
+    """A second migrated SQLite database, reached only through its engine (the default stays sqlite_db)."""
+    import shutil
+
+    from engines.platform import db
+
+    path = tmp_path / "other.db"
+    shutil.copy(migrated_sqlite_template, path)
+    engine = db.get_engine(f"sqlite:///{path}")
+    yield engine
+    engine.dispose()
+
+
+def test_every_function_uses_the_engine_it_is_given(other_engine):
+    other = {"engine": other_engine}
+    auth.create_user("boss", "boss-password", "admin")  # the default database has an admin
+    auth.create_user("rhea", "default-pw", "researcher")  # and its own rhea
+    assert not auth.has_admin(**other)
+    generated = auth.ensure_admin("root", None, **other)
+    assert generated is not None
+    assert auth.has_admin(**other)
+    root = auth.authenticate("root", generated, **other)
+    assert auth.must_change_password(root.user_id, **other)
+    rhea = auth.create_user("rhea", "other-pw-1", "researcher", **other)
+    auth.create_user("zed", "other-pw-1", "annotator", **other)
+    assert [user.username for user in auth.list_users(**other)] == ["rhea", "root", "zed"]
+    assert [user.username for user in auth.list_users()] == ["boss", "rhea"]
+    auth.set_password("root", "changed-pw", **other)
+    assert not auth.must_change_password(root.user_id, **other)
+    assert auth.authenticate("root", "changed-pw", **other) == root
+    token = auth.start_login_session(rhea, **other)
+    assert auth.identity_from_token(token, **other) == rhea
+    assert auth.identity_from_token(token) is None
+    auth.end_login_session(token, **other)
+    assert auth.identity_from_token(token, **other) is None
+    auth.update_user("zed", role="researcher", **other)
+    assert auth.identity_for_username("ZED", **other).role == "researcher"
+    assert auth.identity_for_username("zed") is None
+    auth.update_user("rhea", is_active=False, **other)
+    assert auth.identity_for_username("rhea", **other) is None
+    assert auth.authenticate("rhea", "default-pw").role == "researcher"  # untouched in the default
+    with pytest.raises(auth.AuthError):
+        auth.authenticate("root", "changed-pw")
+
+
+def test_ensure_admin_on_an_engine_writes_there(other_engine):
+    auth.create_user("boss", "boss-password", "admin")
+    assert auth.ensure_admin("root", "root-password", engine=other_engine) is None
+    assert [u.username for u in auth.list_users(engine=other_engine)] == ["root"]
+    assert [u.username for u in auth.list_users()] == ["boss"]
