@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 # Where a benchmark looks for a PostgreSQL URL when none is passed, first non-empty wins.
@@ -34,3 +37,16 @@ def machine_info(load_before: float | None = None) -> dict:
     return {"cpu_count": os.cpu_count(), "python": platform.python_version(),
             "platform": platform.platform(), "processor": platform.machine(),
             "load_avg_1min": load_now if load_before is None else [load_before, load_now]}
+
+
+def emit(run: Callable[[], dict], out: Path) -> dict:
+    """Run a benchmark, write its result to ``out`` and print it as one JSON line on stdout.
+
+    Only that line goes to stdout: anything a library prints during the run goes to stderr.
+    """
+    with contextlib.redirect_stdout(sys.stderr):
+        result = run()
+    write_result(result, out)
+    print(json.dumps(result, separators=(",", ":")))
+    return result
+

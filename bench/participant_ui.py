@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import shutil
@@ -61,7 +60,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 # Needs the repository on sys.path.
-from bench._results import machine_info, write_result  # noqa: E402
+from bench._results import emit, machine_info  # noqa: E402
 
 NAME = "participant_ui"
 LIMIT_SUBMIT_NEXT_MS = 250.0
@@ -470,11 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     if reason:
         print(f"{NAME}: cannot run: {reason}", file=sys.stderr)
         return 2
-    # Only the JSON line goes to stdout: anything a library prints during the run goes to stderr.
-    with contextlib.redirect_stdout(sys.stderr):
-        result = run(args)
-    write_result(result, args.out)
-    print(json.dumps(result, separators=(",", ":")))
+    emit(lambda: run(args), args.out)
     return 0
 
 

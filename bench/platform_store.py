@@ -21,8 +21,6 @@ to ``bench/results/platform_store.json`` (or ``--out``), and shows progress on s
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import os
 import sys
 import time
@@ -34,7 +32,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 # Needs the repository on sys.path.
-from bench._results import PG_ENV_VARS, machine_info, pg_url_from_env, write_result  # noqa: E402
+from bench._results import PG_ENV_VARS, emit, machine_info, pg_url_from_env  # noqa: E402
 
 NAME = "platform_store"
 LIMIT_P95_MS = 50.0
@@ -192,11 +190,7 @@ def run(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    # Only the JSON line goes to stdout: anything a library prints during the run goes to stderr.
-    with contextlib.redirect_stdout(sys.stderr):
-        result = run(args)
-    write_result(result, args.out)
-    print(json.dumps(result, separators=(",", ":")))
+    emit(lambda: run(args), args.out)
     return 0
 
 

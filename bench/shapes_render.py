@@ -20,8 +20,6 @@ object (indented) to ``bench/results/shapes_render.json`` (or ``--out``), progre
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import os
 import statistics
 import sys
@@ -34,7 +32,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 # Needs the repository on sys.path.
-from bench._results import machine_info, write_result  # noqa: E402
+from bench._results import emit, machine_info  # noqa: E402
 
 NAME = "shapes_render"
 GOAL_PER_S = 100  # 500 images in 5 s
@@ -112,11 +110,7 @@ def run(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    # Only the JSON line goes to stdout: anything a library prints during the run goes to stderr.
-    with contextlib.redirect_stdout(sys.stderr):
-        result = run(args)
-    write_result(result, args.out)
-    print(json.dumps(result, separators=(",", ":")))
+    emit(lambda: run(args), args.out)
     return 0
 
 
