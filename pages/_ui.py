@@ -23,6 +23,7 @@ SESSION_COOKIE = "hai_session"
 IDENTITY_KEY = "hai_identity"
 TOKEN_KEY = "hai_token"
 COOKIE_PENDING_KEY = "hai_cookie_pending"
+OIDC_REFUSED_KEY = "hai_oidc_refused"  # why a single sign-on login was not accepted, for the login page
 
 
 @st.cache_resource(show_spinner="Preparing the database...")
@@ -47,9 +48,12 @@ def in_participant_mode() -> bool:
 
 
 def _cookie_script(value: str, max_age_s: int) -> None:
-    # Streamlit can read cookies (st.context.cookies) but not set them; a tiny script does.
+    # Streamlit can read cookies (st.context.cookies) but not set them; a tiny script does. The
+    # browser knows whether the page came over HTTPS (also behind a TLS proxy): then the cookie is
+    # marked Secure, so it never travels over plain HTTP.
+    cookie = f"{SESSION_COOKIE}={value}; path=/; max-age={max_age_s}; SameSite=Strict"
     st.html(
-        f"<script>document.cookie = {json.dumps(f'{SESSION_COOKIE}={value}; path=/; max-age={max_age_s}; SameSite=Strict')};</script>",
+        f"<script>document.cookie = {json.dumps(cookie)} + (location.protocol === 'https:' ? '; Secure' : '');</script>",
         unsafe_allow_javascript=True,
     )
 
@@ -67,30 +71,55 @@ def sync_login_cookie() -> None:
     _cookie_script(token, max_age)
 
 
+def client_address() -> str:
+    """The browser's network address, for the per-address login limit.
+
+    Behind a reverse proxy every browser seems to come from the proxy; with
+    ``HAI_TRUST_FORWARDED_FOR`` the last ``X-Forwarded-For`` entry (the one the proxy added) is used.
+    """
+    if get_settings().trust_forwarded_for:
+        forwarded = (st.context.headers or {}).get("X-Forwarded-For", "")
+        if isinstance(forwarded, str) and forwarded.strip():
+            return forwarded.split(",")[-1].strip()[:64]
+    address = getattr(st.context, "ip_address", None)
+    return address[:64] if isinstance(address, str) else ""  # none outside a browser session
+
+
 def current_identity() -> Identity | None:
-    """The logged-in account of this browser session, restored from the login cookie after a refresh."""
+    """The logged-in account of this browser session, checked against the database on every run.
+
+    The token (kept in the session, or in the login cookie after a refresh) is looked up each
+    time, so a logout elsewhere, an expiry, an idle timeout, a deactivation or a changed role takes
+    effect on the next click, not when the tab is closed.
+    """
     if in_participant_mode():
         return None
-    stored = st.session_state.get(IDENTITY_KEY)
-    if stored is not None:
-        return Identity(**stored)
-    token = st.context.cookies.get(SESSION_COOKIE) if st.context.cookies else None
-    identity = auth.identity_from_token(token)
-    if identity is not None:
-        st.session_state[IDENTITY_KEY] = identity.__dict__
-        st.session_state[TOKEN_KEY] = token
-        return identity
+    cookie = st.context.cookies.get(SESSION_COOKIE) if st.context.cookies else None
+    for token in dict.fromkeys(t for t in (st.session_state.get(TOKEN_KEY), cookie) if t):
+        identity = auth.identity_from_token(token)
+        if identity is not None:
+            st.session_state[IDENTITY_KEY] = identity.__dict__
+            st.session_state[TOKEN_KEY] = token
+            return identity
+    if st.session_state.pop(TOKEN_KEY, None) is not None or cookie:
+        st.session_state[COOKIE_PENDING_KEY] = ("", 0)  # the login ended: clear its cookie too
+    st.session_state.pop(IDENTITY_KEY, None)
     return _oidc_identity()
 
 
 def _oidc_identity() -> Identity | None:
-    # With OIDC configured (HAI_OIDC_PROVIDER + [auth] in secrets.toml), st.login vouches for an
-    # e-mail address; it maps to the account of that name, which an admin creates beforehand.
+    # With OIDC configured (HAI_OIDC_PROVIDER + [auth] in secrets.toml), st.login vouches for the
+    # provider's subject and e-mail address; auth.identity_for_oidc maps them to an account that
+    # an admin created beforehand (its username is the e-mail address), checked on every run.
     if not get_settings().oidc_provider or not getattr(st.user, "is_logged_in", False):
         return None
-    identity = auth.identity_for_username(st.user.get("email") or "")
-    if identity is not None:
-        st.session_state[IDENTITY_KEY] = identity.__dict__
+    try:
+        identity = auth.identity_for_oidc(st.user.to_dict())
+    except auth.OidcRefused as exc:
+        st.session_state[OIDC_REFUSED_KEY] = str(exc)
+        return None
+    st.session_state.pop(OIDC_REFUSED_KEY, None)
+    st.session_state[IDENTITY_KEY] = identity.__dict__
     return identity
 
 
@@ -118,7 +147,7 @@ def login_form() -> None:
         submitted = st.form_submit_button("Log in", type="primary")
     if submitted:
         try:
-            identity = auth.authenticate(username.strip(), password)
+            identity = auth.authenticate(username.strip(), password, address=client_address())
         except auth.AuthError as exc:
             st.error(str(exc))
         else:

@@ -19,14 +19,17 @@ if auth.must_change_password(identity.user_id):
     st.warning("You are using a one-time password. Choose a new password now.")
 
 with st.form("change-password", clear_on_submit=True):
+    current = st.text_input("Current password", type="password", key="account-current")
     new = st.text_input("New password", type="password", key="account-new")
     again = st.text_input("Repeat the new password", type="password", key="account-again")
+    st.caption(f"At least {auth.MIN_PASSWORD_LENGTH} characters, not your username, and not one of the common or "
+               "breached passwords that HAI Studio refuses.")
     if st.form_submit_button("Change password"):
         if new != again:
             st.error("The two passwords differ.")
         else:
             try:
-                auth.set_password(identity.username, new)
+                auth.change_own_password(identity.username, current, new, address=ui.client_address())
             except auth.AuthError as exc:
                 st.error(str(exc))
             else:

@@ -12,6 +12,10 @@ PAGE = {"title": "Accounts", "group": "Admin", "roles": ["admin"], "icon": ":mat
 identity = ui.require_role(Role.ADMIN)
 st.title("Accounts")
 
+FLASH = "accounts-flash"  # a message that survives the rerun after a change
+if (flash := st.session_state.pop(FLASH, None)) is not None:
+    st.success(flash)
+
 users = auth.list_users()
 st.dataframe(pd.DataFrame([{"username": u.username, "role": u.role, "active": u.is_active,
                             "created": u.created_at, "last login": u.last_login_at} for u in users]),
@@ -43,6 +47,8 @@ with col1:
         except auth.AuthError as exc:
             st.error(str(exc))
         else:
+            st.session_state[FLASH] = (f"'{target}' is now {new_role}; their open logins were ended."
+                                       if new_role != user.role else f"'{target}' stays {new_role}.")
             st.rerun()
 with col2:
     label = "Deactivate" if user.is_active else "Reactivate"
@@ -52,13 +58,16 @@ with col2:
         except auth.AuthError as exc:
             st.error(str(exc))
         else:
+            st.session_state[FLASH] = (f"Reactivated '{target}'." if not user.is_active
+                                       else f"Deactivated '{target}'; their open logins were ended.")
             st.rerun()
 with col3:
     reset = st.text_input("New password", type="password", key="reset-password")
     if st.button("Reset password", key="reset-button"):
         try:
-            auth.set_password(target, reset)
+            auth.set_password(target, reset, must_change=True)
         except auth.AuthError as exc:
             st.error(str(exc))
         else:
-            st.success("Password reset; their open logins were ended.")
+            st.success("Password reset; their open logins were ended, and they must choose a new password when "
+                       "they next log in.")

@@ -16,6 +16,5 @@ provider = get_settings().oidc_provider
 if provider:
     if st.button(f"Log in with {provider}"):
         st.login(provider)
-    if getattr(st.user, "is_logged_in", False):
-        st.warning(f"Signed in with {provider} as {st.user.get('email')}, but HAI Studio has no account of that "
-                   "name. Ask an admin to create one (its username is your e-mail address).")
+    if getattr(st.user, "is_logged_in", False) and (refused := st.session_state.get(ui.OIDC_REFUSED_KEY)):
+        st.warning(f"Signed in with {provider}, but not let in: {refused}")

@@ -18,8 +18,8 @@ APP = str(ROOT / "app.py")
 def login_as(at: AppTest, role: str | None) -> None:
     """Log ``at``'s session in as a new account with ``role`` (``None``: stay anonymous)."""
     if role is not None:
-        identity = auth.create_user(f"{role}_user", "password-123", role)
-        at.session_state["hai_identity"] = identity.__dict__
+        identity = auth.create_user(f"{role}_user", "a-test-passphrase", role)
+        at.session_state["hai_token"] = auth.start_login_session(identity)
 
 
 def page_as(page: str | Path, role: str | None, *, query_params: dict | None = None) -> AppTest:

@@ -2,6 +2,10 @@
 
 Passwords are hashed with Argon2id through ``argon2-cffi``. A browser login is a random token
 kept in a cookie; the database stores only its SHA-256, so a leaked database cannot log anyone in.
+Every page run checks the token, the account's state and its role against the database
+(``identity_from_token``), so a logout, a deactivation or a lowered role reaches open tabs at
+once. Failed logins are throttled (``login_throttle``), and new passwords must pass
+``password_policy``.
 """
 
 from __future__ import annotations
@@ -16,15 +20,19 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import func
 from sqlalchemy.engine import Engine
-from sqlmodel import delete, select
+from sqlmodel import delete, select, update
 
+from engines.platform import login_throttle
 from engines.platform.db import read_session, write_transaction
 from engines.platform.models import LoginSession, Role, User, utcnow
+from engines.platform.password_policy import MIN_PASSWORD_LENGTH, WeakPassword, check_new_password  # noqa: F401 (re-exported)
+from engines.platform.settings import get_settings
 
 _HASHER = PasswordHasher()
 _USERNAME = re.compile(r"^[A-Za-z0-9_.@+\-]{2,64}$")  # e-mail addresses allowed, for OIDC
-MIN_PASSWORD_LENGTH = 8
 LOGIN_DAYS = 14
+SEEN_EVERY = timedelta(minutes=1)  # a login's last activity is written at most this often
+
 
 
 class AuthError(ValueError):
@@ -52,13 +60,19 @@ def hash_password(password: str) -> str:
     return _HASHER.hash(password)
 
 
+def _checked_password(password: str | None, username: str) -> str:
+    try:
+        return check_new_password(password, username)
+    except WeakPassword as exc:
+        raise AuthError(str(exc)) from None
+
+
 def _check_new_account(username: str, password: str, role: str) -> None:
     if not _USERNAME.match(username or ""):
         raise AuthError("Username must be 2-64 letters, digits or _.@+- characters.")
     if role not in Role.ALL:
         raise AuthError(f"Unknown role {role!r}; choose one of {', '.join(Role.ALL)}.")
-    if len(password or "") < MIN_PASSWORD_LENGTH:
-        raise AuthError(f"Password must have at least {MIN_PASSWORD_LENGTH} characters.")
+    _checked_password(password, username)
 
 
 def create_user(username: str, password: str, role: str, *, display_name: str = "",
@@ -74,17 +88,35 @@ def create_user(username: str, password: str, role: str, *, display_name: str = 
         return _identity(user)
 
 
-def authenticate(username: str, password: str, *, engine: Engine | None = None) -> Identity:
-    with write_transaction(engine) as session:
+class LockedOut(AuthError):
+    """Too many failed logins: attempts are refused for a while, the password unchecked."""
+
+
+def authenticate(username: str, password: str, *, address: str = "", engine: Engine | None = None) -> Identity:
+    """The account whose password this is; AuthError (or LockedOut) otherwise.
+
+    ``address`` is the client's network address, for the per-address failure count. The Argon2
+    check (0.1 s, 64 MiB) runs outside any transaction, so a guesser never holds the write slot
+    that participants' answers need; only the outcome is written, in a short transaction.
+    """
+    locked = login_throttle.lockout(username, address, engine=engine)
+    if locked is not None:
+        raise LockedOut(locked.message())
+    with read_session(engine) as session:
         user = session.exec(select(User).where(User.username == username)).first()
-        # Verify against a dummy hash for unknown users too, so timing does not reveal accounts.
-        stored = user.password_hash if user is not None else _DUMMY_HASH
-        try:
-            _HASHER.verify(stored, password or "")
-        except (VerificationError, InvalidHashError):
-            raise AuthError("Wrong username or password.") from None
-        if user is None or not user.is_active:
-            raise AuthError("Wrong username or password.")
+        found = (user.id, user.password_hash, user.is_active) if user is not None else None
+    # Verify against a dummy hash for unknown users too, so timing does not reveal accounts.
+    stored = found[1] if found is not None else _DUMMY_HASH
+    try:
+        _HASHER.verify(stored, password or "")
+        if found is None or not found[2]:
+            raise VerificationError
+    except (VerificationError, InvalidHashError):
+        login_throttle.record_failure(username, address, engine=engine)
+        raise AuthError("Wrong username or password.") from None
+    login_throttle.clear_failures(username, engine=engine)
+    with write_transaction(engine) as session:
+        user = session.get(User, found[0])
         if _HASHER.check_needs_rehash(user.password_hash):
             user.password_hash = hash_password(password)
         user.last_login_at = utcnow()
@@ -92,17 +124,37 @@ def authenticate(username: str, password: str, *, engine: Engine | None = None) 
         return _identity(user)
 
 
-def set_password(username: str, password: str, *, engine: Engine | None = None) -> None:
-    if len(password or "") < MIN_PASSWORD_LENGTH:
-        raise AuthError(f"Password must have at least {MIN_PASSWORD_LENGTH} characters.")
+def set_password(username: str, password: str, *, must_change: bool = False, engine: Engine | None = None) -> None:
+    """Set an account's password and end all its logins.
+
+    ``must_change``: the password is a temporary one (an admin's reset), to be changed at the
+    next login.
+    """
+    _checked_password(password, username)
     with write_transaction(engine) as session:
         user = session.exec(select(User).where(User.username == username)).first()
         if user is None:
             raise AuthError(f"No account named {username!r}.")
         user.password_hash = hash_password(password)
-        user.must_change_password = False
+        user.must_change_password = must_change
         session.add(user)
         session.exec(delete(LoginSession).where(LoginSession.user_id == user.id))
+
+
+def change_own_password(username: str, current: str, new: str, *, address: str = "",
+                        engine: Engine | None = None) -> Identity:
+    """A logged-in user changes their password: the current one is asked for, so that a stolen
+    session cannot become a permanent takeover. Wrong current passwords count as failed logins."""
+    try:
+        identity = authenticate(username, current, address=address, engine=engine)
+    except LockedOut:
+        raise
+    except AuthError:
+        raise AuthError("The current password is wrong.") from None
+    if current == new:
+        raise AuthError("The new password must differ from the current one.")
+    set_password(username, new, engine=engine)
+    return identity
 
 
 def update_user(username: str, *, role: str | None = None, is_active: bool | None = None,
@@ -111,6 +163,7 @@ def update_user(username: str, *, role: str | None = None, is_active: bool | Non
         user = session.exec(select(User).where(User.username == username)).first()
         if user is None:
             raise AuthError(f"No account named {username!r}.")
+        user_role_before = user.role
         demoting = (role is not None and role != Role.ADMIN) or is_active is False
         if user.role == Role.ADMIN and demoting:
             admins = session.exec(select(User).where(User.role == Role.ADMIN, User.is_active == True)).all()  # noqa: E712
@@ -122,8 +175,10 @@ def update_user(username: str, *, role: str | None = None, is_active: bool | Non
             user.role = role
         if is_active is not None:
             user.is_active = is_active
-            if not is_active:
-                session.exec(delete(LoginSession).where(LoginSession.user_id == user.id))
+        if (role is not None and role != user_role_before) or is_active is False:
+            # Open tabs would lose the old rights on their next run anyway; ending the logins makes
+            # the person log in again under the new ones.
+            session.exec(delete(LoginSession).where(LoginSession.user_id == user.id))
         session.add(user)
 
 
@@ -141,7 +196,8 @@ def ensure_admin(username: str, password: str | None, *, engine: Engine | None =
     """Create the first admin when none exists.
 
     With ``password`` (from ``HAI_ADMIN_PASSWORD``) that password is used. Without it a one-time
-    password is generated, returned for the caller to print, and must be changed at first login.
+    password is generated, returned for the caller to print. Either way it must be changed at
+    first login: a password kept in an environment file is no better than a printed one.
     Returns the generated password, or None when nothing was generated.
     """
     if has_admin(engine=engine):
@@ -149,8 +205,8 @@ def ensure_admin(username: str, password: str | None, *, engine: Engine | None =
     generated = None
     if not password:
         generated = password = secrets.token_urlsafe(12)
-    create_user(username, password, Role.ADMIN, display_name="Administrator",
-                must_change_password=generated is not None, engine=engine)
+    create_user(username, password, Role.ADMIN, display_name="Administrator", must_change_password=True,
+                engine=engine)
     return generated
 
 
@@ -159,25 +215,36 @@ def _token_hash(token: str) -> str:
 
 
 def start_login_session(identity: Identity, *, engine: Engine | None = None) -> str:
-    """Issue a browser login token (to put in a cookie)."""
+    """Issue a browser login token (to put in a cookie); expired logins are swept on the way."""
     token = secrets.token_urlsafe(32)
+    now = utcnow()
     with write_transaction(engine) as session:
-        session.add(LoginSession(token_hash=_token_hash(token), user_id=identity.user_id,
-                                 expires_at=utcnow() + timedelta(days=LOGIN_DAYS)))
+        session.exec(delete(LoginSession).where(LoginSession.expires_at < now))
+        session.add(LoginSession(token_hash=_token_hash(token), user_id=identity.user_id, created_at=now,
+                                 last_seen_at=now, expires_at=now + timedelta(days=LOGIN_DAYS)))
     return token
 
 
 def identity_from_token(token: str | None, *, engine: Engine | None = None) -> Identity | None:
+    """The account a login token stands for, checked now: None once the login was ended, expired,
+    sat idle longer than ``login_idle_minutes``, or the account was deactivated. The role is the
+    account's current one. One indexed query; the last activity is written at most once a minute."""
     if not token:
         return None
+    now = utcnow()
     with read_session(engine) as session:
-        row = session.exec(select(LoginSession).where(LoginSession.token_hash == _token_hash(token))).first()
-        if row is None or row.expires_at < utcnow():
-            return None
-        user = session.get(User, row.user_id)
-        if user is None or not user.is_active:
-            return None
-        return _identity(user)
+        row = session.exec(select(LoginSession, User).join(User, User.id == LoginSession.user_id)
+                           .where(LoginSession.token_hash == _token_hash(token))).first()
+    if row is None:
+        return None
+    login, user = row
+    idle = timedelta(minutes=get_settings().login_idle_minutes)
+    if login.expires_at < now or login.last_seen_at < now - idle or not user.is_active:
+        return None
+    if login.last_seen_at < now - SEEN_EVERY:
+        with write_transaction(engine) as session:
+            session.exec(update(LoginSession).where(LoginSession.id == login.id).values(last_seen_at=now))
+    return _identity(user)
 
 
 def end_login_session(token: str | None, *, engine: Engine | None = None) -> None:
@@ -187,12 +254,42 @@ def end_login_session(token: str | None, *, engine: Engine | None = None) -> Non
         session.exec(delete(LoginSession).where(LoginSession.token_hash == _token_hash(token)))
 
 
-def identity_for_username(username: str, *, engine: Engine | None = None) -> Identity | None:
-    """The active account named ``username`` (case-insensitive), for identities vouched for by OIDC."""
-    with read_session(engine) as session:
-        user = session.exec(select(User).where(func.lower(User.username) == (username or "").lower(),
-                                               User.is_active == True)).first()  # noqa: E712
-        return _identity(user) if user is not None else None
+class OidcRefused(AuthError):
+    """The provider vouched for someone HAI Studio will not log in; the message says why."""
+
+
+def identity_for_oidc(claims: dict, *, engine: Engine | None = None) -> Identity:
+    """The account an OpenID Connect login (the ID token's ``claims``) stands for.
+
+    The first login binds the active account whose username is the verified e-mail address to the
+    provider's subject id (``sub``); later logins go by the subject alone, so an address that
+    changes hands at the provider does not carry the account with it.
+
+    Raises:
+        OidcRefused: the e-mail address is not verified, no account has it, the account is
+            inactive, or it is already bound to another subject.
+    """
+    subject = str(claims.get("sub") or "")
+    email = str(claims.get("email") or "")
+    if not subject:
+        raise OidcRefused("The sign-on provider sent no subject id; ask an admin to check its configuration.")
+    with write_transaction(engine) as session:
+        user = session.exec(select(User).where(User.oidc_subject == subject)).first()
+        if user is None:
+            if claims.get("email_verified") is not True:
+                raise OidcRefused(f"The sign-on provider has not verified the e-mail address {email!r}; "
+                                  "verify it there, then log in again.")
+            user = session.exec(select(User).where(func.lower(User.username) == email.lower())).first()
+            if user is None:
+                raise OidcRefused(f"HAI Studio has no account named {email!r}. Ask an admin to create one "
+                                  "(its username is your e-mail address).")
+            if user.oidc_subject is not None:
+                raise OidcRefused(f"The account {user.username!r} is bound to another sign-on identity.")
+            user.oidc_subject = subject
+            session.add(user)
+        if not user.is_active:
+            raise OidcRefused(f"The account {user.username!r} is deactivated.")
+        return _identity(user)
 
 
 def must_change_password(user_id: int, *, engine: Engine | None = None) -> bool:

@@ -52,6 +52,9 @@ class User(SQLModel, table=True):
     must_change_password: bool = False
     created_at: datetime = Field(default_factory=utcnow)
     last_login_at: datetime | None = None
+    # The single sign-on provider's subject id ("sub"), bound at the first OIDC login: an e-mail
+    # address can change hands, the subject does not.
+    oidc_subject: str | None = Field(default=None, max_length=255, unique=True, index=True)
 
 
 class LoginSession(SQLModel, table=True):
@@ -62,6 +65,16 @@ class LoginSession(SQLModel, table=True):
     user_id: int = Field(foreign_key="user.id", index=True)
     created_at: datetime = Field(default_factory=utcnow)
     expires_at: datetime
+    last_seen_at: datetime = Field(default_factory=utcnow)  # for the idle timeout
+
+
+class LoginFailure(SQLModel, table=True):
+    """One failed login, counted per typed username and per client address to slow down guessing."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    username: str = Field(index=True, max_length=255)  # lower-cased as typed, known account or not
+    address: str = Field(default="", index=True, max_length=64)
+    failed_at: datetime = Field(default_factory=utcnow, index=True)
 
 
 class Study(SQLModel, table=True):

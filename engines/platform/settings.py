@@ -36,6 +36,13 @@ class Settings(BaseSettings):
             come first served (0: no limit). SQLite always admits one writer per process.
         oidc_provider: name of an ``[auth]`` provider in Streamlit's secrets, to show "log in
             with ..." through ``st.login``; empty turns OIDC off.
+        pseudonym_key: secret key of pseudonymised exports (at least 32 characters; the same on every
+            machine that exports); empty: a random key kept in ``data_dir/pseudonym.key`` (mode 0600).
+        login_idle_minutes: a browser login unused for this long ends (it ends after 14 days
+            in any case).
+        trust_forwarded_for: take the client address from the ``X-Forwarded-For`` header that a
+            reverse proxy in front of the app sets (its last entry); only turn on behind one,
+            or clients could choose their own address and escape the per-address login limit.
     """
 
     model_config = SettingsConfigDict(env_prefix="HAI_", env_file=".env", extra="ignore")
@@ -51,9 +58,12 @@ class Settings(BaseSettings):
     studies_package: str = "studies"
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     oidc_provider: str = ""
+    login_idle_minutes: float = Field(default=120.0, gt=0)
+    trust_forwarded_for: bool = False
     ray_address: str = ""
     run_jobs_in_app: bool = True
     db_write_concurrency: int = Field(default=4, ge=0, le=256)
+    pseudonym_key: str = ""
 
     @field_validator("database_url")
     @classmethod

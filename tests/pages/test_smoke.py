@@ -85,7 +85,7 @@ def test_one_time_password_forces_the_account_page(seeded):
     generated = auth.ensure_admin("admin", None)
     identity = auth.authenticate("admin", generated)
     at = AppTest.from_file(APP, default_timeout=60)
-    at.session_state["hai_identity"] = identity.__dict__
+    at.session_state["hai_token"] = auth.start_login_session(identity)
     at.run()
     assert [t.value for t in at.title] == ["My account"]
     assert any("one-time password" in w.value for w in at.warning)
@@ -93,14 +93,14 @@ def test_one_time_password_forces_the_account_page(seeded):
 
 
 def test_changing_the_one_time_password_keeps_the_login_and_brings_the_menu(seeded):
-    from pages._ui import IDENTITY_KEY, TOKEN_KEY
+    from pages._ui import TOKEN_KEY
 
     generated = auth.ensure_admin("admin", None)
     identity = auth.authenticate("admin", generated)
     at = AppTest.from_file(APP, default_timeout=60)
-    at.session_state[IDENTITY_KEY] = identity.__dict__
     at.session_state[TOKEN_KEY] = auth.start_login_session(identity)
     at.run()
+    at.text_input(key="account-current").input(generated)
     at.text_input(key="account-new").input("a-new-password-1")
     at.text_input(key="account-again").input("a-new-password-1")
     at.form_submit_button[0].click()

@@ -34,9 +34,9 @@ def test_bad_accounts_are_refused(sqlite_db, username, password, role, match):
 
 
 def test_duplicate_username_refused(sqlite_db):
-    auth.create_user("ann", "password1", "annotator")
+    auth.create_user("ann", "ann-secret-1", "annotator")
     with pytest.raises(auth.AuthError, match="already exists"):
-        auth.create_user("ann", "password2", "researcher")
+        auth.create_user("ann", "ann-secret-2", "researcher")
 
 
 def test_first_admin_one_time_password_must_be_changed(sqlite_db):
@@ -50,7 +50,8 @@ def test_first_admin_one_time_password_must_be_changed(sqlite_db):
 
 
 def test_admin_password_from_settings_is_used(sqlite_db, monkeypatch, capsys):
-    """`bootstrap` creates the first admin with HAI_ADMIN_USERNAME / HAI_ADMIN_PASSWORD (no one-time password)."""
+    """`bootstrap` creates the first admin with HAI_ADMIN_USERNAME / HAI_ADMIN_PASSWORD (nothing printed);
+    like a generated one, that password must be changed at the first login."""
     from engines.platform import settings
     from engines.platform.__main__ import main
 
@@ -60,7 +61,7 @@ def test_admin_password_from_settings_is_used(sqlite_db, monkeypatch, capsys):
     main(["--json", "bootstrap", "--no-demo"])
     assert "one_time_password" not in capsys.readouterr().out
     identity = auth.authenticate("boss", "from-env-secret")
-    assert identity.role == "admin" and not auth.must_change_password(identity.user_id)
+    assert identity.role == "admin" and auth.must_change_password(identity.user_id)
 
 
 def test_login_token_survives_refresh_and_ends_on_logout_or_deactivation(sqlite_db):
@@ -129,13 +130,22 @@ def test_roles_can():
     assert admin.can("researcher") and annotator.can("annotator") and not annotator.can("researcher")
 
 
-def test_oidc_email_maps_to_the_account_of_that_name(sqlite_db):
+def _claims(sub="sub-1", email="rhea@lab.org", verified=True):
+    return {"sub": sub, "email": email, "email_verified": verified}
+
+
+def test_oidc_verified_email_maps_to_the_account_of_that_name(sqlite_db):
     auth.create_user("Rhea@Lab.org", "password-123", "researcher")
-    assert auth.identity_for_username("rhea@lab.org").role == "researcher"
-    assert auth.identity_for_username("someone@else.org") is None
+    assert auth.identity_for_oidc(_claims()).role == "researcher"
+    with pytest.raises(auth.OidcRefused) as refused:
+        auth.identity_for_oidc(_claims(sub="sub-2", email="someone@else.org"))
+    assert str(refused.value) == ("HAI Studio has no account named 'someone@else.org'. Ask an admin to create one "
+                                  "(its username is your e-mail address).")
     auth.create_user("boss", "boss-password", "admin")
     auth.update_user("Rhea@Lab.org", is_active=False)
-    assert auth.identity_for_username("rhea@lab.org") is None
+    with pytest.raises(auth.OidcRefused) as refused:
+        auth.identity_for_oidc(_claims())
+    assert str(refused.value) == "The account 'Rhea@Lab.org' is deactivated."
 
 
 # --- Exact messages, boundaries and defaults a user sees -------------------------------------
@@ -160,8 +170,8 @@ def test_password_of_exactly_the_minimum_length_is_accepted(sqlite_db):
     with pytest.raises(auth.AuthError) as refused:
         auth.create_user("short", "1234567", "researcher")
     assert str(refused.value) == "Password must have at least 8 characters."
-    identity = auth.create_user("exact", "12345678", "researcher")
-    assert auth.authenticate("exact", "12345678") == identity
+    identity = auth.create_user("exact", "x7#kq2pz", "researcher")
+    assert auth.authenticate("exact", "x7#kq2pz") == identity
 
 
 def test_set_password_length_boundary_and_messages(sqlite_db):
@@ -193,7 +203,7 @@ def test_display_name_and_forced_password_change_are_kept(sqlite_db):
     assert auth.authenticate("rhea", "correct horse").display_name == "Rhea Silva"
     token = auth.start_login_session(identity)
     assert auth.identity_from_token(token).display_name == "Rhea Silva"
-    assert auth.identity_for_username("RHEA").display_name == "Rhea Silva"
+    assert auth.identity_for_oidc(_claims(email="RHEA")).display_name == "Rhea Silva"
     assert auth.list_users()[0].display_name == "Rhea Silva"
 
 
@@ -327,12 +337,16 @@ def test_admin_from_settings_is_called_administrator(sqlite_db):
     assert auth.ensure_admin("boss", "from-env-secret") is None
     identity = auth.authenticate("boss", "from-env-secret")
     assert (identity.role, identity.display_name) == ("admin", "Administrator")
-    assert not auth.must_change_password(identity.user_id)
+    assert auth.must_change_password(identity.user_id)
 
 
 def test_login_lasts_fourteen_days_to_the_microsecond(sqlite_db, monkeypatch):
     from datetime import UTC, datetime
 
+    from engines.platform import settings
+
+    monkeypatch.setenv("HAI_LOGIN_IDLE_MINUTES", str(30 * 24 * 60))  # only the absolute limit here
+    settings.reset_settings()
     start = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
     identity = _account("rhea")
     monkeypatch.setattr(auth, "utcnow", lambda: start)
@@ -353,12 +367,13 @@ def test_token_of_an_account_switched_off_directly_no_longer_logs_in(sqlite_db):
     assert auth.identity_from_token(token) is None
 
 
-def test_empty_oidc_name_matches_no_account(sqlite_db):
+def test_empty_oidc_email_matches_no_account(sqlite_db):
     _account("xxxx")
     _account("XXXX_")
-    assert auth.identity_for_username("") is None
-    assert auth.identity_for_username(None) is None
-    assert auth.identity_for_username("XXXX").username == "xxxx"
+    for email in ("", None):
+        with pytest.raises(auth.OidcRefused):
+            auth.identity_for_oidc(_claims(email=email))
+    assert auth.identity_for_oidc(_claims(email="XXXX")).username == "xxxx"
 
 
 # --- The engine argument ----------------------------------------------------------------------
@@ -401,10 +416,11 @@ def test_every_function_uses_the_engine_it_is_given(other_engine):
     auth.end_login_session(token, **other)
     assert auth.identity_from_token(token, **other) is None
     auth.update_user("zed", role="researcher", **other)
-    assert auth.identity_for_username("ZED", **other).role == "researcher"
-    assert auth.identity_for_username("zed") is None
+    assert auth.identity_for_oidc(_claims(email="ZED"), **other).role == "researcher"
+    with pytest.raises(auth.OidcRefused):
+        auth.identity_for_oidc(_claims(sub="sub-2", email="zed"))
     auth.update_user("rhea", is_active=False, **other)
-    assert auth.identity_for_username("rhea", **other) is None
+    assert auth.identity_from_token(auth.start_login_session(rhea, **other), **other) is None
     assert auth.authenticate("rhea", "default-pw").role == "researcher"  # untouched in the default
     with pytest.raises(auth.AuthError):
         auth.authenticate("root", "changed-pw")
