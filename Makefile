@@ -5,19 +5,33 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
+# Only this machine by default; HOST=0.0.0.0 serves every interface (put a TLS proxy in front: docs/security.md).
+HOST ?= 127.0.0.1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run test setup setup-test chromium bench bench-quick mutation lint migrate clean
+.PHONY: run test setup setup-test chromium bench bench-quick mutation lint migrate clean lock
 
-$(VENV)/.runtime-installed: requirements.txt
+# Installs are the lock files, every package pinned with its sha256 hashes (--require-hashes: a file
+# whose hash is not listed, or a package not in the lock, stops the install). pip itself is in the lock.
+$(VENV)/.runtime-installed: requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --require-hashes -r requirements.lock
 	@touch $@
 
-$(VENV)/.test-installed: $(VENV)/.runtime-installed requirements-dev.txt
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+$(VENV)/.test-installed: $(VENV)/.runtime-installed requirements-dev.lock
+	$(PY) -m pip install --quiet --require-hashes -r requirements-dev.lock
 	@touch $@
+
+# Regenerate the locks from requirements.txt and requirements-dev.txt (pip-tools, from the dev lock):
+# existing pins are kept where they still fit; LOCKFLAGS=--upgrade (or --upgrade-package NAME) moves them.
+# The dev lock is constrained by the runtime lock, so both install the same versions.
+LOCKFLAGS ?=
+PIP_COMPILE = CUSTOM_COMPILE_COMMAND="make lock" $(PY) -m piptools compile --quiet --generate-hashes \
+  --allow-unsafe --strip-extras --no-emit-find-links --no-emit-index-url $(LOCKFLAGS)
+
+lock: $(VENV)/.test-installed
+	$(PIP_COMPILE) --output-file requirements.lock requirements.txt
+	$(PIP_COMPILE) --constraint requirements.lock --output-file requirements-dev.lock requirements-dev.txt
 
 setup: $(VENV)/.runtime-installed
 
@@ -43,7 +57,7 @@ export HAI_PUBLIC_BASE_URL
 
 run: setup
 	$(PY) -m engines.platform bootstrap
-	$(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) \
+	$(VENV)/bin/streamlit run app.py --server.headless true --server.address $(HOST) --server.port $(PORT) \
 	  --browser.gatherUsageStats false --server.fileWatcherType none
 
 test: setup-test

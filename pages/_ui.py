@@ -17,6 +17,7 @@ from engines.platform.auth import Identity
 from engines.platform.config_schema import FieldInfo
 from engines.platform.forms import FieldSpec
 from engines.platform.jobqueue import start_local_executor
+from engines.platform.private_files import make_private
 from engines.platform.settings import get_settings
 
 SESSION_COOKIE = "hai_session"
@@ -28,8 +29,10 @@ OIDC_REFUSED_KEY = "hai_oidc_refused"  # why a single sign-on login was not acce
 
 @st.cache_resource(show_spinner="Preparing the database...")
 def _boot(database_url: str) -> bool:
-    # Once per process and database: bring the schema to the latest migration and start the
-    # local job executor (so queued jobs run even if no one keeps a page open).
+    # Once per process and database: files from now on private to this user, the schema at the
+    # latest migration, and the local job executor started (so queued jobs run even if no one
+    # keeps a page open).
+    make_private(get_settings().data_dir)
     migrate.upgrade(database_url)
     if get_settings().run_jobs_in_app:
         start_local_executor()
@@ -51,11 +54,13 @@ def _cookie_script(value: str, max_age_s: int) -> None:
     # Streamlit can read cookies (st.context.cookies) but not set them; a tiny script does. The
     # browser knows whether the page came over HTTPS (also behind a TLS proxy): then the cookie is
     # marked Secure, so it never travels over plain HTTP.
+    st.html(f"<script>{cookie_assignment(value, max_age_s)}</script>", unsafe_allow_javascript=True)
+
+
+def cookie_assignment(value: str, max_age_s: int) -> str:
+    """The script statement that sets the login cookie: Strict same-site, Secure over HTTPS."""
     cookie = f"{SESSION_COOKIE}={value}; path=/; max-age={max_age_s}; SameSite=Strict"
-    st.html(
-        f"<script>document.cookie = {json.dumps(cookie)} + (location.protocol === 'https:' ? '; Secure' : '');</script>",
-        unsafe_allow_javascript=True,
-    )
+    return f"document.cookie = {json.dumps(cookie)} + (location.protocol === 'https:' ? '; Secure' : '');"
 
 
 def sync_login_cookie() -> None:

@@ -1,11 +1,14 @@
 """Research: a collaboration study's participants. Accuracy by condition, over time and per participant; export."""
 
+import functools
+
 import streamlit as st
 
 from engines.collab import store
 from engines.collab.study import report as study_report
 from engines.platform import study_admin
-from engines.platform.export import export_study
+from engines.platform.export import export_zip, zip_name
+from engines.platform.pseudonyms import pseudonym_key_problem
 from pages import _ui as ui
 
 PAGE = {"title": "Collaboration: participants", "group": "Research", "roles": ["researcher"],
@@ -33,16 +36,20 @@ def study_section() -> None:
     st.plotly_chart(study_report.accuracy_over_time_figure(frame), key="study-accuracy")
     st.caption("Per participant")
     st.dataframe(study_report.per_participant(frame), hide_index=True, width="stretch")
+    # Both files are made on click (data= a callable), so no copy waits in the server's media store
+    # at a /media/ address before the click, and the one made then is dropped after the next runs.
     left, right = st.columns(2)
-    left.download_button("Download interactions (CSV)", frame.to_csv(index=False),
+    left.download_button("Download interactions (CSV)", functools.partial(study_report.interactions_csv, slug),
                          file_name=f"{slug}-interactions.csv", mime="text/csv", key="study-csv")
-    if right.button("Prepare study bundle (zip: answers, interactions, stream histories, audits)",
-                    key="study-bundle"):
-        st.session_state["collab-bundle"] = (slug, export_study(slug).zip_bytes())
-    prepared = st.session_state.get("collab-bundle")
-    if prepared and prepared[0] == slug:
-        right.download_button("Download study bundle (.zip)", prepared[1], file_name=f"{slug}-bundle.zip",
-                              mime="application/zip", key="study-bundle-download")
+    pseudonymise = right.checkbox("Pseudonymise participant ids (for sharing outside the lab)",
+                                  key="study-bundle-pseudonymise")
+    key_problem = pseudonym_key_problem() if pseudonymise else None
+    if key_problem:
+        right.error(key_problem)
+    right.download_button("Download study bundle (zip: answers, interactions, stream histories, audits)",
+                          functools.partial(export_zip, slug, pseudonymise=pseudonymise),
+                          file_name=zip_name(slug, pseudonymised=pseudonymise), mime="application/zip",
+                          key="study-bundle", disabled=bool(key_problem))
 
 
 study_section()

@@ -1,12 +1,15 @@
 """Admin: create, open and close studies; copy participant links; watch progress; export data."""
 
+import functools
+
 import pandas as pd
 import plotly.express as px
 import streamlit as st
 
 from engines.platform import study_admin
-from engines.platform.export import export_study
+from engines.platform.export import export_zip, zip_name
 from engines.platform.panels import LinkError
+from engines.platform.pseudonyms import pseudonym_key_problem
 from engines.platform.registry import all_protocols
 from engines.platform.runtime import StudyError
 from pages import _ui as ui
@@ -21,7 +24,8 @@ protocols = all_protocols()
 studies = study_admin.list_studies()
 
 CREATED = "studies-created"  # the message of a study just created, shown after the rerun that lists it
-CREATE_FIELDS = ("create-slug", "create-title", "create-code", "create-screened", "create-constants")
+CREATE_FIELDS = ("create-slug", "create-title", "create-code", "create-screened", "create-constants", "create-cap",
+                 "create-prolific-study")
 if (created := st.session_state.pop(CREATED, None)) is not None:
     st.success(created)
 
@@ -36,6 +40,13 @@ with st.expander("Create a study", expanded=not studies):
                              help="1 to 40 letters, digits, '-' or '_', as Prolific gives it.")
         screened = st.text_input("Screened-out code (optional)", key="create-screened",
                                  help="1 to 40 letters, digits, '-' or '_'.")
+        cap = st.number_input("Most participants (optional)", min_value=1, max_value=study_admin.MAX_PARTICIPANTS,
+                              value=None, step=1, key="create-cap", placeholder="no limit",
+                              help="New participant ids beyond this are turned away, screened-out ones included; "
+                                   "set it a little above the places you recruit.")
+        prolific_study = st.text_input("Prolific study id (optional)", key="create-prolific-study",
+                                       help="The 24-character id of the Prolific study; links carrying another "
+                                            "STUDY_ID are refused.")
         constants_text = st.text_area(
             "Constants to change (JSON object, optional)", key="create-constants", height=120,
             placeholder='{"INTERACTIONS": 10}',
@@ -43,7 +54,10 @@ with st.expander("Create a study", expanded=not studies):
                  "conditions... Values are data, checked against the protocol; nothing typed here is run as code.")
         is_open = st.checkbox("Open for participants now", value=True)
         if st.form_submit_button("Create study", type="primary"):
-            config = {k: v for k, v in {"completion_code": code.strip(), "screened_out_code": screened.strip()}.items() if v}
+            config = {k: v for k, v in {"completion_code": code.strip(), "screened_out_code": screened.strip(),
+                                        "prolific_study_id": prolific_study.strip()}.items() if v}
+            if cap is not None:
+                config["max_participants"] = int(cap)
             try:
                 overrides = study_admin.parse_constants(constants_text)
                 if overrides:
@@ -99,9 +113,17 @@ def show_progress(slug: str) -> None:
 show_progress(study.slug)
 
 st.subheader("Export")
-if st.button("Prepare export (CSV, JSONL, data dictionary, config)", key="prepare-export"):
-    st.session_state["hai_export"] = (study.slug, export_study(study.slug).zip_bytes())
-prepared = st.session_state.get("hai_export")
-if prepared and prepared[0] == study.slug:
-    st.download_button("Download export (.zip)", prepared[1], file_name=f"{study.slug}-export.zip",
-                       mime="application/zip")
+st.caption("CSV, JSONL, data dictionary, config and a README. The zip is made when you click, straight from the "
+           "database, and the server drops its copy within seconds of the download.")
+pseudonymise = st.checkbox("Pseudonymise participant ids (for sharing outside the lab)", key="export-pseudonymise",
+                           help="Panel ids (PROLIFIC_PID, workerId, SESSION_ID...) become keyed hashes, the same "
+                                "in every file and every export of this installation.")
+key_problem = pseudonym_key_problem() if pseudonymise else None
+if key_problem:
+    st.error(key_problem)
+# data= a callable: nothing sits in the server's media store until the click, and the file made
+# then is unreferenced, so Streamlit deletes it after the next runs (a static `data=bytes` would
+# stay downloadable at its /media/ address, without login, for as long as the button is shown).
+st.download_button("Download export (.zip)", functools.partial(export_zip, study.slug, pseudonymise=pseudonymise),
+                   file_name=zip_name(study.slug, pseudonymised=pseudonymise), mime="application/zip",
+                   key="download-export", disabled=bool(key_problem))

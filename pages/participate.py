@@ -4,6 +4,7 @@ Every answer is stored before the next step is drawn, so a refresh or a reopened
 at the same step. The page keeps nothing in session state that the database does not have.
 """
 
+import logging
 from html import escape
 
 import streamlit as st
@@ -15,6 +16,10 @@ from pages import _renderers  # noqa: F401 - registers custom step displays
 from pages import _ui as ui
 
 PAGE = {"title": "Study", "group": "Participate", "roles": [], "icon": ":material/assignment:"}
+LOG = logging.getLogger("hai.participate")
+# What a participant reads when something breaks: no traceback, no server path (the log has them).
+PLAIN_ERROR = ("Something went wrong on our side. Your answers so far are saved: reload the page to go on. "
+               "If it happens again, please contact the researcher through your panel.")
 
 
 class _Defaults(dict):
@@ -93,9 +98,13 @@ if entered.preview:
     st.write("Accept the HIT to start the study.")
     st.stop()
 
-view = runtime.current_view(entered.participant_id)
-st.title(view.study_title)
-if view.finished:
-    show_completion(view)
-else:
-    show_step(view)
+try:
+    view = runtime.current_view(entered.participant_id)
+    st.title(view.study_title)
+    if view.finished:
+        show_completion(view)
+    else:
+        show_step(view)
+except Exception:  # st.stop and st.rerun are BaseExceptions and pass through
+    LOG.exception("participant page failed (study %r, participant %s)", slug, entered.participant_id)
+    st.error(PLAIN_ERROR)

@@ -6,6 +6,7 @@ Examples::
     python -m engines.platform studies create pilot-1 demo_survey
     python -m engines.platform studies links pilot-1
     python -m engines.platform export pilot-1 --out exports/
+    python -m engines.platform export pilot-1 --out shared/ --pseudonymise   # ids as keyed hashes
     python -m engines.platform jobs submit platform.countdown --params '{"seconds": 3}' --wait
     python -m engines.platform bots demo_survey --participants 5
 """
@@ -110,7 +111,7 @@ def cmd_studies(args: argparse.Namespace) -> None:
 def cmd_export(args: argparse.Namespace) -> None:
     from engines.platform.export import export_study
 
-    export = export_study(args.slug)
+    export = export_study(args.slug, pseudonymise=args.pseudonymise)
     paths = export.write(args.out)
     _emit(args, {"files": [str(p) for p in paths]}, "\n".join(str(p) for p in paths))
 
@@ -207,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("slug", nargs="?")
     p.add_argument("protocol", nargs="?")
     p.add_argument("--title")
-    p.add_argument("--config", help="JSON: completion_code, screened_out_code, constants")
+    p.add_argument("--config", help="JSON: completion_code, screened_out_code, constants, max_participants, prolific_study_id")
     p.add_argument("--closed", action="store_true", help="create without opening")
     p.add_argument("--base-url", help="public address for links (default HAI_PUBLIC_BASE_URL)")
     p.set_defaults(fn=cmd_studies)
@@ -215,6 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="export a study's data (CSV, JSONL, dictionary, config)")
     p.add_argument("slug")
     p.add_argument("--out", required=True)
+    p.add_argument("--pseudonymise", action="store_true",
+                   help="replace participants' panel ids by keyed hashes, for sharing outside the lab")
     p.set_defaults(fn=cmd_export)
 
     p = sub.add_parser("jobs", help="list, submit, cancel and show jobs")
@@ -261,12 +264,17 @@ def main(argv: list[str] | None = None) -> None:
     from engines.platform.auth import AuthError
     from engines.platform.jobqueue import JobError
     from engines.platform.panels import LinkError
+    from engines.platform.private_files import make_private
+    from engines.platform.pseudonyms import PseudonymKeyError
     from engines.platform.registry import UnknownProtocol
     from engines.platform.runtime import StudyError
+    from engines.platform.settings import get_settings as _settings
 
+    make_private(_settings().data_dir)  # the database, job folders and keys: this user's only
     try:
         args.fn(args)
-    except (AuthError, JobError, LinkError, StudyError, UnknownProtocol, json.JSONDecodeError) as exc:
+    except (AuthError, JobError, LinkError, PseudonymKeyError, StudyError, UnknownProtocol,
+            json.JSONDecodeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     except (OperationalError, ProgrammingError) as exc:

@@ -19,6 +19,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, create_engine
 
+from engines.platform.private_files import private_dir, private_sqlite_file
 from engines.platform.settings import get_settings
 
 _ENGINES: dict[str, Engine] = {}
@@ -55,13 +56,17 @@ def create_db_engine(url: str) -> Engine:
     """Build an engine for ``url`` with the project's connection settings (no caching)."""
     if is_sqlite(url):
         database = make_url(url).database
-        if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        on_disk = bool(database) and database != ":memory:"
+        if on_disk and not Path(database).parent.exists():
+            private_dir(Path(database).parent)
         engine = create_engine(
             url, connect_args={"check_same_thread": False, "timeout": 30},
             pool_size=10, max_overflow=60, pool_timeout=60,
         )
         _install_sqlite_hooks(engine)
+        if on_disk:
+            # The file appears on the first connection; its -wal and -shm copy its mode.
+            event.listen(engine, "connect", lambda *_: private_sqlite_file(database))
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=60, pool_timeout=60)
 

@@ -34,6 +34,7 @@ from sqlmodel import select
 from engines.platform.db import get_engine, read_session, write_transaction
 from engines.platform.discovery import discover_all
 from engines.platform.models import Job, JobStatus, utcnow
+from engines.platform.private_files import private_dir
 from engines.platform.provenance import code_version
 from engines.platform.settings import REPO_ROOT, get_settings
 
@@ -104,6 +105,7 @@ class JobContext:
     @property
     def result_dir(self) -> Path:
         path = job_dir(self.job_id)
+        private_dir(path.parents[1])  # the data directory: closed to other users of the machine
         path.mkdir(parents=True, exist_ok=True)
         return path
 

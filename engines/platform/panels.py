@@ -97,7 +97,9 @@ def parse_link(params: Mapping[str, object]) -> PanelIdentity:
                         "link your panel gave you.")
     prolific = _single(params, "PROLIFIC_PID")
     if prolific is not None:
-        extra = {k: v for k in ("STUDY_ID", "SESSION_ID") if (v := _single(params, k))}
+        # Every value kept is checked like an id: an unchecked STUDY_ID could carry up to the
+        # server's whole query-string limit into the database on every visit.
+        extra = {k: _checked_id(k, v) for k in ("STUDY_ID", "SESSION_ID") if (v := _single(params, k))}
         return PanelIdentity("prolific", _checked_id("PROLIFIC_PID", prolific), extra)
     worker = _single(params, "workerId")
     assignment = _single(params, "assignmentId")
@@ -108,12 +110,13 @@ def parse_link(params: Mapping[str, object]) -> PanelIdentity:
             raise LinkError("The MTurk link has an assignmentId but no workerId.")
         if assignment is None:
             raise LinkError("The MTurk link has a workerId but no assignmentId.")
-        extra = {k: v for k in ("hitId", "turkSubmitTo") if (v := _single(params, k))}
+        extra = {k: _checked_id(k, v) for k in ("hitId",) if (v := _single(params, k))}
         extra["assignmentId"] = _checked_id("assignmentId", assignment)
-        submit_to = extra.get("turkSubmitTo")
+        submit_to = _single(params, "turkSubmitTo")
         if submit_to:
+            extra["turkSubmitTo"] = submit_to
             parsed = urlparse(submit_to)
-            if parsed.scheme != "https" or parsed.hostname not in MTURK_SUBMIT_HOSTS:
+            if len(submit_to) > 200 or parsed.scheme != "https" or parsed.hostname not in MTURK_SUBMIT_HOSTS:
                 # Otherwise a crafted link could send the completion code to any site.
                 raise LinkError("The MTurk link's turkSubmitTo must be https://www.mturk.com or "
                                 "https://workersandbox.mturk.com.")

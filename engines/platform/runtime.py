@@ -306,9 +306,30 @@ def enter(slug: str, link_params: Mapping[str, object], *, engine: Engine | None
     raise StudyError("Could not register you for this study; please reload the page.")
 
 
+def _check_panel_study(study: Study, identity: PanelIdentity) -> None:
+    # A study can name the Prolific study its links come from; a link of another one (an old
+    # or copied link) is refused before anything is stored.
+    expected = (study.config or {}).get("prolific_study_id")
+    if expected and identity.panel == "prolific" and identity.params.get("STUDY_ID") != expected:
+        raise StudyClosed("This link belongs to a different Prolific study. Open the study from the link "
+                          "Prolific shows for it.")
+
+
+def _check_capacity(session: Session, study: Study) -> None:
+    # An optional cap on how many participants a study takes, all statuses counted, so that a
+    # flood of made-up ids cannot fill the participant table.
+    cap = (study.config or {}).get("max_participants")
+    if cap is None:
+        return
+    enrolled = session.exec(select(func.count()).select_from(Participant).where(Participant.study_id == study.id)).one()
+    if enrolled >= cap:
+        raise StudyClosed("This study has all the participants it needs; thank you for your interest.")
+
+
 def _enter_once(slug: str, identity: PanelIdentity, engine: Engine | None) -> EnterResult:
     with write_transaction(engine) as session:
         study = _lock_study(session, slug)
+        _check_panel_study(study, identity)
         existing = session.exec(
             select(Participant).where(Participant.study_id == study.id, Participant.external_id == identity.external_id)
         ).first()
@@ -320,6 +341,7 @@ def _enter_once(slug: str, identity: PanelIdentity, engine: Engine | None) -> En
             return EnterResult(existing.id, slug, existing.condition, resumed=True)
         if not study.is_open:
             raise StudyClosed("This study is not accepting new participants at the moment.")
+        _check_capacity(session, study)
         protocol = _study_protocol(study)
         counts = condition_counts(session, study, protocol)
         condition = protocol.assign_condition(counts, identity)

@@ -19,9 +19,11 @@ from engines.platform.runtime import StudyError, UnknownStudy
 from engines.platform.settings import get_settings
 from engines.platform.study import jsonable_constants
 
-CONFIG_KEYS = ("completion_code", "screened_out_code", "constants")
+CONFIG_KEYS = ("completion_code", "screened_out_code", "constants", "max_participants", "prolific_study_id")
+MAX_PARTICIPANTS = 100_000
 MAX_TITLE_LENGTH = 200
 CODE_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,40}")  # Prolific codes are short and alphanumeric; they go into a URL
+PROLIFIC_ID_PATTERN = re.compile(r"[A-Za-z0-9]{24}")  # Prolific's ids are 24 hex digits (MongoDB ObjectIds)
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,12 @@ def create_study(slug: str, protocol: str, *, title: str = "", config: dict[str,
             shown = f"{len(code):,} characters" if isinstance(code, str) else repr(code)
             raise StudyError(f"{key} must be 1 to 40 letters, digits, '-' or '_' (it goes into the panel's "
                              f"completion link), got {shown}.")
+    cap = config.get("max_participants")
+    if cap is not None and not (type(cap) is int and 1 <= cap <= MAX_PARTICIPANTS):
+        raise StudyError(f"max_participants must be a whole number from 1 to {MAX_PARTICIPANTS:,}, got {cap!r}.")
+    expected = config.get("prolific_study_id")
+    if expected is not None and not (isinstance(expected, str) and PROLIFIC_ID_PATTERN.fullmatch(expected)):
+        raise StudyError(f"prolific_study_id must be Prolific's study id (24 letters and digits), got {expected!r}.")
     try:
         constants = proto.checked_constants(config.get("constants"))
     except ValueError as exc:

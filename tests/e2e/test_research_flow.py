@@ -91,6 +91,7 @@ def test_changing_a_one_time_password_keeps_the_login_across_a_reload(new_page, 
     page = new_page()
     _log_in(page, app_server.base, name, "one-time-pass-1")
     expect(page.get_by_text("You are using a one-time password")).to_be_visible()
+    page.locator(".st-key-account-current input").fill("one-time-pass-1")
     page.locator(".st-key-account-new input").fill("my-own-pass-12")
     page.locator(".st-key-account-again input").fill("my-own-pass-12")
     page.get_by_role("button", name="Change password").click()

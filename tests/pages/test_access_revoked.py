@@ -88,3 +88,27 @@ def test_the_login_form_says_when_the_account_is_locked(sqlite_db):
     at.run()
     assert [e.value for e in at.error] == ["Too many failed logins for this account. Try again in 15 minutes."]
     assert "hai_token" not in at.session_state
+
+
+def test_the_login_cookie_is_strict_and_secure_over_https():
+    from pages._ui import cookie_assignment
+
+    script = cookie_assignment("tok123", 1209600)
+    assert script == ('document.cookie = "hai_session=tok123; path=/; max-age=1209600; SameSite=Strict" + '
+                      "(location.protocol === 'https:' ? '; Secure' : '');")
+
+
+def test_a_participant_sees_a_plain_message_not_a_traceback(demo_study, monkeypatch, caplog):
+    from engines.platform import runtime
+    from tests.apptest_driver import new_participant_app
+
+    def broken(_participant_id):
+        raise ValueError("bad widget value at /srv/hai/engines/platform/runtime.py line 312")
+
+    monkeypatch.setattr(runtime, "current_view", broken)
+    at = new_participant_app("demo", "p-broken")
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "Something went wrong on our side. Your answers so far are saved: reload the page to go on. "
+        "If it happens again, please contact the researcher through your panel."]
+    assert "/srv/hai" in caplog.text  # the details are in the server's log

@@ -39,11 +39,9 @@ def test_create_close_and_export_a_study(sqlite_db):
     at.button(key="toggle-open").click()
     at.run()
     assert study_admin.get_study("pilot-1").is_open is False
-    at.button(key="prepare-export").click()
-    at.run()
-    assert not at.exception
-    slug, archive = at.session_state["hai_export"]
-    assert slug == "pilot-1" and archive[:2] == b"PK"
+    # The zip is made on click (a deferred download): no file URL exists before it.
+    download = next(d for d in at.get("download_button") if d.proto.label == "Download export (.zip)")
+    assert download.proto.deferred_file_id and download.proto.url == ""
 
 
 def test_created_study_is_announced_and_the_form_cleared(sqlite_db):

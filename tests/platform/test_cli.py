@@ -42,7 +42,7 @@ def test_cli_bootstrap_study_bots_export_jobs(cli, tmp_path):
     progress = json.loads(cli("--json", "studies", "progress", "pilot").stdout)
     assert sum(p["completed"] + p["screened_out"] for p in progress) == 4
     files = json.loads(cli("--json", "export", "pilot", "--out", str(tmp_path / "out")).stdout)["files"]
-    assert len(files) == 6 and (tmp_path / "out" / "responses.csv").read_text().count("\n") > 10
+    assert len(files) == 7 and (tmp_path / "out" / "responses.csv").read_text().count("\n") > 10
     job = json.loads(cli("--json", "jobs", "submit", "platform.countdown", "--params", '{"seconds": 0}', "--wait").stdout)
     assert job["status"] == "succeeded" and job["result"] == {"slept_s": 0.0}
 

@@ -17,7 +17,7 @@ def test_export_holds_every_answer_with_dictionary_and_config(demo_study, tmp_pa
     export = export_study(demo_study)
     paths = {p.name for p in export.write(tmp_path)}
     assert paths == {"participants.csv", "responses.csv", "responses.jsonl", "attempts.csv",
-                     "data_dictionary.csv", "study_config.json"}
+                     "data_dictionary.csv", "study_config.json", "README.txt"}
     participants = list(csv.DictReader(io.StringIO(export.files["participants.csv"].decode())))
     assert [p["external_id"] for p in participants] == ["exp-1", "exp-2"]
     assert {p["status"] for p in participants} == {"completed"} and participants[0]["completion_code"] == "DEMO2026"

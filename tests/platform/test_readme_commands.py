@@ -63,6 +63,8 @@ CLI_WALK: dict[str, Run] = {
     "python -m engines.platform bots demo_survey": Run(expect="completed"),
     "python -m engines.platform studies progress pilot-1 --json": Run(expect='"condition": "plain"'),
     "python -m engines.platform export pilot-1 --out exports/pilot-1": Run(expect="exports/pilot-1/responses.csv"),
+    "python -m engines.platform export pilot-1 --out shared/pilot-1 --pseudonymise": Run(
+        expect="shared/pilot-1/participants.csv"),
     "python -m engines.platform jobs submit KIND --params '{...}' [--wait]": Run(
         """python -m engines.platform jobs submit platform.countdown --params '{"seconds": 0}' --wait""",
         expect="succeeded"),
@@ -84,7 +86,11 @@ SKIPPED = {
     "make test": "runs the whole suite, this file included: it would run itself",
     ".ci/run": "the CI entry point, which is `make test` again (on PostgreSQL as well)",
     "make bench": "the full benchmarks take minutes; tests/bench runs `bench/platform_store.py --quick`",
+    "make run HOST=0.0.0.0": "serves every interface of the machine; test_make_run_serves_links_on_the_port_it_serves "
+                             "runs the same target on the default 127.0.0.1",
     "make mutation": "mutation testing of the core modules takes most of an hour (bench/results/mutation.json)",
+    "make lock": "rewrites the repository's lock files from the package index (minutes, network); "
+                 "tests/platform/test_lock_files.py checks the locks it wrote",
 }
 
 

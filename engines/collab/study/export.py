@@ -28,7 +28,7 @@ from engines.collab import store
 from engines.collab.study.record import StudyInteraction
 from engines.collab.study.rounds import interaction_key
 from engines.collab.study.support import interaction_rows
-from engines.platform.export import csv_bytes
+from engines.platform.csv_safety import csv_bytes
 
 INTERACTION_COLUMNS = ["participant_id", "external_id", "condition", "index", "seed", "difficulty", "mode", "stream",
                        "q_harm", "q_comp", "frozen_seq", "calibrating", "rounds", "final_round", "final_answer",

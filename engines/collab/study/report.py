@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from sqlalchemy.engine import Engine
 
 from engines.collab.study.support import interaction_rows
+from engines.platform.csv_safety import frame_csv_bytes
 
 COLUMNS = ["participant_id", "external_id", "condition", "phase", "interaction", "human_alone_correct",
            "final_correct", "changed_answer", "rounds_used", "mean_set_size", "err_harm", "err_comp"]
@@ -41,6 +42,11 @@ def interactions_frame(study_slug: str, *, engine: Engine | None = None) -> pd.D
             "err_harm": record.err_harm, "err_comp": record.err_comp,
         })
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def interactions_csv(study_slug: str, *, engine: Engine | None = None) -> bytes:
+    """``interactions_frame`` as CSV, text cells neutralised for spreadsheets (``engines.platform.csv_safety``)."""
+    return frame_csv_bytes(interactions_frame(study_slug, engine=engine))
 
 
 def by_condition(frame: pd.DataFrame) -> pd.DataFrame:
