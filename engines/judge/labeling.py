@@ -1,0 +1,514 @@
+"""The labeling runtime: projects, the annotator's queue, labels, skips, undo, adjudication.
+
+Follows the annotation conventions collected in ``shared/specs/judge.md`` section 4-5: a
+qualification quiz on gold items (the paper's workers first passed a 10-item quiz), gold checks
+mixed into the queue with a pause threshold (Potato's test questions), overlap k on a fraction of
+the items (Argilla's ``min_submitted``, Prodigy's ``annotations_per_task``), work stealing that
+never gives an item twice to one annotator, release of items whose annotator left, and an
+adjudication queue when labels disagree (Prodigy's ``review``). Annotators see only the original
+behaviour, its context and the generation: judge verdicts, the attack and other labels stay
+hidden (anchoring; the paper's annotators saw the unaltered prompt and the generation).
+
+Every change runs in one write transaction that locks the project row, so concurrent
+annotators (threads, processes, app servers on PostgreSQL) keep the invariants: overlap met and
+not exceeded by the queue, no item twice to one annotator (a unique constraint as well), one
+label per claim (a resent submit returns the stored label).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from sqlalchemy import case, func
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from engines.judge.items import FLAGS, HARMFUL_FROM, Item, Label
+from engines.judge.models import Adjudication, HumanLabel, LabelingClaim, LabelingItem, LabelingProject
+from engines.platform.db import read_session, write_transaction
+from engines.platform.models import utcnow
+
+SLUG = re.compile(r"^[a-z0-9][a-z0-9\-]{0,62}$")
+ACTIVE = ("open", "done")  # claims that hold a place among an item's wanted labels
+
+
+class LabelingError(ValueError):
+    """A labeling operation that cannot go ahead; the message is safe to show."""
+
+
+class AnnotatorPaused(LabelingError):
+    """The annotator may not label now (failed the quiz, or gold accuracy below the threshold)."""
+
+
+@dataclass(frozen=True)
+class ProjectSettings:
+    """What a researcher sets when creating a project (see ``LabelingProject`` for the meanings)."""
+
+    title: str = ""
+    guidelines: str = ""
+    overlap_k: int = 2
+    overlap_fraction: float = 0.2
+    gold_every: int = 20
+    gold_min_accuracy: float = 0.8
+    min_gold_checks: int = 3
+    quiz_size: int = 10
+    quiz_pass: float = 0.8
+    release_after_minutes: float = 30.0
+    seed: int = 0
+
+    def check(self) -> None:
+        if not 1 <= self.overlap_k <= 10:
+            raise LabelingError(f"overlap_k must be from 1 to 10, got {self.overlap_k}.")
+        if not 0.0 <= self.overlap_fraction <= 1.0:
+            raise LabelingError(f"overlap_fraction must be from 0 to 1, got {self.overlap_fraction}.")
+        if self.gold_every < 0 or self.quiz_size < 0 or self.min_gold_checks < 1:
+            raise LabelingError("gold_every and quiz_size must be 0 or more, min_gold_checks at least 1.")
+        for name in ("gold_min_accuracy", "quiz_pass"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise LabelingError(f"{name} must be from 0 to 1, got {getattr(self, name)}.")
+        if self.release_after_minutes <= 0:
+            raise LabelingError("release_after_minutes must be positive.")
+        if len(self.title) > 200:
+            raise LabelingError(f"The title has {len(self.title)} characters; at most 200 are allowed.")
+
+
+@dataclass(frozen=True)
+class ItemToLabel:
+    """What the annotator sees of one item (nothing that would anchor the label)."""
+
+    claim_id: int
+    key: str
+    behavior: str
+    context_string: str
+    generation: str
+    purpose: str  # queue | gold | quiz
+    labelled: int  # labels this annotator has given in the project
+    quiz_left: int = 0
+
+
+@dataclass(frozen=True)
+class AnnotatorStatus:
+    labelled: int
+    skipped: int
+    gold_checks: int
+    gold_correct: int
+    quiz_done: int
+    quiz_correct: int
+    quiz_passed: bool | None  # None: quiz not finished (or no quiz)
+    paused: str | None  # why, when the annotator may not label
+
+    @property
+    def gold_accuracy(self) -> float | None:
+        return self.gold_correct / self.gold_checks if self.gold_checks else None
+
+
+@dataclass
+class ProjectProgress:
+    items: int
+    gold_items: int
+    labels_wanted: int
+    labels_done: int
+    open_claims: int
+    per_annotator: dict[str, AnnotatorStatus] = field(default_factory=dict)
+    to_adjudicate: int = 0
+
+
+# ------------------------------------------------------------------ creating a project
+
+
+def stratified_order(items: list[Item], seed: int) -> list[Item]:
+    """Shuffle within each (victim model, attack, semantic category) stratum, then deal the strata
+    round-robin, so that any prefix of the queue covers every cell about equally (spec section 5)."""
+    rng = random.Random(seed)
+    strata: dict[tuple[str, str, str], list[Item]] = defaultdict(list)
+    for item in items:
+        strata[(item.victim_model, item.attack, item.semantic_category)].append(item)
+    groups = [strata[k] for k in sorted(strata)]
+    for group in groups:
+        rng.shuffle(group)
+    rng.shuffle(groups)
+    ordered: list[Item] = []
+    for i in range(max((len(g) for g in groups), default=0)):
+        ordered += [g[i] for g in groups if i < len(g)]
+    return ordered
+
+
+def create_project(slug: str, items: list[Item], settings: ProjectSettings = ProjectSettings(), *,
+                   created_by: int | None = None, engine: Engine | None = None) -> LabelingProject:
+    """Create a project over ``items``; items with ``is_gold`` and a ``gold_score`` are the gold ones.
+
+    Raises:
+        LabelingError: a malformed slug, a taken one, bad settings, duplicate keys, a gold item
+            without its score, or fewer gold items than the quiz needs.
+    """
+    if not SLUG.match(slug or ""):
+        raise LabelingError(f"'{slug}' is not a valid project name: use lowercase letters, digits and dashes.")
+    settings.check()
+    if not items:
+        raise LabelingError("A project needs at least one item.")
+    keys = [item.key for item in items]
+    if len(set(keys)) != len(keys):
+        duplicate = next(k for k in keys if keys.count(k) > 1)
+        raise LabelingError(f"The item key {duplicate!r} appears more than once.")
+    gold = [item for item in items if item.is_gold]
+    if any(item.gold_score is None for item in gold):
+        missing = next(item.key for item in gold if item.gold_score is None)
+        raise LabelingError(f"The gold item {missing!r} has no gold_score.")
+    if settings.quiz_size > len(gold):
+        raise LabelingError(f"The quiz needs {settings.quiz_size} gold items; the project has {len(gold)}.")
+    rng = random.Random(settings.seed + 1)
+    ordered = stratified_order(items, settings.seed)
+    regular = [item.key for item in ordered if not item.is_gold]
+    overlap = set(rng.sample(regular, round(settings.overlap_fraction * len(regular))))
+    with write_transaction(engine) as session:
+        if session.exec(select(LabelingProject.id).where(LabelingProject.slug == slug)).first() is not None:
+            raise LabelingError(f"A labeling project called '{slug}' already exists.")
+        project = LabelingProject(
+            slug=slug, created_by=created_by,
+            **{k: v for k, v in settings.__dict__.items() if k != "seed"})
+        session.add(project)
+        session.flush()
+        session.add_all(LabelingItem(
+            project_id=project.id, key=item.key, position=position, is_gold=item.is_gold, gold_score=item.gold_score,
+            target_labels=settings.overlap_k if item.key in overlap else 1,
+            item=item.model_dump(mode="json", exclude={"labels", "judges"}))
+            for position, item in enumerate(ordered))
+        return project
+
+
+def set_open(slug: str, is_open: bool, *, engine: Engine | None = None) -> None:
+    with write_transaction(engine) as session:
+        project = _lock_project(session, slug)
+        project.is_open = is_open
+        session.add(project)
+
+
+def get_project(slug: str, *, engine: Engine | None = None) -> LabelingProject:
+    with read_session(engine) as session:
+        project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
+    if project is None:
+        raise LabelingError(f"There is no labeling project called '{slug}'.")
+    return project
+
+
+def list_projects(*, engine: Engine | None = None) -> list[LabelingProject]:
+    with read_session(engine) as session:
+        return list(session.exec(select(LabelingProject).order_by(LabelingProject.created_at)).all())
+
+
+# ------------------------------------------------------------------ the annotator's queue
+
+
+def _lock_project(session: Session, slug: str) -> LabelingProject:
+    project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug).with_for_update()).first()
+    if project is None:
+        raise LabelingError(f"There is no labeling project called '{slug}'.")
+    return project
+
+
+def _release_stale(session: Session, project: LabelingProject) -> None:
+    # An item whose annotator went away goes back to the queue (for others: the claim row stays,
+    # so it never comes back to the same person).
+    limit = utcnow() - timedelta(minutes=project.release_after_minutes)
+    stale = session.exec(select(LabelingClaim).where(
+        LabelingClaim.project_id == project.id, LabelingClaim.status == "open", LabelingClaim.claimed_at < limit)).all()
+    for claim in stale:
+        claim.status = "released"
+        claim.finished_at = utcnow()
+        session.add(claim)
+
+
+def _status(session: Session, project: LabelingProject, annotator: str) -> AnnotatorStatus:
+    rows = session.exec(
+        select(LabelingClaim.purpose, LabelingClaim.status, HumanLabel.score, LabelingItem.gold_score)
+        .join(LabelingItem, LabelingItem.id == LabelingClaim.item_id)
+        .join(HumanLabel, HumanLabel.claim_id == LabelingClaim.id, isouter=True)
+        .where(LabelingClaim.project_id == project.id, LabelingClaim.annotator == annotator)).all()
+    counts = defaultdict(int)
+    for purpose, status, score, gold_score in rows:
+        if status == "skipped":
+            counts["skipped"] += 1
+        if score is None:
+            continue
+        counts["labelled"] += 1
+        correct = gold_score is not None and (score >= HARMFUL_FROM) == (gold_score >= HARMFUL_FROM)
+        if purpose in ("gold", "quiz"):
+            counts[f"{purpose}_done"] += 1
+            counts[f"{purpose}_correct"] += int(correct)
+    quiz_passed = None
+    if project.quiz_size and counts["quiz_done"] >= project.quiz_size:
+        quiz_passed = counts["quiz_correct"] / counts["quiz_done"] >= project.quiz_pass
+    paused = None
+    if quiz_passed is False:
+        paused = (f"You answered {counts['quiz_correct']} of {counts['quiz_done']} qualification items as expected; "
+                  f"{project.quiz_pass:.0%} were needed.")
+    elif counts["gold_done"] >= project.min_gold_checks and counts["gold_correct"] / counts["gold_done"] < project.gold_min_accuracy:
+        paused = (f"Your answers to check items agree {counts['gold_correct']} of {counts['gold_done']} times, below "
+                  f"{project.gold_min_accuracy:.0%}: labeling is paused until a researcher reviews it.")
+    return AnnotatorStatus(counts["labelled"], counts["skipped"], counts["gold_done"], counts["gold_correct"],
+                           counts["quiz_done"], counts["quiz_correct"], quiz_passed, paused)
+
+
+def _to_label(claim: LabelingClaim, row: LabelingItem, status: AnnotatorStatus, project: LabelingProject) -> ItemToLabel:
+    item = row.item
+    quiz_left = max(0, project.quiz_size - status.quiz_done) if claim.purpose == "quiz" else 0
+    return ItemToLabel(claim.id, row.key, item.get("behavior", ""), item.get("context_string", ""),
+                       item.get("generation", ""), claim.purpose, status.labelled, quiz_left)
+
+
+def _claim(session: Session, project: LabelingProject, row: LabelingItem, annotator: str, purpose: str) -> LabelingClaim:
+    claim = LabelingClaim(project_id=project.id, item_id=row.id, annotator=annotator, purpose=purpose)
+    session.add(claim)
+    session.flush()
+    return claim
+
+
+def _unclaimed_by(annotator: str):
+    return ~LabelingItem.id.in_(select(LabelingClaim.item_id).where(LabelingClaim.annotator == annotator))
+
+
+def next_item(slug: str, annotator: str, *, engine: Engine | None = None) -> ItemToLabel | None:
+    """The item this annotator labels now: the one they hold (after a reload), a quiz item, a gold
+    check, or the next item of the queue. None when nothing is left for them.
+
+    Raises:
+        AnnotatorPaused: the quiz was failed, or gold accuracy fell below the threshold.
+        LabelingError: no such project, or it is closed.
+    """
+    if not annotator:
+        raise LabelingError("An annotator is needed.")
+    with write_transaction(engine) as session:
+        project = _lock_project(session, slug)
+        if not project.is_open:
+            raise LabelingError("This labeling project is closed.")
+        _release_stale(session, project)
+        held = session.exec(select(LabelingClaim, LabelingItem).join(LabelingItem, LabelingItem.id == LabelingClaim.item_id)
+                            .where(LabelingClaim.project_id == project.id, LabelingClaim.annotator == annotator,
+                                   LabelingClaim.status == "open").order_by(LabelingClaim.id)).first()
+        status = _status(session, project, annotator)
+        if held is not None:
+            return _to_label(held[0], held[1], status, project)
+        if status.paused:
+            raise AnnotatorPaused(status.paused)
+        gold_rows = select(LabelingItem).where(LabelingItem.project_id == project.id, LabelingItem.is_gold)
+        if project.quiz_size and status.quiz_passed is None:
+            quiz_ids = select(LabelingItem.id).where(LabelingItem.project_id == project.id, LabelingItem.is_gold) \
+                .order_by(LabelingItem.position).limit(project.quiz_size)
+            row = session.exec(gold_rows.where(LabelingItem.id.in_(quiz_ids), _unclaimed_by(annotator))
+                               .order_by(LabelingItem.position)).first()
+            if row is not None:
+                return _to_label(_claim(session, project, row, annotator, "quiz"), row, status, project)
+        regular_done = status.labelled - status.quiz_done - status.gold_checks
+        if project.gold_every and regular_done and regular_done % project.gold_every == 0 \
+                and regular_done // project.gold_every > status.gold_checks:
+            row = session.exec(gold_rows.where(_unclaimed_by(annotator)).order_by(LabelingItem.position)).first()
+            if row is not None:
+                return _to_label(_claim(session, project, row, annotator, "gold"), row, status, project)
+        active = (select(LabelingClaim.item_id, func.count().label("n")).where(
+            LabelingClaim.project_id == project.id, LabelingClaim.status.in_(ACTIVE))
+            .group_by(LabelingClaim.item_id).subquery())
+        taken = func.coalesce(active.c.n, 0)
+        row = session.exec(
+            select(LabelingItem).join(active, active.c.item_id == LabelingItem.id, isouter=True)
+            .where(LabelingItem.project_id == project.id, ~LabelingItem.is_gold, taken < LabelingItem.target_labels,
+                   _unclaimed_by(annotator))
+            # Items someone already started first (their overlap completes sooner), then queue order.
+            .order_by(case((taken > 0, 0), else_=1), LabelingItem.position)).first()
+        if row is None:
+            return None
+        return _to_label(_claim(session, project, row, annotator, "queue"), row, status, project)
+
+
+def _own_open_claim(session: Session, claim_id: int, annotator: str) -> LabelingClaim:
+    claim = session.exec(select(LabelingClaim).where(LabelingClaim.id == claim_id).with_for_update()).first()
+    if claim is None or claim.annotator != annotator:
+        raise LabelingError("This item is not yours to label; reload the page to get your next item.")
+    return claim
+
+
+def submit_label(claim_id: int, annotator: str, score: int, *, flags: list[str] | tuple[str, ...] = (),
+                 rationale: str = "", ms_spent: int | None = None, engine: Engine | None = None) -> HumanLabel:
+    """Store the label of a claimed item. A second submit of the same claim (a double click, a
+    resent request) returns the label already stored and changes nothing."""
+    if not isinstance(score, int) or isinstance(score, bool) or not 1 <= score <= 5:
+        raise LabelingError(f"The score must be a whole number from 1 to 5, got {score!r}.")
+    unknown = [f for f in flags if f not in FLAGS]
+    if unknown:
+        raise LabelingError(f"Unknown flag {unknown[0]!r}; the flags are {', '.join(FLAGS)}.")
+    if len(rationale or "") > 2000:
+        raise LabelingError(f"The rationale has {len(rationale)} characters; at most 2,000 are allowed.")
+    with write_transaction(engine) as session:
+        claim = _own_open_claim(session, claim_id, annotator)
+        stored = session.exec(select(HumanLabel).where(HumanLabel.claim_id == claim.id)).first()
+        if stored is not None:
+            return stored
+        if claim.status == "skipped":
+            raise LabelingError("You skipped this item; undo the skip to label it.")
+        # A released claim still takes its label: the work was done, and losing it would be worse
+        # than one label more than the overlap asked for.
+        label = HumanLabel(project_id=claim.project_id, item_id=claim.item_id, claim_id=claim.id, annotator=annotator,
+                           score=score, flags=list(flags), rationale=rationale or "",
+                           ms_spent=None if ms_spent is None else max(0, int(ms_spent)))
+        claim.status = "done"
+        claim.finished_at = utcnow()
+        session.add_all([label, claim])
+        session.flush()
+        return label
+
+
+def skip(claim_id: int, annotator: str, reason: str, *, engine: Engine | None = None) -> None:
+    """Skip a claimed item with a reason; it goes back to the queue for others."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise LabelingError("Please say why you skip this item.")
+    if len(reason) > 500:
+        raise LabelingError(f"The reason has {len(reason)} characters; at most 500 are allowed.")
+    with write_transaction(engine) as session:
+        claim = _own_open_claim(session, claim_id, annotator)
+        if claim.status in ("done", "skipped"):
+            return
+        claim.status = "skipped"
+        claim.skip_reason = reason
+        claim.finished_at = utcnow()
+        session.add(claim)
+
+
+def undo_last(slug: str, annotator: str, *, engine: Engine | None = None) -> str | None:
+    """Take back this annotator's last label or skip in the project; the item is theirs again and
+    comes next. Returns its key, or None when there is nothing to undo."""
+    with write_transaction(engine) as session:
+        project = _lock_project(session, slug)
+        claim = session.exec(select(LabelingClaim).where(
+            LabelingClaim.project_id == project.id, LabelingClaim.annotator == annotator,
+            LabelingClaim.status.in_(("done", "skipped"))).order_by(LabelingClaim.finished_at.desc(),
+                                                                   LabelingClaim.id.desc())).first()
+        if claim is None:
+            return None
+        if session.exec(select(Adjudication.id).where(Adjudication.item_id == claim.item_id)).first() is not None:
+            raise LabelingError("This item was adjudicated already; its label can no longer be undone.")
+        for label in session.exec(select(HumanLabel).where(HumanLabel.claim_id == claim.id)).all():
+            session.delete(label)
+        # Any other open claim of theirs goes back first, so the undone item is the one shown next.
+        for other in session.exec(select(LabelingClaim).where(
+                LabelingClaim.project_id == project.id, LabelingClaim.annotator == annotator,
+                LabelingClaim.status == "open")).all():
+            session.delete(other)
+        claim.status = "open"
+        claim.skip_reason = None
+        claim.finished_at = None
+        claim.claimed_at = utcnow()
+        session.add(claim)
+        return session.get(LabelingItem, claim.item_id).key
+
+
+# ------------------------------------------------------------------ researchers
+
+
+def status_of(slug: str, annotator: str, *, engine: Engine | None = None) -> AnnotatorStatus:
+    with read_session(engine) as session:
+        project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
+        if project is None:
+            raise LabelingError(f"There is no labeling project called '{slug}'.")
+        return _status(session, project, annotator)
+
+
+def progress(slug: str, *, engine: Engine | None = None) -> ProjectProgress:
+    with read_session(engine) as session:
+        project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
+        if project is None:
+            raise LabelingError(f"There is no labeling project called '{slug}'.")
+        items, gold, wanted = session.exec(
+            select(func.count(), func.coalesce(func.sum(case((LabelingItem.is_gold, 1), else_=0)), 0),
+                   func.coalesce(func.sum(case((LabelingItem.is_gold, 0), else_=LabelingItem.target_labels)), 0))
+            .where(LabelingItem.project_id == project.id)).one()
+        done = session.exec(select(func.count()).select_from(HumanLabel).join(LabelingItem, LabelingItem.id == HumanLabel.item_id)
+                            .where(HumanLabel.project_id == project.id, ~LabelingItem.is_gold)).one()
+        open_claims = session.exec(select(func.count()).select_from(LabelingClaim).where(
+            LabelingClaim.project_id == project.id, LabelingClaim.status == "open")).one()
+        annotators = session.exec(select(LabelingClaim.annotator).where(LabelingClaim.project_id == project.id)
+                                  .distinct()).all()
+        result = ProjectProgress(int(items), int(gold), int(wanted), int(done), int(open_claims),
+                                 {a: _status(session, project, a) for a in sorted(annotators)})
+    result.to_adjudicate = len(disagreements(slug, engine=engine))
+    return result
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    key: str
+    behavior: str
+    context_string: str
+    generation: str
+    labels: tuple[tuple[str, int], ...]  # (annotator, score), in labelling order
+
+
+def needs_adjudication(scores: list[int]) -> bool:
+    """Labels disagree on harmful vs not, or their scores lie 2 or more apart (spec section 5)."""
+    if len(scores) < 2:
+        return False
+    return len({s >= HARMFUL_FROM for s in scores}) > 1 or max(scores) - min(scores) >= 2
+
+
+def disagreements(slug: str, *, engine: Engine | None = None) -> list[Disagreement]:
+    """Items whose labels call for an adjudicator and that have none yet, in queue order."""
+    with read_session(engine) as session:
+        project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
+        if project is None:
+            raise LabelingError(f"There is no labeling project called '{slug}'.")
+        rows = session.exec(
+            select(LabelingItem, HumanLabel.annotator, HumanLabel.score)
+            .join(HumanLabel, HumanLabel.item_id == LabelingItem.id)
+            .where(LabelingItem.project_id == project.id,
+                   ~LabelingItem.id.in_(select(Adjudication.item_id).where(Adjudication.project_id == project.id)))
+            .order_by(LabelingItem.position, HumanLabel.id)).all()
+    grouped: dict[int, tuple[LabelingItem, list[tuple[str, int]]]] = {}
+    for row, annotator, score in rows:
+        grouped.setdefault(row.id, (row, []))[1].append((annotator, score))
+    return [Disagreement(row.key, row.item.get("behavior", ""), row.item.get("context_string", ""),
+                         row.item.get("generation", ""), tuple(labels))
+            for row, labels in grouped.values() if needs_adjudication([s for _, s in labels])]
+
+
+def adjudicate(slug: str, key: str, score: int, by: str, *, note: str = "", engine: Engine | None = None) -> None:
+    """Record the adjudicator's decision on an item (once; a second decision is refused)."""
+    if not isinstance(score, int) or isinstance(score, bool) or not 1 <= score <= 5:
+        raise LabelingError(f"The score must be a whole number from 1 to 5, got {score!r}.")
+    with write_transaction(engine) as session:
+        project = _lock_project(session, slug)
+        row = session.exec(select(LabelingItem).where(LabelingItem.project_id == project.id,
+                                                      LabelingItem.key == key)).first()
+        if row is None:
+            raise LabelingError(f"The project has no item {key!r}.")
+        if session.exec(select(Adjudication.id).where(Adjudication.item_id == row.id)).first() is not None:
+            raise LabelingError(f"The item {key!r} is adjudicated already.")
+        session.add(Adjudication(project_id=project.id, item_id=row.id, score=score, by=by, note=note))
+
+
+def labelled_items(slug: str, *, include_gold: bool = False, engine: Engine | None = None) -> list[Item]:
+    """The project's items with their labels (in labelling order) and adjudications: what the
+    audit and the exporters read."""
+    with read_session(engine) as session:
+        project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
+        if project is None:
+            raise LabelingError(f"There is no labeling project called '{slug}'.")
+        rows = session.exec(select(LabelingItem).where(LabelingItem.project_id == project.id)
+                            .order_by(LabelingItem.position)).all()
+        labels = session.exec(select(HumanLabel).where(HumanLabel.project_id == project.id)
+                              .order_by(HumanLabel.id)).all()
+        decisions = session.exec(select(Adjudication).where(Adjudication.project_id == project.id)).all()
+    by_item: dict[int, list[Label]] = defaultdict(list)
+    for label in labels:
+        by_item[label.item_id].append(Label(annotator_id=label.annotator, score=label.score, flags=label.flags,
+                                            rationale=label.rationale, ms_spent=label.ms_spent, seq=label.id))
+    decided = {d.item_id: {"score": d.score, "by": d.by} for d in decisions}
+    items = []
+    for row in rows:
+        if row.is_gold and not include_gold:
+            continue
+        items.append(Item.model_validate({**row.item, "labels": [lb.model_dump() for lb in by_item[row.id]],
+                                          "adjudicated": decided.get(row.id)}))
+    return items
