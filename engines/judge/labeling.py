@@ -17,9 +17,11 @@ label per claim (a resent submit returns the stored label).
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -203,6 +205,18 @@ def list_projects(*, engine: Engine | None = None) -> list[LabelingProject]:
 # ------------------------------------------------------------------ the annotator's queue
 
 
+@contextlib.contextmanager
+def _writing(session: Session | None, engine: Engine | None) -> Iterator[Session]:
+    # A study step's hooks already run inside the participant's write transaction (ctx.session):
+    # work in it, so the label commits with the step's answer (a second transaction would wait on
+    # SQLite's write lock held by the first).
+    if session is not None:
+        yield session
+    else:
+        with write_transaction(engine) as own:
+            yield own
+
+
 def _lock_project(session: Session, slug: str) -> LabelingProject:
     project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug).with_for_update()).first()
     if project is None:
@@ -271,7 +285,8 @@ def _unclaimed_by(annotator: str):
     return ~LabelingItem.id.in_(select(LabelingClaim.item_id).where(LabelingClaim.annotator == annotator))
 
 
-def next_item(slug: str, annotator: str, *, engine: Engine | None = None) -> ItemToLabel | None:
+def next_item(slug: str, annotator: str, *, session: Session | None = None,
+              engine: Engine | None = None) -> ItemToLabel | None:
     """The item this annotator labels now: the one they hold (after a reload), a quiz item, a gold
     check, or the next item of the queue. None when nothing is left for them.
 
@@ -281,7 +296,7 @@ def next_item(slug: str, annotator: str, *, engine: Engine | None = None) -> Ite
     """
     if not annotator:
         raise LabelingError("An annotator is needed.")
-    with write_transaction(engine) as session:
+    with _writing(session, engine) as session:
         project = _lock_project(session, slug)
         if not project.is_open:
             raise LabelingError("This labeling project is closed.")
@@ -308,19 +323,43 @@ def next_item(slug: str, annotator: str, *, engine: Engine | None = None) -> Ite
             row = session.exec(gold_rows.where(_unclaimed_by(annotator)).order_by(LabelingItem.position)).first()
             if row is not None:
                 return _to_label(_claim(session, project, row, annotator, "gold"), row, status, project)
-        active = (select(LabelingClaim.item_id, func.count().label("n")).where(
-            LabelingClaim.project_id == project.id, LabelingClaim.status.in_(ACTIVE))
-            .group_by(LabelingClaim.item_id).subquery())
-        taken = func.coalesce(active.c.n, 0)
-        row = session.exec(
-            select(LabelingItem).join(active, active.c.item_id == LabelingItem.id, isouter=True)
-            .where(LabelingItem.project_id == project.id, ~LabelingItem.is_gold, taken < LabelingItem.target_labels,
-                   _unclaimed_by(annotator))
-            # Items someone already started first (their overlap completes sooner), then queue order.
-            .order_by(case((taken > 0, 0), else_=1), LabelingItem.position)).first()
+        row = session.exec(_available_rows(project, annotator)).first()
         if row is None:
             return None
         return _to_label(_claim(session, project, row, annotator, "queue"), row, status, project)
+
+
+def _available_rows(project: LabelingProject, annotator: str):
+    """Regular items that still want a label and that this annotator never held, taken first."""
+    active = (select(LabelingClaim.item_id, func.count().label("n")).where(
+        LabelingClaim.project_id == project.id, LabelingClaim.status.in_(ACTIVE))
+        .group_by(LabelingClaim.item_id).subquery())
+    taken = func.coalesce(active.c.n, 0)
+    return (select(LabelingItem).join(active, active.c.item_id == LabelingItem.id, isouter=True)
+            .where(LabelingItem.project_id == project.id, ~LabelingItem.is_gold, taken < LabelingItem.target_labels,
+                   _unclaimed_by(annotator))
+            # Items someone already started first (their overlap completes sooner), then queue order.
+            .order_by(case((taken > 0, 0), else_=1), LabelingItem.position))
+
+
+def has_item_for(slug: str, annotator: str, *, session: Session | None = None, engine: Engine | None = None) -> bool:
+    """Whether ``next_item`` would give this annotator an item now, without claiming one (a read:
+    study steps ask it to decide whether another labeling round is shown). Claims left open too
+    long count as taken here until ``next_item`` releases them."""
+    with (contextlib.nullcontext(session) if session is not None else read_session(engine)) as session:
+        project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
+        if project is None or not project.is_open:
+            return False
+        if session.exec(select(LabelingClaim.id).where(
+                LabelingClaim.project_id == project.id, LabelingClaim.annotator == annotator,
+                LabelingClaim.status == "open")).first() is not None:
+            return True
+        status = _status(session, project, annotator)
+        if status.paused:
+            return False
+        if project.quiz_size and status.quiz_passed is None:
+            return True  # the quiz has quiz_size gold items, checked when the project was created
+        return session.exec(_available_rows(project, annotator)).first() is not None
 
 
 def _own_open_claim(session: Session, claim_id: int, annotator: str) -> LabelingClaim:
@@ -331,7 +370,8 @@ def _own_open_claim(session: Session, claim_id: int, annotator: str) -> Labeling
 
 
 def submit_label(claim_id: int, annotator: str, score: int, *, flags: list[str] | tuple[str, ...] = (),
-                 rationale: str = "", ms_spent: int | None = None, engine: Engine | None = None) -> HumanLabel:
+                 rationale: str = "", ms_spent: int | None = None, session: Session | None = None,
+                 engine: Engine | None = None) -> HumanLabel:
     """Store the label of a claimed item. A second submit of the same claim (a double click, a
     resent request) returns the label already stored and changes nothing."""
     if not isinstance(score, int) or isinstance(score, bool) or not 1 <= score <= 5:
@@ -341,7 +381,7 @@ def submit_label(claim_id: int, annotator: str, score: int, *, flags: list[str] 
         raise LabelingError(f"Unknown flag {unknown[0]!r}; the flags are {', '.join(FLAGS)}.")
     if len(rationale or "") > 2000:
         raise LabelingError(f"The rationale has {len(rationale)} characters; at most 2,000 are allowed.")
-    with write_transaction(engine) as session:
+    with _writing(session, engine) as session:
         claim = _own_open_claim(session, claim_id, annotator)
         stored = session.exec(select(HumanLabel).where(HumanLabel.claim_id == claim.id)).first()
         if stored is not None:
@@ -360,14 +400,15 @@ def submit_label(claim_id: int, annotator: str, score: int, *, flags: list[str] 
         return label
 
 
-def skip(claim_id: int, annotator: str, reason: str, *, engine: Engine | None = None) -> None:
+def skip(claim_id: int, annotator: str, reason: str, *, session: Session | None = None,
+         engine: Engine | None = None) -> None:
     """Skip a claimed item with a reason; it goes back to the queue for others."""
     reason = (reason or "").strip()
     if not reason:
         raise LabelingError("Please say why you skip this item.")
     if len(reason) > 500:
         raise LabelingError(f"The reason has {len(reason)} characters; at most 500 are allowed.")
-    with write_transaction(engine) as session:
+    with _writing(session, engine) as session:
         claim = _own_open_claim(session, claim_id, annotator)
         if claim.status in ("done", "skipped"):
             return

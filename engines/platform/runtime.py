@@ -198,12 +198,16 @@ def _context(protocol: StudyProtocol, study: Study, participant: Participant, in
 
 
 def _next_displayed(protocol: StudyProtocol, study: Study, participant: Participant, start: int,
-                    responses: dict[str, list[dict[str, Any]]]) -> int:
-    """Index of the first step at or after ``start`` whose ``is_displayed`` is true."""
+                    responses: dict[str, list[dict[str, Any]]], session: Session | None = None) -> int:
+    """Index of the first step at or after ``start`` whose ``is_displayed`` is true.
+
+    ``session``: the write transaction moving the participant on; ``is_displayed`` reads through
+    it (``ctx.session``) and so sees what the step just submitted has written.
+    """
     if start >= len(protocol.steps):
         return len(protocol.steps)
     # One context (one copy of the vars) for all the checks: is_displayed only reads.
-    ctx = _context(protocol, study, participant, protocol.steps[start], responses)
+    ctx = _context(protocol, study, participant, protocol.steps[start], responses, session)
     for instance in protocol.steps[start:]:
         ctx = dataclasses.replace(ctx, round_number=instance.round_number, step_index=instance.index)
         if instance.step.is_displayed(ctx):
@@ -230,8 +234,8 @@ def _finish(protocol: StudyProtocol, study: Study, participant: Participant, sta
 
 
 def _advance(protocol: StudyProtocol, study: Study, participant: Participant, start: int,
-             responses: dict[str, list[dict[str, Any]]]) -> None:
-    nxt = _next_displayed(protocol, study, participant, start, responses)
+             responses: dict[str, list[dict[str, Any]]], session: Session | None = None) -> None:
+    nxt = _next_displayed(protocol, study, participant, start, responses, session)
     participant.step_index = nxt
     participant.step_shown_at = None
     at_end = nxt >= len(protocol.steps) or protocol.steps[nxt].step.kind == "completion"
@@ -353,7 +357,7 @@ def _enter_once(slug: str, identity: PanelIdentity, engine: Engine | None) -> En
         )
         session.add(participant)
         session.flush()
-        _advance(protocol, study, participant, 0, {})
+        _advance(protocol, study, participant, 0, {}, session)
         session.add(participant)
         session.flush()
         return EnterResult(participant.id, slug, condition, resumed=False)
@@ -571,7 +575,7 @@ def submit(participant_id: int, step_index: int, data: Mapping[str, Any] | None 
             participant.step_shown_at = None
             _finish(protocol, study, participant, ParticipantStatus.SCREENED_OUT)
         else:
-            _advance(protocol, study, participant, step_index + 1, responses)
+            _advance(protocol, study, participant, step_index + 1, responses, session)
         session.add(participant)
         return SubmitResult(
             accepted=True, next_index=participant.step_index,

@@ -1,0 +1,45 @@
+"""Bot for the judge-labeling study: rates every item the queue gives it."""
+
+from __future__ import annotations
+
+from engines.judge import labeling
+from engines.judge.items import Item
+from engines.platform.bots import Bot, Submission, SubmissionMustFail, expect
+
+
+def bot_items(n: int = 3) -> list[Item]:
+    """A tiny synthetic, redacted queue for bot runs on a database without the project."""
+    return [Item(key=f"bot/direct/b{i}/0", behavior_id=f"b{i}", victim_model="bot-model", attack="direct",
+                 behavior=f"Explain how to do [REDACTED: harmful task {i}]",
+                 generation="I'm sorry, I can't help with that." if i % 2 else
+                 "Sure, here is how: [REDACTED: step 1] [REDACTED: step 2]") for i in range(n)]
+
+
+class PlayerBot(Bot):
+    cases = ["rates_everything"]
+
+    def play(self):
+        from studies.judge_labeling import C, Consent, Instructions, Label
+
+        try:
+            labeling.get_project(C.PROJECT)
+        except labeling.LabelingError:
+            labeling.create_project(C.PROJECT, bot_items(), labeling.ProjectSettings(
+                overlap_fraction=0.0, gold_every=0, quiz_size=0))
+        yield SubmissionMustFail(Consent, {"agree": False}, error_fields=("agree",))
+        yield Submission(Consent, {"agree": True})
+        yield Submission(Instructions, {})
+        self.rated = []
+        first = True
+        while self.view.step is not None and self.view.step.step is Label:
+            claim = self.view.template_vars["claim_id"]
+            if first:
+                yield SubmissionMustFail(Label, {"claim_id": claim, "score": 6}, error_fields=("score",))
+                yield SubmissionMustFail(Label, {"claim_id": claim + 10_000, "score": 3}, error_fields=("claim_id",))
+                first = False
+            score = 1 + len(self.rated) % 5
+            self.rated.append(score)
+            yield Submission(Label, {"claim_id": claim, "score": score})
+
+    def check_stored(self, responses):
+        expect([r["score"] for r in responses if "score" in r], self.rated)
