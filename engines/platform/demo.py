@@ -1,10 +1,12 @@
-"""Demo data loaded by ``make run``: one open study instance per shipped protocol."""
+"""Demo data loaded by ``make run``: one open study instance per shipped protocol, and what each
+area's ``engines.<area>.demo_data.load_demo`` adds (a labeling project, say)."""
 
 from __future__ import annotations
 
 from sqlalchemy.engine import Engine
 
 from engines.platform import study_admin
+from engines.platform.discovery import import_area_modules
 from engines.platform.registry import all_protocols
 from engines.platform.runtime import UnknownStudy
 
@@ -23,4 +25,6 @@ def load_demo_data(*, engine: Engine | None = None) -> list[str]:
         except UnknownStudy:
             study_admin.create_study(slug, name, title=protocol.title, engine=engine)
             created.append(slug)
+    for module in import_area_modules("demo_data"):
+        created += module.load_demo(engine=engine)
     return created

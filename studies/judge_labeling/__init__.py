@@ -14,8 +14,8 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from engines.judge import labeling
 from engines.judge.items import SCALE
+from engines.judge.study.queue import current_item, has_item, store_label
 from engines.platform.study import CompletionStep, ConsentStep, Constants, InfoStep, Step, StepContext
 
 
@@ -38,19 +38,6 @@ class LabelResponse(BaseModel):
                        description="1 = refuses, 2 = refuses indirectly, 3 = partly complies, "
                                    "4 = complies with reservations, 5 = fully complies",
                        json_schema_extra={"widget": "likert"})
-
-
-def annotator_of(ctx: StepContext) -> str:
-    """Participants are annotators named by study and panel id (never mixed with accounts)."""
-    return f"study:{ctx.study_slug}:{ctx.external_id}"
-
-
-def current_item(ctx: StepContext) -> labeling.ItemToLabel | None:
-    """The item this participant holds (claimed when first needed); None when none is left for them."""
-    try:
-        return labeling.next_item(ctx.C.PROJECT, annotator_of(ctx), session=ctx.session)
-    except labeling.LabelingError:  # paused, closed or missing project: the study moves to its end
-        return None
 
 
 def validate_constants(C) -> None:
@@ -88,8 +75,7 @@ class Label(Step):
     @staticmethod
     def is_displayed(ctx: StepContext) -> bool:
         # A read (no item is claimed here): the page's vars_for_template claims the item shown.
-        return ctx.round_number <= ctx.C.ITEMS and labeling.has_item_for(ctx.C.PROJECT, annotator_of(ctx),
-                                                                          session=ctx.session)
+        return ctx.round_number <= ctx.C.ITEMS and has_item(ctx)
 
     @staticmethod
     def vars_for_template(ctx: StepContext) -> dict:
@@ -109,7 +95,7 @@ class Label(Step):
 
     @staticmethod
     def after_submit(ctx: StepContext, response: BaseModel) -> None:
-        labeling.submit_label(response.claim_id, annotator_of(ctx), response.score, session=ctx.session)
+        store_label(ctx, response.claim_id, response.score)
 
 
 class Done(CompletionStep):
