@@ -83,3 +83,35 @@ def test_the_adjudicator_decides_a_disagreement(sqlite_db):
     at.button(key="judge-decide-3").click().run()
     assert labeling.labelled_items("p1")[0].adjudicated == {"score": 3, "by": f"user:{identity.user_id}"}
     assert [s.value for s in at.success] == ["No disagreement waits for a decision."]
+
+
+def test_a_project_is_created_from_the_demo_set_on_the_page(sqlite_db):
+    at, _ = _open(str(ROOT / "pages" / "judge_projects.py"), role="researcher")
+    at.text_input(key="judge-new-slug").input("wave-a")
+    at.radio(key="judge-new-source").set_value("The synthetic demo set")
+    at.number_input(key="judge-new-quiz").set_value(5)
+    at.form_submit_button[0].click().run()
+    assert not at.exception
+    assert [s.value for s in at.success] == ["Created labeling project 'wave-a' with 1,120 items."]
+    progress = labeling.progress("wave-a")
+    assert (progress.items, progress.gold_items) == (1120, 40)
+    assert labeling.get_project("wave-a").quiz_size == 5
+
+
+def test_a_bad_project_name_is_refused_on_the_page(sqlite_db):
+    at, _ = _open(str(ROOT / "pages" / "judge_projects.py"), role="researcher")
+    at.text_input(key="judge-new-slug").input("Wave A")
+    at.radio(key="judge-new-source").set_value("The synthetic demo set")
+    at.form_submit_button[0].click().run()
+    assert [e.value for e in at.error] == [
+        "'Wave A' is not a valid project name: use lowercase letters, digits and dashes."]
+    assert labeling.list_projects() == []
+
+
+def test_make_run_loads_the_demo_labeling_project(sqlite_db):
+    from engines.platform.demo import load_demo_data
+
+    created = load_demo_data()
+    assert "judge-labeling" in created and "labeling project demo-labeling" in created
+    assert labeling.progress("demo-labeling").items == 1120
+    assert load_demo_data() == []  # once only
