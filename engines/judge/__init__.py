@@ -14,9 +14,15 @@ Modules, one job each:
 - data: ``items`` (the item schema), ``importers`` (HarmBench, JailbreakBench, generic JSONL/CSV),
   ``exporters`` (back to HarmBench results and JBB ``jailbreaks[]``, with the human labels),
   ``demo`` (the synthetic, redacted demo set in ``assets/judge/``);
-- the judges: ``judges`` (string, prompt and learned judges behind one interface), ``backends``
-  (the model role: local transformers, OpenAI-compatible endpoints, the offline default),
+- the judges: ``prompts`` (the upstream prompts and parsers), ``judges`` (string, prompt and
+  learned judges behind one interface), ``learned`` (the offline MiniLM + logistic-regression
+  judge), ``backends`` (the model role: local transformers, OpenAI-compatible endpoints),
   ``judging`` (a batch run with a resumable cache);
-- the audit: ``audit`` (metrics, breakdowns, clustered bootstrap, ASR inflation, agreement, subsets);
-- the surfaces: ``jobs`` (background jobs) and ``__main__`` (``python -m engines.judge``).
+- the audit: ``audit_table`` (items, labels and verdicts as arrays), ``metrics`` (confusion
+  metrics, AUROC, the clustered bootstrap), ``asr`` (ASR, precision correction, inflation),
+  ``agreement`` (kappa, alpha, concordance), ``subsets`` (ReliableBench- and JudgeStressTest-like),
+  ``audit`` (the report), ``audit_cli``;
+- labeling: ``models`` (tables), ``labeling`` (projects, the queue, labels, adjudication),
+  ``study/`` (the panel study's queue), ``demo_data`` (the demo project ``make run`` loads);
+- the surfaces: ``cli_data``, ``jobs`` (background jobs) and ``__main__`` (``python -m engines.judge``).
 """

@@ -1,0 +1,109 @@
+"""``python -m engines.judge audit``: judges against human labels, from three files (``__main__`` dispatches).
+
+    python -m engines.judge audit --items items.jsonl --labels labels.csv --verdicts verdicts.csv \\
+        [--human-rule majority|first] [--bootstrap N] [--seed S] [--subsets [--target A] [--min-items N]
+        [--max-cell-std S] [--max-correct K]] [--out audit.json] --json
+
+Files: ``items.jsonl`` (``items.read_items``), ``labels.csv`` (``item_key, annotator, score``,
+optional ``seq`` = labelling order) and ``verdicts.csv`` (``item_key, judge, p_harmful, label``).
+A label or verdict whose ``item_key`` names no item, or a second verdict of the same judge on
+the same item, is an error naming the file, the line and the field. The JSON is
+``AuditResult.to_dict()`` (``engines.judge.audit``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from pathlib import Path
+
+from engines.judge.audit import AuditConfig, audit
+from engines.judge.audit_table import HUMAN_RULES
+from engines.judge.items import JudgeDataError, read_items, read_labels, read_verdicts
+from engines.judge.subsets import ReliableBenchConfig, StressTestConfig
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``audit``."""
+    d, rb, st = AuditConfig(), ReliableBenchConfig(), StressTestConfig()
+    parser.add_argument("--items", type=Path, required=True, help="items.jsonl")
+    parser.add_argument("--labels", type=Path, default=None,
+                        help="labels.csv (item_key, annotator, score[, seq]); default: the items' own labels")
+    parser.add_argument("--verdicts", type=Path, default=None,
+                        help="verdicts.csv (item_key, judge, p_harmful, label); default: the items' own verdicts")
+    parser.add_argument("--human-rule", choices=HUMAN_RULES, default=d.human_rule,
+                        help="an item's human label: the majority of its labels (ties to the adjudicator) "
+                             "or its first label (default %(default)s)")
+    parser.add_argument("--bootstrap", type=int, default=d.bootstrap,
+                        help="resamples of behaviours for 95%% intervals (default %(default)s: none)")
+    parser.add_argument("--seed", type=int, default=d.seed, help="seed of the bootstrap and the subsets")
+    parser.add_argument("--subsets", action="store_true",
+                        help="also build the ReliableBench-like and JudgeStressTest-like subsets")
+    parser.add_argument("--target", type=float, default=rb.target,
+                        help="ReliableBench: mean accuracy the chosen behaviours keep (default %(default)s)")
+    parser.add_argument("--min-items", type=int, default=rb.min_items,
+                        help="ReliableBench: labelled items a behaviour needs (default %(default)s)")
+    parser.add_argument("--max-cell-std", type=float, default=rb.max_cell_std,
+                        help="ReliableBench: largest spread (std) of a behaviour's accuracy across model x attack "
+                             "cells (default: no limit; the spec suggests 0.15)")
+    parser.add_argument("--max-correct", type=int, default=st.max_correct,
+                        help="JudgeStressTest: keep items at most this many judges get right (default %(default)s)")
+    parser.add_argument("--out", type=Path, default=None, help="also write the JSON result to this file")
+
+
+def _line_of(path: Path, key: str, judge: str | None = None) -> int | None:
+    """The line of the first row of ``path`` with this ``item_key`` (and ``judge``), as ``csv`` counts lines."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        for row in reader:
+            if (row.get("item_key") or "").strip() == key and (judge is None or (row.get("judge") or "").strip() == judge):
+                return reader.line_num
+    return None
+
+
+def _check_keys(known: set[str], items_path: Path, labels_path: Path | None, labels, verdicts_path: Path | None,
+                verdicts) -> None:
+    for key, _ in labels or ():
+        if key not in known:
+            raise JudgeDataError(labels_path, _line_of(labels_path, key), "item_key",
+                                 f"no item in {items_path} has the key {key!r}")
+    seen: set[tuple[str, str]] = set()
+    for key, verdict in verdicts or ():
+        if key not in known:
+            raise JudgeDataError(verdicts_path, _line_of(verdicts_path, key, verdict.judge), "item_key",
+                                 f"no item in {items_path} has the key {key!r}")
+        if (key, verdict.judge) in seen:
+            first = _line_of(verdicts_path, key, verdict.judge)
+            with verdicts_path.open(encoding="utf-8", newline="") as handle:
+                reader = csv.DictReader(handle)
+                lines = [reader.line_num for row in reader
+                         if (row.get("item_key") or "").strip() == key and (row.get("judge") or "").strip() == verdict.judge]
+            raise JudgeDataError(verdicts_path, lines[1] if len(lines) > 1 else None, "item_key",
+                                 f"a second verdict of {verdict.judge!r} on {key!r} (the first is on line {first})")
+        seen.add((key, verdict.judge))
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Audit safety judges against human labels: metrics, breakdowns, intervals, ASR inflation, agreement."""
+    config = AuditConfig(human_rule=args.human_rule, bootstrap=args.bootstrap, seed=args.seed, subsets=args.subsets,
+                         reliable_bench=ReliableBenchConfig(target=args.target, min_items=args.min_items,
+                                                         max_cell_std=args.max_cell_std, seed=args.seed),
+                         stress_test=StressTestConfig(max_correct=args.max_correct, seed=args.seed))
+    items = read_items(args.items)
+    labels = read_labels(args.labels) if args.labels is not None else None
+    verdicts = read_verdicts(args.verdicts) if args.verdicts is not None else None
+    _check_keys({item.key for item in items}, args.items, args.labels, labels, args.verdicts, verdicts)
+    result = audit(items, labels, verdicts, config).to_dict()
+    if args.out is not None:
+        _write_json(result, args.out)
+    return result
+
+
+def _write_json(result: dict, out: Path) -> None:
+    """Write the result as JSON without leaving a half-written file."""
+    import json
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(out)
