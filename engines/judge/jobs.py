@@ -7,19 +7,36 @@ job started again after a crash or a cancel judges only what is missing.
 
 Items come from the shipped synthetic demo set (``items="demo"``) or from a JSONL file inside the
 data directory (where the pages keep imported files); a job reads no other path.
+
+``judge.audit`` is the command line's ``audit``: items and labels of a labeling project (or files),
+verdicts of finished ``judge.run`` jobs (or files); it writes ``audit.json`` into the job's folder.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from engines.judge.items import read_items, write_verdicts
+from engines.judge import labeling
+from engines.judge.audit import AuditConfig, audit
+from engines.judge.items import (
+    Item,
+    Label,
+    Verdict,
+    read_items,
+    read_labels,
+    read_verdicts,
+    write_items,
+    write_verdicts,
+)
 from engines.judge.judges import JUDGES, get_judge
 from engines.judge.judging import judge_items
-from engines.platform.jobqueue import JobContext, register_job
+from engines.platform.jobqueue import JobContext, JobError, get_job, job_result_file, list_jobs, register_job
+from engines.platform.models import Job, JobStatus
 from engines.platform.private_files import private_dir
 from engines.platform.settings import REPO_ROOT, get_settings
 
@@ -99,3 +116,222 @@ def judge_run_job(ctx: JobContext, **params) -> dict:
     write_verdicts(result.rows, out)
     ctx.log(result.summary())
     return {"result_path": str(out), **result.to_dict(), "items": p.items, "backend": p.backend}
+
+
+# ----------------------------------------------------------------------------- judge.audit
+#
+# The command line's ``audit`` (``engines.judge.audit.audit``) in the job queue, for the Research ->
+# Judge audit page: items and labels from a labeling project or from files, verdicts from finished
+# ``judge.run`` jobs or files; the result is ``audit.json`` (``AuditResult.to_dict()``) in the job's folder.
+
+AUDIT = "judge.audit"
+AUDIT_FILE = "audit.json"
+DEMO_LABELS = REPO_ROOT / "assets" / "judge" / "demo_labels.csv"
+PROJECT_ITEMS = "items.jsonl"
+
+
+def data_file(value: str, field: str, demo: Path | None = None) -> Path:
+    """The file a job parameter names: ``demo`` (when the field has a shipped demo file) or a path under the data directory.
+
+    Raises:
+        ValueError: a path outside the data directory, named with the parameter (a job reads only what the app stored).
+    """
+    if value == "demo" and demo is not None:
+        return demo
+    data_dir = get_settings().data_dir.resolve()
+    path = Path(value)
+    path = (path if path.is_absolute() else data_dir / path).resolve()
+    if not path.is_relative_to(data_dir):
+        allowed = "'demo' or a file" if demo is not None else "a file"
+        raise ValueError(f"{field} must be {allowed} under the data directory ({data_dir}), got {value!r}")
+    return path
+
+
+class JudgeAuditParams(BaseModel):
+    """Parameters of a ``judge.audit`` job.
+
+    The items and labels come from a labeling ``project`` or from files (``items``, optional ``labels``);
+    with neither, the shipped synthetic demo set. The verdicts come from finished ``judge.run`` jobs
+    (``verdict_jobs``) and/or verdicts files; with none, the items' own ``judges`` (if any).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    project: str | None = Field(default=None, min_length=1, max_length=128,
+                                title="Labeling project whose items, labels and adjudications to audit")
+    items: str | None = Field(default=None, min_length=1, max_length=500,
+                              title="Items: 'demo' or a JSONL file under the data directory (with no project)")
+    labels: str | None = Field(default=None, min_length=1, max_length=500,
+                               title="Labels: 'demo' or a labels.csv under the data directory (none: the items' own)")
+    verdict_jobs: list[int] = Field(default_factory=list, max_length=100,
+                                    title="Finished judge.run jobs whose verdicts.csv to audit")
+    verdicts: list[str] = Field(default_factory=list, max_length=100,
+                                title="verdicts.csv files under the data directory")
+    human_rule: Literal["majority", "first"] = Field(default="majority", title="Human label of an item")
+    bootstrap: int = Field(default=0, ge=0, le=10_000, title="Bootstrap resamples of behaviours (0: no intervals)")
+    seed: int = Field(default=0, ge=0, title="Seed of the bootstrap")
+    subsets: bool = Field(default=False, title="Also build the ReliableBench-like and JudgeStressTest-like subsets")
+
+    @field_validator("items")
+    @classmethod
+    def _items_inside(cls, value: str | None) -> str | None:
+        if value is not None:
+            data_file(value, "items", DEMO_ITEMS)
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _labels_inside(cls, value: str | None) -> str | None:
+        if value is not None:
+            data_file(value, "labels", DEMO_LABELS)
+        return value
+
+    @field_validator("verdict_jobs")
+    @classmethod
+    def _finished_verdict_jobs(cls, value: list[int]) -> list[int]:
+        for job_id in value:
+            verdict_job_file(job_id)  # a ValueError naming the job and why its verdicts cannot be read
+        return value
+
+    @field_validator("verdicts")
+    @classmethod
+    def _verdicts_inside(cls, value: list[str]) -> list[str]:
+        for path in value:
+            data_file(path, "verdicts", None)
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> JudgeAuditParams:
+        if self.project is not None and (self.items is not None or self.labels is not None):
+            raise ValueError("give either a labeling project or items (and labels) files, not both")
+        if self.labels is not None and self.items is None:
+            raise ValueError("labels need the items they label: give items as well")
+        return self
+
+
+def verdict_job_file(job_id: int) -> Path:
+    """The verdicts.csv of a finished ``judge.run`` job.
+
+    Raises:
+        ValueError: no such job, another kind of job, not (yet) succeeded, or its file is gone; the message says which.
+    """
+    try:
+        job = get_job(job_id)
+    except JobError as exc:
+        raise ValueError(f"verdict job {job_id}: {exc}") from None
+    if job.kind != RUN:
+        raise ValueError(f"job {job_id} is a {job.kind} job, not a {RUN} job: it has no verdicts")
+    if job.status != JobStatus.SUCCEEDED:
+        raise ValueError(f"{RUN} job {job_id} has not succeeded (it is {job.status}): its verdicts are not complete")
+    try:
+        return job_result_file(job_id)
+    except JobError:
+        raise ValueError(f"{RUN} job {job_id} succeeded but its {VERDICTS_FILE} is gone") from None
+
+
+def audit_source(p: JudgeAuditParams) -> tuple[list[Item], list[tuple[str, Label]] | None, str]:
+    """(items, labels or None for the items' own, a description) of an audit job's parameters."""
+    if p.project is not None:
+        return labeled_project_items(p.project), None, f"labeling project {p.project}"
+    items_file = data_file(p.items or "demo", "items", DEMO_ITEMS)
+    labels = p.labels if p.items is not None else "demo"  # nothing named: the demo set with its labels
+    if labels is None:
+        return read_items(items_file), None, f"{items_file.name} (labels inside the items)"
+    labels_file = data_file(labels, "labels", DEMO_LABELS)
+    source = "the synthetic demo set" if items_file == DEMO_ITEMS else f"{items_file.name} + {labels_file.name}"
+    return read_items(items_file), read_labels(labels_file), source
+
+
+def labeled_project_items(slug: str) -> list[Item]:
+    """A labeling project's regular items with their labels and adjudications (gold items stay out)."""
+    try:
+        return labeling.labelled_items(slug)
+    except labeling.LabelingError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def project_items_param(slug: str) -> str:
+    """The ``items`` parameter of ``judge.run`` jobs over a labeling project (``project_items_file`` writes it)."""
+    return str(Path("judge") / "projects" / slug / PROJECT_ITEMS)
+
+
+def project_items_file(slug: str) -> str:
+    """Write a labeling project's items (no labels) where a ``judge.run`` job can read them; returns that
+    ``items`` parameter (a path relative to the data directory). The same items as its audit reads."""
+    items = [item.model_copy(update={"labels": [], "adjudicated": None}) for item in labeled_project_items(slug)]
+    path = get_settings().data_dir / project_items_param(slug)
+    private_dir(path.parent)  # generations are the project's data: kept private like the verdict cache
+    write_items(items, path)
+    return project_items_param(slug)
+
+
+def matching_verdicts(rows: list[tuple[str, Verdict]], keys: set[str], source: str) -> tuple[list, int]:
+    """The verdicts on the audited items and how many were on other items (a judge.run over the whole
+    demo set includes its gold items, which a project's audit leaves out).
+
+    Raises:
+        ValueError: none of the verdicts names an audited item (verdicts of some other item set).
+    """
+    kept = [(key, verdict) for key, verdict in rows if key in keys]
+    if rows and not kept:
+        raise ValueError(f"none of the {len(rows)} verdicts of {source} names an item of this audit: "
+                         "were they made on other items?")
+    return kept, len(rows) - len(kept)
+
+
+@register_job(AUDIT, title="Judge: audit safety judges against human labels", params=JudgeAuditParams)
+def judge_audit_job(ctx: JobContext, **params) -> dict:
+    """Audit judges against the human labels; writes audit.json (the command line's ``audit --json``)."""
+    p = JudgeAuditParams(**params)
+    ctx.progress(0.0, "reading items and labels")
+    items, labels, source = audit_source(p)
+    keys = {item.key for item in items}
+    verdicts: list[tuple[str, Verdict]] | None = None
+    dropped = 0
+    sources = [(verdict_job_file(job_id), f"{RUN} job {job_id}") for job_id in p.verdict_jobs]
+    sources += [(data_file(path, "verdicts"), path) for path in p.verdicts]
+    if sources:
+        verdicts = []
+        for path, name in sources:
+            ctx.progress(0.05, f"reading the verdicts of {name}")
+            kept, n_other = matching_verdicts(read_verdicts(path), keys, name)
+            verdicts += kept
+            dropped += n_other
+        if dropped:
+            ctx.log(f"{dropped} verdicts name items outside this audit (e.g. gold items) and were left out")
+    config = AuditConfig(human_rule=p.human_rule, bootstrap=p.bootstrap, seed=p.seed, subsets=p.subsets)
+
+    def on_progress(fraction: float, message: str) -> None:
+        ctx.progress(0.1 + 0.8 * fraction, message)  # raises on cancel
+
+    ctx.progress(0.1, f"auditing {len(items):,} items" + (f" with {p.bootstrap:,} resamples" if p.bootstrap else ""))
+    result = audit(items, labels, verdicts, config, progress=on_progress)
+    ctx.progress(0.95, f"writing {AUDIT_FILE}")
+    data = {**result.to_dict(), "source": source, "verdicts_left_out": dropped}
+    out = ctx.result_dir / AUDIT_FILE
+    partial = out.with_suffix(".json.partial")  # renamed when complete: a reader never sees half a file
+    partial.write_text(json.dumps(data, indent=1, allow_nan=False), encoding="utf-8")
+    partial.replace(out)
+    ctx.log(result.summary)
+    return {"result_path": str(out), "summary": result.summary, "source": source, "judges": list(result.judges),
+            "n_items": result.n_items, "n_human_labelled": result.n_human_labelled, "verdicts_left_out": dropped}
+
+
+def verdict_jobs(items: str | None = None, *, limit: int = 100) -> list[Job]:
+    """The newest ``judge.run`` jobs (any status), of the ``items`` parameter given (None: all)."""
+    jobs = list_jobs(kind=RUN, limit=limit)
+    return [job for job in jobs if items is None or job.params.get("items") == items]
+
+
+def audit_jobs(*, limit: int = 50) -> list[Job]:
+    """The newest ``judge.audit`` jobs (any status)."""
+    return list_jobs(kind=AUDIT, limit=limit)
+
+
+def read_audit(job_id: int) -> dict:
+    """The audit.json of a finished ``judge.audit`` job (``AuditResult.to_dict()`` plus ``source``).
+
+    Raises:
+        JobError: no such job, or it has no result file; the message gives its status.
+    """
+    return json.loads(job_result_file(job_id).read_text(encoding="utf-8"))
