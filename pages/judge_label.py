@@ -13,6 +13,7 @@ from engines.judge import labeling
 from engines.judge.items import FLAGS, SCALE
 from pages import _ui as ui
 
+SHORT = {1: "Refusal", 2: "Indirect refusal", 3: "Partial", 4: "With reservations", 5: "Full compliance"}
 PAGE = {"title": "Label", "group": "Annotate", "roles": ["annotator", "researcher"], "icon": ":material/label:",
         "order": 0}
 SHOWN_AT = "judge-label-shown"  # claim id -> when this browser first showed it (for time per item)
@@ -72,7 +73,7 @@ rationale = st.text_input("One-line rationale (optional)", key=f"judge-rationale
 
 st.markdown("**Score** (keys 1–5)")
 for column, (score, text) in zip(st.columns(5), SCALE.items(), strict=True):
-    if column.button(f"{score} · {text.split(':')[0]}", key=f"judge-score-{score}", shortcut=str(score),
+    if column.button(f"{score} · {SHORT[score]}", key=f"judge-score-{score}", shortcut=str(score),
                      help=text, width="stretch"):
         labeling.submit_label(shown.claim_id, annotator, score, flags=flags, rationale=rationale,
                               ms_spent=int(1000 * (time.time() - shown_at)))

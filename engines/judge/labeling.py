@@ -27,7 +27,7 @@ from datetime import timedelta
 
 from sqlalchemy import case, func
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select
+from sqlmodel import Session, select, update
 
 from engines.judge.items import FLAGS, HARMFUL_FROM, Item, Label
 from engines.judge.models import Adjudication, HumanLabel, LabelingClaim, LabelingItem, LabelingProject
@@ -35,7 +35,6 @@ from engines.platform.db import read_session, write_transaction
 from engines.platform.models import utcnow
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9\-]{0,62}$")
-ACTIVE = ("open", "done")  # claims that hold a place among an item's wanted labels
 
 
 class LabelingError(ValueError):
@@ -224,6 +223,12 @@ def _lock_project(session: Session, slug: str) -> LabelingProject:
     return project
 
 
+def _count(session: Session, item_id: int, change: int) -> None:
+    """Move an item's count of claims holding a place (``LabelingItem.active_claims``)."""
+    session.exec(update(LabelingItem).where(LabelingItem.id == item_id)
+                 .values(active_claims=LabelingItem.active_claims + change))
+
+
 def _release_stale(session: Session, project: LabelingProject) -> None:
     # An item whose annotator went away goes back to the queue (for others: the claim row stays,
     # so it never comes back to the same person).
@@ -233,6 +238,7 @@ def _release_stale(session: Session, project: LabelingProject) -> None:
     for claim in stale:
         claim.status = "released"
         claim.finished_at = utcnow()
+        _count(session, claim.item_id, -1)
         session.add(claim)
 
 
@@ -278,11 +284,13 @@ def _claim(session: Session, project: LabelingProject, row: LabelingItem, annota
     claim = LabelingClaim(project_id=project.id, item_id=row.id, annotator=annotator, purpose=purpose)
     session.add(claim)
     session.flush()
+    _count(session, row.id, +1)
     return claim
 
 
-def _unclaimed_by(annotator: str):
-    return ~LabelingItem.id.in_(select(LabelingClaim.item_id).where(LabelingClaim.annotator == annotator))
+def _unclaimed_by(project: LabelingProject, annotator: str):
+    return ~LabelingItem.id.in_(select(LabelingClaim.item_id).where(LabelingClaim.project_id == project.id,
+                                                                    LabelingClaim.annotator == annotator))
 
 
 def next_item(slug: str, annotator: str, *, session: Session | None = None,
@@ -303,7 +311,7 @@ def next_item(slug: str, annotator: str, *, session: Session | None = None,
         _release_stale(session, project)
         held = session.exec(select(LabelingClaim, LabelingItem).join(LabelingItem, LabelingItem.id == LabelingClaim.item_id)
                             .where(LabelingClaim.project_id == project.id, LabelingClaim.annotator == annotator,
-                                   LabelingClaim.status == "open").order_by(LabelingClaim.id)).first()
+                                   LabelingClaim.status == "open").order_by(LabelingClaim.id).limit(1)).first()
         status = _status(session, project, annotator)
         if held is not None:
             return _to_label(held[0], held[1], status, project)
@@ -313,33 +321,36 @@ def next_item(slug: str, annotator: str, *, session: Session | None = None,
         if project.quiz_size and status.quiz_passed is None:
             quiz_ids = select(LabelingItem.id).where(LabelingItem.project_id == project.id, LabelingItem.is_gold) \
                 .order_by(LabelingItem.position).limit(project.quiz_size)
-            row = session.exec(gold_rows.where(LabelingItem.id.in_(quiz_ids), _unclaimed_by(annotator))
-                               .order_by(LabelingItem.position)).first()
+            row = session.exec(gold_rows.where(LabelingItem.id.in_(quiz_ids), _unclaimed_by(project, annotator))
+                               .order_by(LabelingItem.position).limit(1)).first()
             if row is not None:
                 return _to_label(_claim(session, project, row, annotator, "quiz"), row, status, project)
         regular_done = status.labelled - status.quiz_done - status.gold_checks
         if project.gold_every and regular_done and regular_done % project.gold_every == 0 \
                 and regular_done // project.gold_every > status.gold_checks:
-            row = session.exec(gold_rows.where(_unclaimed_by(annotator)).order_by(LabelingItem.position)).first()
+            row = session.exec(gold_rows.where(_unclaimed_by(project, annotator)).order_by(LabelingItem.position)
+                               .limit(1)).first()
             if row is not None:
                 return _to_label(_claim(session, project, row, annotator, "gold"), row, status, project)
-        row = session.exec(_available_rows(project, annotator)).first()
+        row = _available_row(session, project, annotator)
         if row is None:
             return None
         return _to_label(_claim(session, project, row, annotator, "queue"), row, status, project)
 
 
-def _available_rows(project: LabelingProject, annotator: str):
-    """Regular items that still want a label and that this annotator never held, taken first."""
-    active = (select(LabelingClaim.item_id, func.count().label("n")).where(
-        LabelingClaim.project_id == project.id, LabelingClaim.status.in_(ACTIVE))
-        .group_by(LabelingClaim.item_id).subquery())
-    taken = func.coalesce(active.c.n, 0)
-    return (select(LabelingItem).join(active, active.c.item_id == LabelingItem.id, isouter=True)
-            .where(LabelingItem.project_id == project.id, ~LabelingItem.is_gold, taken < LabelingItem.target_labels,
-                   _unclaimed_by(annotator))
-            # Items someone already started first (their overlap completes sooner), then queue order.
-            .order_by(case((taken > 0, 0), else_=1), LabelingItem.position))
+def _available_row(session: Session, project: LabelingProject, annotator: str) -> LabelingItem | None:
+    """The next regular item that still wants a label and that this annotator never held: one
+    someone already started first (its overlap completes sooner), else the first in queue order.
+    Both reads go by index (the started ones are few; the queue is read in position order)."""
+    wanting = select(LabelingItem).where(
+        LabelingItem.project_id == project.id, ~LabelingItem.is_gold,
+        LabelingItem.active_claims < LabelingItem.target_labels, _unclaimed_by(project, annotator))
+    # LIMIT 1 in SQL: Result.first() alone would fetch (and decode) every matching row.
+    started = session.exec(wanting.where(LabelingItem.active_claims > 0).order_by(LabelingItem.position)
+                           .limit(1)).first()
+    if started is not None:
+        return started
+    return session.exec(wanting.order_by(LabelingItem.position).limit(1)).first()
 
 
 def has_item_for(slug: str, annotator: str, *, session: Session | None = None, engine: Engine | None = None) -> bool:
@@ -359,7 +370,7 @@ def has_item_for(slug: str, annotator: str, *, session: Session | None = None, e
             return False
         if project.quiz_size and status.quiz_passed is None:
             return True  # the quiz has quiz_size gold items, checked when the project was created
-        return session.exec(_available_rows(project, annotator)).first() is not None
+        return _available_row(session, project, annotator) is not None
 
 
 def _own_open_claim(session: Session, claim_id: int, annotator: str) -> LabelingClaim:
@@ -390,6 +401,8 @@ def submit_label(claim_id: int, annotator: str, score: int, *, flags: list[str] 
             raise LabelingError("You skipped this item; undo the skip to label it.")
         # A released claim still takes its label: the work was done, and losing it would be worse
         # than one label more than the overlap asked for.
+        if claim.status == "released":
+            _count(session, claim.item_id, +1)  # the late label holds a place again
         label = HumanLabel(project_id=claim.project_id, item_id=claim.item_id, claim_id=claim.id, annotator=annotator,
                            score=score, flags=list(flags), rationale=rationale or "",
                            ms_spent=None if ms_spent is None else max(0, int(ms_spent)))
@@ -412,6 +425,8 @@ def skip(claim_id: int, annotator: str, reason: str, *, session: Session | None 
         claim = _own_open_claim(session, claim_id, annotator)
         if claim.status in ("done", "skipped"):
             return
+        if claim.status == "open":
+            _count(session, claim.item_id, -1)
         claim.status = "skipped"
         claim.skip_reason = reason
         claim.finished_at = utcnow()
@@ -426,7 +441,7 @@ def undo_last(slug: str, annotator: str, *, engine: Engine | None = None) -> str
         claim = session.exec(select(LabelingClaim).where(
             LabelingClaim.project_id == project.id, LabelingClaim.annotator == annotator,
             LabelingClaim.status.in_(("done", "skipped"))).order_by(LabelingClaim.finished_at.desc(),
-                                                                   LabelingClaim.id.desc())).first()
+                                                                   LabelingClaim.id.desc()).limit(1)).first()
         if claim is None:
             return None
         if session.exec(select(Adjudication.id).where(Adjudication.item_id == claim.item_id)).first() is not None:
@@ -437,7 +452,10 @@ def undo_last(slug: str, annotator: str, *, engine: Engine | None = None) -> str
         for other in session.exec(select(LabelingClaim).where(
                 LabelingClaim.project_id == project.id, LabelingClaim.annotator == annotator,
                 LabelingClaim.status == "open")).all():
+            _count(session, other.item_id, -1)
             session.delete(other)
+        if claim.status == "skipped":
+            _count(session, claim.item_id, +1)
         claim.status = "open"
         claim.skip_reason = None
         claim.finished_at = None

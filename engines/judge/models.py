@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from engines.platform.models import utcnow
@@ -43,13 +43,17 @@ class LabelingProject(SQLModel, table=True):
 
 class LabelingItem(SQLModel, table=True):
     __tablename__ = "labeling_item"
-    __table_args__ = (UniqueConstraint("project_id", "key", name="uq_labeling_item_key"),)
+    __table_args__ = (UniqueConstraint("project_id", "key", name="uq_labeling_item_key"),
+                      Index("ix_labeling_item_queue", "project_id", "is_gold", "position"))
 
     id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="labeling_project.id", index=True)
     key: str = Field(max_length=512)
-    position: int = Field(index=True)  # the queue order (stratified shuffle at import)
+    position: int  # the queue order (stratified shuffle at import)
     target_labels: int = 1
+    # Claims that hold one of the wanted places (open or done), kept with every claim change under
+    # the project lock, so finding the next item reads this row instead of counting claims.
+    active_claims: int = 0
     is_gold: bool = False
     gold_score: int | None = None
     item: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))  # the Item, as imported
@@ -59,12 +63,13 @@ class LabelingClaim(SQLModel, table=True):
     """An item given to an annotator. ``status``: open | done | skipped | released."""
 
     __tablename__ = "labeling_claim"
-    __table_args__ = (UniqueConstraint("item_id", "annotator", name="uq_labeling_claim_item_annotator"),)
+    __table_args__ = (UniqueConstraint("item_id", "annotator", name="uq_labeling_claim_item_annotator"),
+                      Index("ix_labeling_claim_annotator", "project_id", "annotator", "status"))
 
     id: int | None = Field(default=None, primary_key=True)
     project_id: int = Field(foreign_key="labeling_project.id", index=True)
     item_id: int = Field(foreign_key="labeling_item.id", index=True)
-    annotator: str = Field(max_length=160, index=True)
+    annotator: str = Field(max_length=160)
     purpose: str = Field(default="queue", max_length=16)  # queue | gold | quiz
     status: str = Field(default="open", max_length=16, index=True)
     claimed_at: datetime = Field(default_factory=utcnow)

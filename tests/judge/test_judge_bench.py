@@ -46,3 +46,22 @@ def test_quick_run_writes_the_audit_section(tmp_path):
     assert result["headline"]["median_s"] == audit["median_s"]
     assert audit["sanity"]["has_intervals"] and audit["sanity"]["finite_accuracy"]
     assert set(audit["sanity"]["pooled_accuracy"]) == {f"judge{j}" for j in range(audit["judges"])}
+
+
+def test_quick_run_measures_label_latency_and_judge_throughput(tmp_path):
+    out = tmp_path / "judge.json"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HAI_BENCH_PG_URL": "", "HAI_TEST_DATABASE_URL": ""}
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    sqlite = result["results"]["label_latency"]["sqlite"]
+    # 40 items, 20% of them (8) wanting a second label: every annotator's labels together.
+    assert (sqlite["annotators"], sqlite["items"], sqlite["labels"]) == (10, 40, 48)
+    assert sqlite["p50_ms"] <= sqlite["p95_ms"]
+    assert sqlite["ratio_to_goal"] == round(sqlite["p95_ms"] / sqlite["goal_p95_ms"], 3)
+    assert result["results"]["label_latency"]["postgresql"]["status"] == "skipped"
+    assert result["goal"]["label_met"]["postgresql"] is None
+    throughput = result["results"]["judge_throughput"]
+    assert set(throughput) == {"gcg-strings", "minilm-logreg"}
+    assert throughput["gcg-strings"]["items"] == 200 and throughput["minilm-logreg"]["items"] == 16

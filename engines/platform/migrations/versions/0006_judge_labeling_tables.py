@@ -2,7 +2,7 @@
 
 Revision ID: 0006
 Revises: 0005
-Create Date: 2026-11-30 18:00:29.413659
+Create Date: 2026-11-30 18:43:45.330375
 """
 from collections.abc import Sequence
 
@@ -46,6 +46,7 @@ def upgrade() -> None:
     sa.Column('key', sqlmodel.sql.sqltypes.AutoString(length=512), nullable=False),
     sa.Column('position', sa.Integer(), nullable=False),
     sa.Column('target_labels', sa.Integer(), nullable=False),
+    sa.Column('active_claims', sa.Integer(), nullable=False),
     sa.Column('is_gold', sa.Boolean(), nullable=False),
     sa.Column('gold_score', sa.Integer(), nullable=True),
     sa.Column('item', sa.JSON(), nullable=False),
@@ -54,8 +55,8 @@ def upgrade() -> None:
     sa.UniqueConstraint('project_id', 'key', name='uq_labeling_item_key')
     )
     with op.batch_alter_table('labeling_item', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_labeling_item_position'), ['position'], unique=False)
         batch_op.create_index(batch_op.f('ix_labeling_item_project_id'), ['project_id'], unique=False)
+        batch_op.create_index('ix_labeling_item_queue', ['project_id', 'is_gold', 'position'], unique=False)
 
     op.create_table('labeling_adjudication',
     sa.Column('id', sa.Integer(), nullable=False),
@@ -89,7 +90,7 @@ def upgrade() -> None:
     sa.UniqueConstraint('item_id', 'annotator', name='uq_labeling_claim_item_annotator')
     )
     with op.batch_alter_table('labeling_claim', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_labeling_claim_annotator'), ['annotator'], unique=False)
+        batch_op.create_index('ix_labeling_claim_annotator', ['project_id', 'annotator', 'status'], unique=False)
         batch_op.create_index(batch_op.f('ix_labeling_claim_item_id'), ['item_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_labeling_claim_project_id'), ['project_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_labeling_claim_status'), ['status'], unique=False)
@@ -129,7 +130,7 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_labeling_claim_status'))
         batch_op.drop_index(batch_op.f('ix_labeling_claim_project_id'))
         batch_op.drop_index(batch_op.f('ix_labeling_claim_item_id'))
-        batch_op.drop_index(batch_op.f('ix_labeling_claim_annotator'))
+        batch_op.drop_index('ix_labeling_claim_annotator')
 
     op.drop_table('labeling_claim')
     with op.batch_alter_table('labeling_adjudication', schema=None) as batch_op:
@@ -137,8 +138,8 @@ def downgrade() -> None:
 
     op.drop_table('labeling_adjudication')
     with op.batch_alter_table('labeling_item', schema=None) as batch_op:
+        batch_op.drop_index('ix_labeling_item_queue')
         batch_op.drop_index(batch_op.f('ix_labeling_item_project_id'))
-        batch_op.drop_index(batch_op.f('ix_labeling_item_position'))
 
     op.drop_table('labeling_item')
     with op.batch_alter_table('labeling_project', schema=None) as batch_op:
