@@ -408,7 +408,7 @@ def audit_report(key: str, *, engine: Engine | None = None, claims: Iterable[Fro
             raise StreamError(f"stream {key!r}: {claim.where} was shown thresholds ({claim.q_harm:.6g}, "
                               f"{claim.q_comp:.6g}), but after update {claim.frozen_seq} the stream had "
                               f"({q_h:.6g}, {q_c:.6g})")
-        row = by_key.get(claim.interaction_key) if claim.interaction_key else None
+        row = by_key.get(claim.interaction_key)  # None (unfinished) names no row; "" is a key like any other
         if row is not None and row.frozen_seq != claim.frozen_seq:
             raise StreamError(f"stream {key!r}: update {row.seq} ({row.interaction_key}) records frozen_seq "
                               f"{row.frozen_seq}, but {claim.where} froze at {claim.frozen_seq}")
