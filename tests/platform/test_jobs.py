@@ -215,10 +215,11 @@ def test_a_running_jobs_process_stops_when_its_executor_does(sqlite_db, tmp_path
     job_id = jobqueue.submit_job("platform.countdown", {"seconds": 120})
     parent = subprocess.Popen([sys.executable, "-c", (
         "import time\n"
-        "from engines.platform.jobqueue import LocalExecutor, get_job\n"
+        "from engines.platform.jobqueue import LocalExecutor\n"
         f"ex = LocalExecutor(1, database_url={sqlite_db!r}, poll_s=0.2)\n"
         "ex.start()\n"
-        f"while get_job({job_id}, engine=ex.engine).status != 'running': time.sleep(0.1)\n"
+        # The job row says running (claimed) a moment before its process exists: wait for the process.
+        "while not ex._running: time.sleep(0.1)\n"
         "print(next(iter(ex._running.values())).pid, flush=True)\n"
         "time.sleep(600)\n")],
         cwd=jobqueue.REPO_ROOT, env={**os.environ, "HAI_DATA_DIR": str(get_settings().data_dir)},
