@@ -37,3 +37,19 @@ def test_every_core_module_and_its_tests_exist():
     for module, tests in mutation.MODULES.items():
         assert (ROOT / module).is_file(), module
         assert tests and all((ROOT / t).is_file() for t in tests), (module, tests)
+
+
+def test_equivalents_are_read_from_every_module_file(tmp_path):
+    mutation = _mutation()
+    (tmp_path / "a.b.json").write_text('{"a.b.x__mutmut_1": "why one"}')
+    (tmp_path / "c.d.json").write_text('{"c.d.y__mutmut_2": "why two"}')
+    assert mutation.load_equivalent(tmp_path) == {"a.b.x__mutmut_1": "why one", "c.d.y__mutmut_2": "why two"}
+
+
+def test_every_listed_equivalent_names_a_core_module_and_says_why():
+    mutation = _mutation()
+    modules = {mutation.module_name(m) for m in mutation.MODULES}
+    for path in (ROOT / "bench" / "mutation_equivalent").glob("*.json"):
+        assert path.stem in modules, path
+        for name, why in mutation.load_equivalent(path.parent).items():
+            assert why.strip(), name

@@ -431,3 +431,251 @@ def test_ensure_admin_on_an_engine_writes_there(other_engine):
     assert auth.ensure_admin("root", "root-password", engine=other_engine) is None
     assert [u.username for u in auth.list_users(engine=other_engine)] == ["root"]
     assert [u.username for u in auth.list_users()] == ["boss"]
+
+
+# --- Exact messages and edges the checks above leave open ---------------------------------------
+
+
+def test_a_username_may_use_every_allowed_character(sqlite_db):
+    identity = auth.create_user("Rhea.Silva+hai_2-x@lab.org", "correct horse", "researcher")
+    assert identity.username == "Rhea.Silva+hai_2-x@lab.org"
+    assert auth.create_user("ab", "correct horse", "researcher").username == "ab"  # 2 characters
+    assert auth.create_user("c" * 64, "correct horse", "researcher").username == "c" * 64
+
+
+def test_duplicate_username_message_names_the_account(sqlite_db):
+    _account("ann")
+    with pytest.raises(auth.AuthError) as refused:
+        auth.create_user("ann", "ann-secret-2", "researcher")
+    assert str(refused.value) == "An account named 'ann' already exists."
+
+
+def test_an_unreadable_stored_hash_is_a_wrong_password_and_counts_as_a_failure(sqlite_db):
+    from engines.platform import login_throttle
+
+    _account("rhea")  # its password_hash is no Argon2 hash at all
+    with pytest.raises(auth.AuthError) as refused:
+        auth.authenticate("rhea", "not-checked-here", address="203.0.113.7")
+    assert str(refused.value) == "Wrong username or password."
+    assert login_throttle.failure_count("rhea") == 1
+    assert login_throttle.failure_count(address="203.0.113.7") == 1
+
+
+def test_wrong_current_passwords_count_for_the_client_address(sqlite_db):
+    from engines.platform import login_throttle
+
+    auth.create_user("rhea", "correct horse", "researcher")
+    with pytest.raises(auth.AuthError):
+        auth.change_own_password("rhea", "a guess", "attacker-chosen-1", address="203.0.113.7")
+    assert login_throttle.failure_count(address="203.0.113.7") == 1
+
+
+def test_a_changed_password_is_no_longer_one_to_change(sqlite_db):
+    identity = auth.create_user("rhea", "correct horse", "researcher", must_change_password=True)
+    auth.change_own_password("rhea", "correct horse", "battery staple")
+    assert not auth.must_change_password(identity.user_id)
+
+
+def test_changing_ones_password_uses_the_engine_it_is_given(other_engine):
+    auth.create_user("rhea", "default-pw", "researcher")
+    rhea = auth.create_user("rhea", "other-pw-1", "researcher", engine=other_engine)
+    assert auth.change_own_password("rhea", "other-pw-1", "other-pw-2", engine=other_engine) == rhea
+    assert auth.authenticate("rhea", "other-pw-2", engine=other_engine) == rhea
+    assert auth.authenticate("rhea", "default-pw").username == "rhea"  # untouched in the default
+
+
+def test_setting_the_same_role_again_keeps_the_account_logged_in(sqlite_db):
+    rhea = _account("rhea")
+    token = auth.start_login_session(rhea)
+    auth.update_user("rhea", role="researcher")
+    assert auth.identity_from_token(token) == rhea
+
+
+def test_raising_a_role_ends_the_accounts_logins(sqlite_db):
+    rhea = _account("rhea")
+    token = auth.start_login_session(rhea)
+    auth.update_user("rhea", role="admin")
+    assert auth.identity_from_token(token) is None
+    assert auth.list_users()[0].role == "admin"
+
+
+def test_a_login_ending_right_now_is_not_swept_by_a_new_one(sqlite_db, monkeypatch):
+    """A login is valid up to and including its expiry instant (see the fourteen-day test), so starting
+    another login at that very instant must keep it."""
+    from datetime import UTC, datetime
+
+    from engines.platform import settings
+
+    monkeypatch.setenv("HAI_LOGIN_IDLE_MINUTES", str(30 * 24 * 60))
+    settings.reset_settings()
+    start = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
+    rhea = _account("rhea")
+    monkeypatch.setattr(auth, "utcnow", lambda: start)
+    first = auth.start_login_session(rhea)
+    monkeypatch.setattr(auth, "utcnow", lambda: start + timedelta(days=14))
+    auth.start_login_session(rhea)
+    assert auth.identity_from_token(first) == rhea
+
+
+@pytest.fixture
+def idle_ten_minutes(sqlite_db, monkeypatch):
+    """Logins end after 10 idle minutes; ``at(t)`` sets auth's clock to 12:00 + t."""
+    from datetime import UTC, datetime
+
+    from engines.platform import settings
+
+    monkeypatch.setenv("HAI_LOGIN_IDLE_MINUTES", "10")
+    settings.reset_settings()
+    start = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+    def at(offset: timedelta) -> None:
+        monkeypatch.setattr(auth, "utcnow", lambda: start + offset)
+
+    return at
+
+
+def test_a_use_a_minute_and_a_second_in_restarts_the_idle_clock(idle_ten_minutes):
+    rhea = _account("rhea")
+    idle_ten_minutes(timedelta(0))
+    token = auth.start_login_session(rhea)
+    idle_ten_minutes(timedelta(minutes=1, seconds=1))
+    assert auth.identity_from_token(token) == rhea  # recorded: more than a minute since the last record
+    idle_ten_minutes(timedelta(minutes=11))  # 10 min after the start, 9:59 after the use
+    assert auth.identity_from_token(token) == rhea
+
+
+def test_a_use_exactly_a_minute_in_is_not_recorded(idle_ten_minutes):
+    """The last activity is written only when more than a minute has passed since it was last written."""
+    rhea = _account("rhea")
+    idle_ten_minutes(timedelta(0))
+    token = auth.start_login_session(rhea)
+    idle_ten_minutes(timedelta(minutes=1))
+    assert auth.identity_from_token(token) == rhea
+    idle_ten_minutes(timedelta(minutes=10, microseconds=1))  # idle since the start's record
+    assert auth.identity_from_token(token) is None
+
+
+def test_ending_no_login_does_nothing(sqlite_db):
+    rhea = _account("rhea")
+    token = auth.start_login_session(rhea)
+    auth.end_login_session(None)
+    auth.end_login_session("")
+    assert auth.identity_from_token(token) == rhea
+    assert auth.identity_from_token("") is None
+
+
+def test_an_unknown_account_has_no_password_to_change(sqlite_db):
+    assert auth.must_change_password(12345) is False
+
+
+def test_a_login_without_a_subject_gets_the_exact_message(sqlite_db):
+    with pytest.raises(auth.OidcRefused) as refused:
+        auth.identity_for_oidc({"email": "rhea@lab.org", "email_verified": True})
+    assert str(refused.value) == "The sign-on provider sent no subject id; ask an admin to check its configuration."
+
+
+def test_an_unverified_email_gets_the_exact_message(sqlite_db):
+    _account("rhea@lab.org")
+    with pytest.raises(auth.OidcRefused) as refused:
+        auth.identity_for_oidc(_claims(verified=False))
+    assert str(refused.value) == ("The sign-on provider has not verified the e-mail address 'rhea@lab.org'; "
+                                  "verify it there, then log in again.")
+
+
+def test_a_bound_account_logs_in_by_its_subject_even_with_an_unverified_email(sqlite_db):
+    rhea = _account("rhea@lab.org")
+    auth.identity_for_oidc(_claims())
+    assert auth.identity_for_oidc({"sub": "sub-1"}) == rhea
+    with read_session() as session:
+        assert session.exec(select(User)).one().oidc_subject == "sub-1"
+
+
+def test_a_bound_account_that_was_deactivated_is_refused_by_subject(sqlite_db):
+    auth.create_user("boss", "boss-password", "admin")
+    _account("rhea@lab.org")
+    auth.identity_for_oidc(_claims())
+    auth.update_user("rhea@lab.org", is_active=False)
+    with pytest.raises(auth.OidcRefused) as refused:
+        auth.identity_for_oidc({"sub": "sub-1"})
+    assert str(refused.value) == "The account 'rhea@lab.org' is deactivated."
+
+
+def test_the_username_is_not_a_new_password_either(sqlite_db):
+    auth.create_user("rhea.silva", "correct horse", "researcher")
+    with pytest.raises(auth.AuthError) as refused:
+        auth.set_password("rhea.silva", "Rhea.Silva")
+    assert str(refused.value) == "The password must not be the username."
+    with pytest.raises(auth.AuthError) as refused:
+        auth.change_own_password("rhea.silva", "correct horse", "RHEA.SILVA")
+    assert str(refused.value) == "The password must not be the username."
+    assert auth.authenticate("rhea.silva", "correct horse").username == "rhea.silva"  # nothing changed
+
+
+def test_a_wrong_current_password_without_an_address_is_counted_without_one(sqlite_db):
+    from engines.platform import login_throttle
+
+    auth.create_user("rhea", "correct horse", "researcher")
+    with pytest.raises(auth.AuthError):
+        auth.change_own_password("rhea", "a guess", "attacker-chosen-1")
+    assert login_throttle.failure_count(address="") == 1
+
+
+def test_a_login_row_records_its_start_last_use_and_end(sqlite_db, monkeypatch):
+    from datetime import UTC, datetime
+
+    start = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
+    rhea = _account("rhea")
+    monkeypatch.setattr(auth, "utcnow", lambda: start)
+    auth.start_login_session(rhea)
+    with read_session() as session:
+        login = session.exec(select(LoginSession)).one()
+    times = (login.created_at, login.last_seen_at, login.expires_at)
+    assert [t.replace(tzinfo=UTC) for t in times] == [start, start, datetime(2030, 1, 15, 12, 0, 0, tzinfo=UTC)]
+
+
+def test_use_through_another_engine_restarts_the_idle_clock_there(other_engine, idle_ten_minutes):
+    rhea = auth.create_user("rhea", "other-pw-1", "researcher", engine=other_engine)
+    idle_ten_minutes(timedelta(0))
+    token = auth.start_login_session(rhea, engine=other_engine)
+    idle_ten_minutes(timedelta(minutes=5))
+    assert auth.identity_from_token(token, engine=other_engine) == rhea  # recorded in the other database
+    idle_ten_minutes(timedelta(minutes=14))
+    assert auth.identity_from_token(token, engine=other_engine) == rhea
+
+
+def test_a_wrong_password_without_an_address_is_counted_without_one(sqlite_db):
+    from engines.platform import login_throttle
+
+    _account("rhea")
+    with pytest.raises(auth.AuthError):
+        auth.authenticate("rhea", "a guess")
+    assert login_throttle.failure_count(address="") == 1
+
+
+def test_the_lockout_is_read_from_the_engine_it_is_given(other_engine):
+    auth.create_user("rhea", "other-pw-1", "researcher", engine=other_engine)
+    for _ in range(5):
+        with pytest.raises(auth.AuthError):
+            auth.authenticate("rhea", "a guess", engine=other_engine)
+    with pytest.raises(auth.LockedOut):
+        auth.authenticate("rhea", "other-pw-1", engine=other_engine)
+
+
+def test_a_login_on_another_engine_forgets_the_failures_there(other_engine):
+    auth.create_user("rhea", "other-pw-1", "researcher", engine=other_engine)
+    for _ in range(4):
+        with pytest.raises(auth.AuthError):
+            auth.authenticate("rhea", "a guess", engine=other_engine)
+    auth.authenticate("rhea", "other-pw-1", engine=other_engine)
+    for _ in range(4):  # four more: still not five in a row
+        with pytest.raises(auth.AuthError):
+            auth.authenticate("rhea", "a guess", engine=other_engine)
+    assert auth.authenticate("rhea", "other-pw-1", engine=other_engine).username == "rhea"
+
+
+def test_a_login_on_another_engine_returns_and_stamps_that_engines_account(other_engine):
+    auth.create_user("boss", "boss-password", "admin")  # user id 1 in the default database
+    root = auth.create_user("root", "root-password", "admin", engine=other_engine)  # user id 1 there
+    assert auth.authenticate("root", "root-password", engine=other_engine) == root
+    assert auth.list_users(engine=other_engine)[0].last_login_at is not None
+    assert auth.list_users()[0].last_login_at is None

@@ -16,7 +16,7 @@ import pytest
 from sqlmodel import select
 
 from engines.platform.bots import run_bot
-from engines.platform.csv_safety import csv_bytes, frame_csv_bytes, neutralise_csv
+from engines.platform.csv_safety import csv_bytes, frame_csv_bytes, map_csv_cells, neutralise_csv
 from engines.platform.db import write_transaction
 from engines.platform.export import export_study
 from engines.platform.models import Participant, StepResponse
@@ -114,3 +114,75 @@ def test_no_code_outside_csv_safety_writes_csv():
                  if path.name != "csv_safety.py"
                  for n, line in enumerate(path.read_text().splitlines(), 1) if writer.search(line)]
     assert offenders == []
+
+
+# --- The writers' other rules, byte for byte ---------------------------------------------------
+
+
+def test_a_header_that_looks_like_a_formula_is_neutralised():
+    assert csv_bytes(["=cmd", "note"], [{"=cmd": 1, "note": "x"}]) == b"'=cmd,note\r\n1,x\r\n"
+
+
+def test_a_missing_key_is_an_empty_cell_and_none_is_empty_too():
+    assert csv_bytes(["a", "b", "c"], [{"a": 1, "c": None}]) == b"a,b,c\r\n1,,\r\n"
+
+
+def test_a_key_outside_the_columns_is_refused_by_default():
+    with pytest.raises(ValueError, match="fields not in fieldnames"):
+        csv_bytes(["a"], [{"a": 1, "secret": "x"}])
+
+
+def test_a_key_outside_the_columns_can_be_dropped():
+    assert csv_bytes(["a"], [{"a": 1, "secret": "x"}], extra="ignore") == b"a\r\n1\r\n"
+
+
+def test_lists_and_dicts_are_written_as_json():
+    """json.dumps by hand: ``[1, "=x"]`` and ``{"k": "-1"}``, the inner quotes doubled by the csv module."""
+    content = csv_bytes(["a", "b"], [{"a": [1, "=x"], "b": {"k": "-1"}}])
+    assert content == b'a,b\r\n"[1, ""=x""]","{""k"": ""-1""}"\r\n'
+
+
+def test_booleans_are_written_as_they_are():
+    assert csv_bytes(["ok"], [{"ok": True}, {"ok": False}]) == b"ok\r\nTrue\r\nFalse\r\n"
+
+
+def test_an_empty_file_a_study_writes_stays_empty():
+    assert neutralise_csv(b"") == b""
+
+
+def test_the_header_of_a_file_a_study_writes_is_neutralised():
+    assert neutralise_csv(b"=cmd,-x\n1,2\n") == b"'=cmd,'-x\r\n1,2\r\n"
+
+
+@pytest.mark.parametrize(("cell", "written"), [
+    ("-.5", "-.5"), ("+5.", "+5."), ("-1E+3", "-1E+3"), ("-1e3", "-1e3"), ("-12.25e-2", "-12.25e-2"), ("+0", "+0"),
+    ("-", "'-"), ("-1e", "'-1e"), ("-e3", "'-e3"), ("-1.2.3", "'-1.2.3"), ("-1 ", "'-1 "), ("+-1", "'+-1"),
+    ("-.", "'-."), ("-1e+", "'-1e+"), ("-0x1F", "'-0x1F"),
+])
+def test_only_whole_plain_numbers_keep_their_sign_unquoted(cell, written):
+    """Numbers as a spreadsheet reads them (sign, digits, one point, an exponent); anything else is text."""
+    assert _cells(neutralise_csv(f"x\n{cell}\n".encode()))[1] == [written]
+
+
+def test_each_body_cell_is_mapped_with_its_column_name():
+    """A row longer than the header: the extra cell has no column name."""
+    content = map_csv_cells(b"a,b\r\n1,2,3\r\n", lambda column, value: f"{column}:{value}")
+    assert content == b"a,b\r\na:1,b:2,:3\r\n"
+
+
+def test_mapping_an_empty_file_returns_it_unchanged():
+    assert map_csv_cells(b"", lambda column, value: "changed") == b""
+
+
+def test_a_dataframe_header_that_looks_like_a_formula_is_neutralised():
+    frame = pd.DataFrame({"=cmd": ["x"], "n": [2]})
+    assert frame_csv_bytes(frame) == b"'=cmd,n\r\nx,2\r\n"
+
+
+def test_a_file_a_study_writes_with_bare_carriage_returns_is_read_row_by_row():
+    """Old Mac line ends ("\\r" alone) still separate rows; the file comes back with RFC 4180's CRLF."""
+    assert neutralise_csv(b"x\r-1+1\r") == b"x\r\n'-1+1\r\n"
+
+
+def test_a_line_break_inside_a_quoted_cell_of_a_study_file_is_kept_exactly():
+    assert neutralise_csv(b'x\r\n"a\r\nb"\r\n') == b'x\r\n"a\r\nb"\r\n'

@@ -17,11 +17,16 @@ def test_the_shipped_list_holds_the_most_common_long_passwords():
     assert all(len(p) >= 8 for p in listed)
 
 
-def test_regenerating_keeps_the_long_passwords_in_frequency_order(tmp_path, monkeypatch):
+@pytest.fixture
+def fake_zxcvbn(monkeypatch):
+    """zxcvbn's frequency list, six passwords long (three of 8+ characters)."""
     fake = types.ModuleType("zxcvbn.frequency_lists")
     fake.FREQUENCY_LISTS = {"passwords": ["123456", "password", "qwerty", "football1", "letmein", "Dragon12"]}
     monkeypatch.setitem(sys.modules, "zxcvbn", types.ModuleType("zxcvbn"))
     monkeypatch.setitem(sys.modules, "zxcvbn.frequency_lists", fake)
+
+
+def test_regenerating_keeps_the_long_passwords_in_frequency_order(tmp_path, fake_zxcvbn):
     out = tmp_path / "security" / "common.txt"
     assert password_policy.write_list(out) == 3
     lines = out.read_text().splitlines()
@@ -32,6 +37,30 @@ def test_regenerating_keeps_the_long_passwords_in_frequency_order(tmp_path, monk
         assert password_policy.common_passwords(out) == frozenset({"password", "football1", "dragon12"})
     finally:
         password_policy.common_passwords.cache_clear()
+
+
+def test_the_regenerated_file_says_where_it_comes_from(tmp_path, fake_zxcvbn):
+    """The two header lines, as the shipped file has them (written out by hand)."""
+    out = tmp_path / "common.txt"
+    password_policy.write_list(out)
+    assert out.read_text().splitlines()[:2] == [
+        "# Common and breached passwords of at least 8 characters, most frequent first.",
+        "# From zxcvbn 4.5.0's frequency list (MIT licence); regenerate: python -m engines.platform.password_policy"]
+
+
+def test_regenerating_creates_missing_folders(tmp_path, fake_zxcvbn):
+    out = tmp_path / "checkout" / "assets" / "security" / "common.txt"  # none of the folders exists yet
+    assert password_policy.write_list(out) == 3
+    assert out.read_text().splitlines()[2:] == ["password", "football1", "Dragon12"]
+
+
+def test_regenerating_replaces_the_existing_list(tmp_path, fake_zxcvbn):
+    out = tmp_path / "security" / "common.txt"
+    out.parent.mkdir()
+    out.write_text("# an older list\nletmein123\n")
+    password_policy.write_list(out)
+    assert "letmein123" not in out.read_text().splitlines()
+    assert out.read_text().splitlines()[2:] == ["password", "football1", "Dragon12"]
 
 
 @pytest.mark.parametrize(("password", "message"), [
