@@ -61,7 +61,8 @@ def lockout(username: str, address: str = "", *, engine: Engine | None = None) -
         if until is not None:
             return Lockout("username", until)
         if address:
-            until = _unlocks_at(session, LoginFailure.address, address, MAX_FAILURES_PER_ADDRESS, now)
+            # Looked up as stored: cut to the column's 64 characters.
+            until = _unlocks_at(session, LoginFailure.address, address[:64], MAX_FAILURES_PER_ADDRESS, now)
             if until is not None:
                 return Lockout("address", until)
     return None

@@ -216,3 +216,12 @@ def test_every_function_uses_the_engine_it_is_given(other_engine, clock):
     login_throttle.clear_failures("rhea", **other)
     assert login_throttle.failure_count(address="203.0.113.7", **other) == 0
     assert login_throttle.failure_count("ann") == 1
+
+
+def test_an_address_longer_than_the_column_still_locks(any_db):
+    """Stored cut to 64 characters, and looked up the same way (a forwarded header can be long)."""
+    long_address = "2001:db8::1" + "-" * 60 + "x"
+    for i in range(login_throttle.MAX_FAILURES_PER_ADDRESS):
+        login_throttle.record_failure(f"name-{i}", long_address)
+    locked = login_throttle.lockout("someone-else", long_address)
+    assert locked is not None and locked.per == "address"
