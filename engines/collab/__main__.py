@@ -9,12 +9,7 @@ dispatches and prints (``--json`` for scripts).
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import json
-import sys
-
-from engines.platform.discovery import discover_all
+from engines.platform.area_cli import run_command
 
 # name: (module, its add_arguments, its run, help)
 COMMANDS = {
@@ -27,32 +22,8 @@ COMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m engines.collab", description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, (module_name, add_name, run_name, help_text) in COMMANDS.items():
-        module = importlib.import_module(module_name)
-        run = getattr(module, run_name)
-        command = sub.add_parser(name, help=help_text, description=(run.__doc__ or help_text).strip().splitlines()[0])
-        getattr(module, add_name)(command)
-        command.set_defaults(run=run)
-    return parser
-
-
 def main(argv: list[str] | None = None) -> None:
-    discover_all()  # before the parser: registered names (schedules, rules) may come from studies
-    args = build_parser().parse_args(argv)
-    try:
-        result = args.run(args)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    if args.json:
-        print(json.dumps(result, default=str))
-    else:
-        summary = result.get("summary") if isinstance(result, dict) else None
-        print(summary if summary else json.dumps(result, indent=2, default=str))
+    run_command("python -m engines.collab", __doc__.splitlines()[0], COMMANDS, argv)
 
 
 if __name__ == "__main__":

@@ -15,12 +15,7 @@ names the file, line and field) end the command with exit status 2 and the messa
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import json
-import sys
-
-from engines.platform.discovery import discover_all
+from engines.platform.area_cli import run_command
 
 # name: (module, its add_arguments, its run, help)
 COMMANDS = {
@@ -35,37 +30,10 @@ COMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m engines.judge", description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, (module_name, add_name, run_name, help_text) in COMMANDS.items():
-        module = importlib.import_module(module_name)
-        run = getattr(module, run_name)
-        command = sub.add_parser(name, help=help_text, description=(run.__doc__ or help_text).strip().splitlines()[0])
-        # ``--json`` is accepted after the command too, as the documented commands write it.
-        command.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                             help="print one JSON object instead of a summary")
-        getattr(module, add_name)(command)
-        command.set_defaults(run=run)
-    return parser
-
-
 def main(argv: list[str] | None = None) -> None:
     from engines.judge.items import JudgeDataError
 
-    discover_all()
-    args = build_parser().parse_args(argv)
-    try:
-        result = args.run(args)
-    except (JudgeDataError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    if getattr(args, "json", False):
-        print(json.dumps(result, default=str))
-    else:
-        summary = result.get("summary") if isinstance(result, dict) else None
-        print(summary if summary else json.dumps(result, indent=2, default=str))
+    run_command("python -m engines.judge", __doc__.splitlines()[0], COMMANDS, argv, errors=(JudgeDataError, ValueError))
 
 
 if __name__ == "__main__":
