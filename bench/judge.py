@@ -223,11 +223,11 @@ def label_latency_once(url: str, n_items: int, annotators: int) -> dict:
     wall = time.perf_counter() - started
     engine.dispose()
     values = np.array(timings)
+    p95 = round(float(np.percentile(values, 95)), 2)  # the ratio and the verdict use the figure reported
     return {"labels": len(timings), "annotators": annotators, "items": n_items,
-            "p50_ms": round(float(np.percentile(values, 50)), 2), "p95_ms": round(float(np.percentile(values, 95)), 2),
+            "p50_ms": round(float(np.percentile(values, 50)), 2), "p95_ms": p95,
             "labels_per_s": round(len(timings) / wall, 1), "goal_p95_ms": GOAL_LABEL_P95_MS,
-            "ratio_to_goal": round(float(np.percentile(values, 95)) / GOAL_LABEL_P95_MS, 3),
-            "pass": bool(np.percentile(values, 95) < GOAL_LABEL_P95_MS)}
+            "ratio_to_goal": round(p95 / GOAL_LABEL_P95_MS, 3), "pass": p95 < GOAL_LABEL_P95_MS}
 
 
 def label_latency_section(args: argparse.Namespace) -> dict:

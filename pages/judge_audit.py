@@ -13,7 +13,8 @@ import pandas as pd
 import streamlit as st
 
 from engines.judge import jobs as judge_jobs
-from engines.judge import labeling, plots
+from engines.judge import labeling, plots, uploads
+from engines.judge.items import JudgeDataError
 from engines.judge.judges import JUDGES, available_judges, describe_judges
 from engines.platform import jobqueue
 from engines.platform.csv_safety import csv_bytes, frame_csv_bytes
@@ -23,7 +24,8 @@ from pages import _ui as ui
 PAGE = {"title": "Judge audit", "group": "Research", "roles": ["researcher"], "icon": ":material/gavel:",
         "order": 54}
 DEMO = "demo"
-FINISHED_SEEN = "judge-audit-finished-seen"  # succeeded jobs the page was drawn with (a new one redraws it)
+FINISHED_SEEN = "judge-audit-finished-seen"
+IMPORTED = "judge-audit-imported"  # the message of an import, shown after the rerun that lists the new set  # succeeded jobs the page was drawn with (a new one redraws it)
 HUMAN_RULES = {"majority": "majority of the labels (an adjudicator breaks ties)", "first": "first label only"}
 
 
@@ -40,28 +42,111 @@ st.caption("How well do LLM safety judges agree with people? Run judges over lab
 # 1 · DATA: a labeling project, or the shipped synthetic demo set
 
 st.header("1 · Data")
+
+
+def import_form() -> None:
+    """Upload items (with labels and verdicts, optional) as a data set the jobs can read."""
+    fmt = st.radio("Format of the items", list(uploads.FORMATS), format_func=uploads.FORMATS.get,
+                   key="judge-upload-format")
+    with st.form("judge-upload"):
+        left, right = st.columns(2)
+        name = left.text_input("Name of the data set (lowercase, digits, dashes)", key="judge-upload-name")
+        title = right.text_input("Title (optional)", key="judge-upload-title")
+        files: dict[str, object] = {}
+        model = attack = ""
+        if fmt == "items":
+            files["items"] = st.file_uploader("items.jsonl", type=["jsonl"], key="judge-upload-items")
+        elif fmt == "harmbench":
+            files["behaviors"] = st.file_uploader("Behaviours CSV (HarmBench's behaviors_*.csv)", type=["csv"],
+                                                  key="judge-upload-hb-behaviors")
+            files["completions"] = st.file_uploader("Completions JSON ({BehaviorID: [{test_case, generation}, …]})",
+                                                    type=["json"], key="judge-upload-hb-completions")
+            left, right = st.columns(2)
+            model = left.text_input("Victim model of these completions", key="judge-upload-hb-model")
+            attack = right.text_input("Attack that made them", key="judge-upload-hb-attack")
+        else:
+            files["artifact"] = st.file_uploader("JailbreakBench artifact JSON", type=["json"],
+                                                 key="judge-upload-jbb-artifact")
+            files["behaviors"] = st.file_uploader("JBB-Behaviors CSV (optional: categories and targets)",
+                                                  type=["csv"], key="judge-upload-jbb-behaviors")
+        labels = st.file_uploader("Human labels: labels.csv with item_key, annotator, score (1–5), optional seq",
+                                  type=["csv"], key="judge-upload-labels",
+                                  help="Optional: without it, the labels inside items.jsonl (if any) are used.")
+        verdicts = st.file_uploader("Judge verdicts: verdicts.csv with item_key, judge, p_harmful, label (optional)",
+                                    type=["csv"], accept_multiple_files=True, key="judge-upload-verdicts")
+        if not st.form_submit_button("Import", type="primary"):
+            return
+    try:
+        data_set = uploads.save_upload(
+            name, fmt, {role: _uploaded(f) for role, f in files.items()}, labels=_uploaded(labels),
+            verdicts=[_uploaded(f) for f in verdicts or []], title=title, model=model, attack=attack,
+            created_by=identity.user_id)
+    except (uploads.UploadError, JudgeDataError) as exc:
+        st.error(f"Nothing was imported. {exc}")
+    else:
+        st.session_state[IMPORTED] = (f"Imported '{data_set.name}': {data_set.n_items:,} items, "
+                                      f"{data_set.n_labels:,} labels, {data_set.n_verdicts:,} verdicts.")
+        st.session_state["judge-audit-source"] = f"upload:{data_set.name}"
+        st.rerun()
+
+
+def _labels_text(data_set: uploads.DataSet) -> str:
+    if data_set.labels:
+        return f"{data_set.n_labels:,} labels"
+    if data_set.n_labels:
+        return f"{data_set.n_labels:,} labels inside the items"
+    return "no human labels (import the items again with a labels.csv to audit judges against people)"
+
+
+def _uploaded(upload) -> uploads.UploadedFile | None:
+    return None if upload is None else uploads.UploadedFile(upload.name, upload.getvalue())
+
+
+if (imported := st.session_state.pop(IMPORTED, None)) is not None:
+    st.success(imported)
 projects = labeling.list_projects()
+data_sets = {d.name: d for d in uploads.list_uploads()}
 sources = {f"project:{p.slug}": f"Labeling project: {p.title or p.slug} ({p.slug})" for p in projects}
+sources |= {f"upload:{d.name}": f"Imported files: {d.title} ({d.name})" for d in data_sets.values()}
 if judge_jobs.DEMO_ITEMS.exists() and judge_jobs.DEMO_LABELS.exists():
     sources[DEMO] = "Synthetic demo set (redacted generations, simulated annotators)"
+with st.expander("Import files", expanded=not sources):
+    st.caption("Items with their human labels and, if you have them, judge verdicts, in the formats of the command "
+               "line (`python -m engines.judge import …` writes items.jsonl; see docs/judge.md). Every file is "
+               "checked before anything is stored; an error names the file, line and field. Other shapes (generic "
+               "JSONL or CSV with a column mapping): import them with the command line, then upload items.jsonl.")
+    import_form()
 if not sources:
-    st.info("No data to audit yet: create a labeling project from imported items under Admin → Labeling projects, "
-            "and have annotators label it under Annotate → Label.")
+    st.info("No data to audit yet: import files above, or create a labeling project from imported items under "
+            "Admin → Labeling projects and have annotators label it under Annotate → Label.")
     st.stop()
-if not projects:
-    st.info("No labeling project yet, so only the synthetic demo set is offered. Create a project from your own "
-            "items under Admin → Labeling projects.")
+if list(sources) == [DEMO]:
+    st.info("Only the synthetic demo set is offered so far: import your own files above, or create a labeling "
+            "project under Admin → Labeling projects.")
+if st.session_state.get("judge-audit-source") not in sources:
+    st.session_state.pop("judge-audit-source", None)
 source = st.selectbox("Items and human labels", list(sources), format_func=sources.get, key="judge-audit-source")
-project = source.removeprefix("project:") if source != DEMO else None
-items_param = DEMO if project is None else judge_jobs.project_items_param(project)
-audit_source = {} if project is None else {"project": project}
-if project is None:
-    st.caption("Synthetic demo: made-up behaviours whose harmful details are redaction markers, labels from "
-               "simulated annotators. Its numbers show how the audit reads, not how real judges perform.")
-else:
+project = source.removeprefix("project:") if source.startswith("project:") else None
+data_set = data_sets.get(source.removeprefix("upload:")) if source.startswith("upload:") else None
+if project is not None:
+    items_param = judge_jobs.project_items_param(project)
+    audit_source = {"project": project}
     progress = labeling.progress(project)
     st.caption(f"{progress.labels_done:,} labels on {progress.items - progress.gold_items:,} items so far "
                f"({progress.to_adjudicate} waiting for adjudication); gold items stay out of the audit.")
+elif data_set is not None:
+    items_param = data_set.items
+    audit_source = {"items": data_set.items, **({"labels": data_set.labels} if data_set.labels else {}),
+                    "verdicts": data_set.verdicts}
+    st.caption(f"Imported {data_set.created_at[:16].replace('T', ' ')} UTC from {', '.join(data_set.source_files)}: "
+               f"{data_set.n_items:,} items, " + _labels_text(data_set)
+               + (f", {data_set.n_verdicts:,} uploaded verdicts (audited with the runs you pick below)"
+                  if data_set.verdicts else "") + ".")
+else:
+    items_param = DEMO
+    audit_source = {}
+    st.caption("Synthetic demo: made-up behaviours whose harmful details are redaction markers, labels from "
+               "simulated annotators. Its numbers show how the audit reads, not how real judges perform.")
 
 # 2 · JUDGES: judge.run jobs over the chosen items
 

@@ -236,10 +236,16 @@ def audit_source(p: JudgeAuditParams) -> tuple[list[Item], list[tuple[str, Label
     items_file = data_file(p.items or "demo", "items", DEMO_ITEMS)
     labels = p.labels if p.items is not None else "demo"  # nothing named: the demo set with its labels
     if labels is None:
-        return read_items(items_file), None, f"{items_file.name} (labels inside the items)"
+        return read_items(items_file), None, f"{_shown(items_file)} (labels inside the items)"
     labels_file = data_file(labels, "labels", DEMO_LABELS)
-    source = "the synthetic demo set" if items_file == DEMO_ITEMS else f"{items_file.name} + {labels_file.name}"
+    source = "the synthetic demo set" if items_file == DEMO_ITEMS else f"{_shown(items_file)} + {_shown(labels_file)}"
     return read_items(items_file), read_labels(labels_file), source
+
+
+def _shown(path: Path) -> str:
+    """A data file as the page names it: relative to the data directory (an uploaded set's folder says which set)."""
+    data_dir = get_settings().data_dir.resolve()
+    return str(path.relative_to(data_dir)) if path.is_relative_to(data_dir) else path.name
 
 
 def labeled_project_items(slug: str) -> list[Item]:

@@ -9,10 +9,14 @@ adjudication queue when labels disagree (Prodigy's ``review``). Annotators see o
 behaviour, its context and the generation: judge verdicts, the attack and other labels stay
 hidden (anchoring; the paper's annotators saw the unaltered prompt and the generation).
 
-Every change runs in one write transaction that locks the project row, so concurrent
-annotators (threads, processes, app servers on PostgreSQL) keep the invariants: overlap met and
-not exceeded by the queue, no item twice to one annotator (a unique constraint as well), one
-label per claim (a resent submit returns the stored label).
+Every change runs in one write transaction, and concurrent annotators (threads, processes, app
+servers on PostgreSQL) keep the invariants: overlap met and not exceeded by the queue, no item
+twice to one annotator (a unique constraint as well), one label per claim (a resent submit
+returns the stored label). The locks are as narrow as those invariants allow, so that annotators
+do not wait on each other: an annotator's own requests run one at a time (a transaction-level
+advisory lock per project and annotator on PostgreSQL; SQLite serialises all writers anyway),
+and an item is claimed under its own row lock, skipping rows another annotator is claiming
+(``FOR UPDATE SKIP LOCKED``, the usual database-queue pattern).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import random
 import re
+import zlib
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,8 +32,9 @@ from datetime import timedelta
 
 from sqlalchemy import case, func
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, select, update
+from sqlmodel import Session, select
 
+from engines.judge import labeling_sql as sql
 from engines.judge.items import FLAGS, HARMFUL_FROM, Item, Label
 from engines.judge.models import Adjudication, HumanLabel, LabelingClaim, LabelingItem, LabelingProject
 from engines.platform.db import read_session, write_transaction
@@ -223,42 +229,44 @@ def _lock_project(session: Session, slug: str) -> LabelingProject:
     return project
 
 
+def _annotator_project(session: Session, slug: str, annotator: str):
+    """The project's row, with this annotator's requests in it serialised (two tabs, a double
+    click) while other annotators go on: a transaction-level advisory lock keyed by project and
+    annotator on PostgreSQL. SQLite runs one writer at a time, which serialises them already."""
+    connection = session.connection()
+    project = connection.execute(sql.PROJECT, {"slug": slug}).first()
+    if project is None:
+        raise LabelingError(f"There is no labeling project called '{slug}'.")
+    if connection.dialect.name == "postgresql":
+        # A collision of the 32-bit hash only makes two annotators wait on each other.
+        connection.execute(sql.LOCK_ANNOTATOR, {"project_id": project.id,
+                                                "annotator_key": zlib.crc32(annotator.encode()) - (1 << 31)})
+    return project
+
+
 def _count(session: Session, item_id: int, change: int) -> None:
     """Move an item's count of claims holding a place (``LabelingItem.active_claims``)."""
-    session.exec(update(LabelingItem).where(LabelingItem.id == item_id)
-                 .values(active_claims=LabelingItem.active_claims + change))
+    session.connection().execute(sql.MOVE_COUNT, {"item_id": item_id, "change": change})
 
 
-def _release_stale(session: Session, project: LabelingProject) -> None:
-    # An item whose annotator went away goes back to the queue (for others: the claim row stays,
-    # so it never comes back to the same person).
+def _release_stale(session: Session, project) -> bool:
+    """Release the project's claims held past ``release_after_minutes``; whether there were any.
+
+    An item whose annotator went away goes back to the queue (for others: the claim row stays,
+    so it never comes back to the same person)."""
+    connection = session.connection()
     limit = utcnow() - timedelta(minutes=project.release_after_minutes)
-    stale = session.exec(select(LabelingClaim).where(
-        LabelingClaim.project_id == project.id, LabelingClaim.status == "open", LabelingClaim.claimed_at < limit)).all()
-    for claim in stale:
-        claim.status = "released"
-        claim.finished_at = utcnow()
-        _count(session, claim.item_id, -1)
-        session.add(claim)
+    stale = connection.execute(sql.STALE_CLAIMS, {"project_id": project.id, "older_than": limit}).all()
+    if not stale:
+        return False
+    connection.execute(sql.RELEASE_CLAIMS, {"claim_ids": [claim.id for claim in stale], "now": utcnow()})
+    connection.execute(sql.MOVE_COUNT, [{"item_id": claim.item_id, "change": -1} for claim in stale])
+    return True
 
 
-def _status(session: Session, project: LabelingProject, annotator: str) -> AnnotatorStatus:
-    rows = session.exec(
-        select(LabelingClaim.purpose, LabelingClaim.status, HumanLabel.score, LabelingItem.gold_score)
-        .join(LabelingItem, LabelingItem.id == LabelingClaim.item_id)
-        .join(HumanLabel, HumanLabel.claim_id == LabelingClaim.id, isouter=True)
-        .where(LabelingClaim.project_id == project.id, LabelingClaim.annotator == annotator)).all()
-    counts = defaultdict(int)
-    for purpose, status, score, gold_score in rows:
-        if status == "skipped":
-            counts["skipped"] += 1
-        if score is None:
-            continue
-        counts["labelled"] += 1
-        correct = gold_score is not None and (score >= HARMFUL_FROM) == (gold_score >= HARMFUL_FROM)
-        if purpose in ("gold", "quiz"):
-            counts[f"{purpose}_done"] += 1
-            counts[f"{purpose}_correct"] += int(correct)
+def _status(session: Session, project, annotator: str) -> AnnotatorStatus:
+    row = session.connection().execute(sql.STATUS, {"project_id": project.id, "annotator": annotator}).one()
+    counts = dict(zip(sql.STATUS_FIELDS, (int(value) for value in row), strict=True))
     quiz_passed = None
     if project.quiz_size and counts["quiz_done"] >= project.quiz_size:
         quiz_passed = counts["quiz_correct"] / counts["quiz_done"] >= project.quiz_pass
@@ -273,24 +281,24 @@ def _status(session: Session, project: LabelingProject, annotator: str) -> Annot
                            counts["quiz_done"], counts["quiz_correct"], quiz_passed, paused)
 
 
-def _to_label(claim: LabelingClaim, row: LabelingItem, status: AnnotatorStatus, project: LabelingProject) -> ItemToLabel:
+def _to_label(claim_id: int, purpose: str, row, status: AnnotatorStatus, project) -> ItemToLabel:
     item = row.item
-    quiz_left = max(0, project.quiz_size - status.quiz_done) if claim.purpose == "quiz" else 0
-    return ItemToLabel(claim.id, row.key, item.get("behavior", ""), item.get("context_string", ""),
-                       item.get("generation", ""), claim.purpose, status.labelled, quiz_left)
+    quiz_left = max(0, project.quiz_size - status.quiz_done) if purpose == "quiz" else 0
+    return ItemToLabel(claim_id, row.key, item.get("behavior", ""), item.get("context_string", ""),
+                       item.get("generation", ""), purpose, status.labelled, quiz_left)
 
 
-def _claim(session: Session, project: LabelingProject, row: LabelingItem, annotator: str, purpose: str) -> LabelingClaim:
-    claim = LabelingClaim(project_id=project.id, item_id=row.id, annotator=annotator, purpose=purpose)
-    session.add(claim)
-    session.flush()
-    _count(session, row.id, +1)
-    return claim
+def _claim(session: Session, project, row, annotator: str, purpose: str) -> int:
+    connection = session.connection()
+    claim_id = connection.execute(sql.INSERT_CLAIM, {
+        "project_id": project.id, "item_id": row.id, "annotator": annotator, "purpose": purpose, "status": "open",
+        "claimed_at": utcnow(), "finished_at": None, "skip_reason": None}).inserted_primary_key[0]
+    connection.execute(sql.MOVE_COUNT, {"item_id": row.id, "change": +1})
+    return claim_id
 
 
-def _unclaimed_by(project: LabelingProject, annotator: str):
-    return ~LabelingItem.id.in_(select(LabelingClaim.item_id).where(LabelingClaim.project_id == project.id,
-                                                                    LabelingClaim.annotator == annotator))
+def _claimed(session: Session, project, row, annotator: str, purpose: str, status: AnnotatorStatus) -> ItemToLabel:
+    return _to_label(_claim(session, project, row, annotator, purpose), purpose, row, status, project)
 
 
 def next_item(slug: str, annotator: str, *, session: Session | None = None,
@@ -305,52 +313,55 @@ def next_item(slug: str, annotator: str, *, session: Session | None = None,
     if not annotator:
         raise LabelingError("An annotator is needed.")
     with _writing(session, engine) as session:
-        project = _lock_project(session, slug)
+        project = _annotator_project(session, slug, annotator)
         if not project.is_open:
             raise LabelingError("This labeling project is closed.")
-        _release_stale(session, project)
-        held = session.exec(select(LabelingClaim, LabelingItem).join(LabelingItem, LabelingItem.id == LabelingClaim.item_id)
-                            .where(LabelingClaim.project_id == project.id, LabelingClaim.annotator == annotator,
-                                   LabelingClaim.status == "open").order_by(LabelingClaim.id).limit(1)).first()
+        released_any = _release_stale(session, project)
+        connection = session.connection()
+        mine = {"project_id": project.id, "annotator": annotator}
+        held = connection.execute(sql.HELD, mine).first()
         status = _status(session, project, annotator)
         if held is not None:
-            return _to_label(held[0], held[1], status, project)
+            return _to_label(held.id, held.purpose, held, status, project)
         if status.paused:
             raise AnnotatorPaused(status.paused)
-        gold_rows = select(LabelingItem).where(LabelingItem.project_id == project.id, LabelingItem.is_gold)
         if project.quiz_size and status.quiz_passed is None:
-            quiz_ids = select(LabelingItem.id).where(LabelingItem.project_id == project.id, LabelingItem.is_gold) \
-                .order_by(LabelingItem.position).limit(project.quiz_size)
-            row = session.exec(gold_rows.where(LabelingItem.id.in_(quiz_ids), _unclaimed_by(project, annotator))
-                               .order_by(LabelingItem.position).limit(1)).first()
+            row = connection.execute(sql.QUIZ_ITEM, {**mine, "quiz_size": project.quiz_size}).first()
             if row is not None:
-                return _to_label(_claim(session, project, row, annotator, "quiz"), row, status, project)
+                return _claimed(session, project, row, annotator, "quiz", status)
         regular_done = status.labelled - status.quiz_done - status.gold_checks
         if project.gold_every and regular_done and regular_done % project.gold_every == 0 \
                 and regular_done // project.gold_every > status.gold_checks:
-            row = session.exec(gold_rows.where(_unclaimed_by(project, annotator)).order_by(LabelingItem.position)
-                               .limit(1)).first()
+            row = connection.execute(sql.GOLD_ITEM, mine).first()
             if row is not None:
-                return _to_label(_claim(session, project, row, annotator, "gold"), row, status, project)
-        row = _available_row(session, project, annotator)
+                return _claimed(session, project, row, annotator, "gold", status)
+        row = _available_row(session, project, annotator, claiming=True, may_wait=not released_any)
         if row is None:
             return None
-        return _to_label(_claim(session, project, row, annotator, "queue"), row, status, project)
+        return _claimed(session, project, row, annotator, "queue", status)
 
 
-def _available_row(session: Session, project: LabelingProject, annotator: str) -> LabelingItem | None:
-    """The next regular item that still wants a label and that this annotator never held: one
-    someone already started first (its overlap completes sooner), else the first in queue order.
-    Both reads go by index (the started ones are few; the queue is read in position order)."""
-    wanting = select(LabelingItem).where(
-        LabelingItem.project_id == project.id, ~LabelingItem.is_gold,
-        LabelingItem.active_claims < LabelingItem.target_labels, _unclaimed_by(project, annotator))
-    # LIMIT 1 in SQL: Result.first() alone would fetch (and decode) every matching row.
-    started = session.exec(wanting.where(LabelingItem.active_claims > 0).order_by(LabelingItem.position)
-                           .limit(1)).first()
-    if started is not None:
-        return started
-    return session.exec(wanting.order_by(LabelingItem.position).limit(1)).first()
+def _available_row(session: Session, project, annotator: str, *, claiming: bool = False, may_wait: bool = True):
+    """The next regular item (id, key, item) that still wants a label and that this annotator
+    never held: one someone already started first (its overlap completes sooner), else the first
+    in queue order. Both reads go by index (the started ones are few; the queue is read in
+    position order).
+
+    ``claiming``: lock the row as it is chosen, skipping rows other annotators are claiming
+    (PostgreSQL re-checks a locked row against the condition, so the overlap is never exceeded).
+    When every candidate is being claimed (the end of the queue), wait for them instead of
+    answering "nothing left" too early, unless ``may_wait`` is false: a transaction that already
+    holds item rows (it released stale claims) must not wait on others, or two could deadlock.
+    """
+    modes = (["skip", "wait"] if may_wait else ["skip"]) if claiming else [None]
+    connection = session.connection()
+    mine = {"project_id": project.id, "annotator": annotator}
+    for mode in modes:
+        for query in sql.WANTING[mode]:
+            row = connection.execute(query, mine).first()
+            if row is not None:
+                return row
+    return None
 
 
 def has_item_for(slug: str, annotator: str, *, session: Session | None = None, engine: Engine | None = None) -> bool:
@@ -358,12 +369,11 @@ def has_item_for(slug: str, annotator: str, *, session: Session | None = None, e
     study steps ask it to decide whether another labeling round is shown). Claims left open too
     long count as taken here until ``next_item`` releases them."""
     with (contextlib.nullcontext(session) if session is not None else read_session(engine)) as session:
-        project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
+        connection = session.connection()
+        project = connection.execute(sql.PROJECT, {"slug": slug}).first()
         if project is None or not project.is_open:
             return False
-        if session.exec(select(LabelingClaim.id).where(
-                LabelingClaim.project_id == project.id, LabelingClaim.annotator == annotator,
-                LabelingClaim.status == "open")).first() is not None:
+        if connection.execute(sql.HAS_OPEN_CLAIM, {"project_id": project.id, "annotator": annotator}).first():
             return True
         status = _status(session, project, annotator)
         if status.paused:
@@ -373,8 +383,8 @@ def has_item_for(slug: str, annotator: str, *, session: Session | None = None, e
         return _available_row(session, project, annotator) is not None
 
 
-def _own_open_claim(session: Session, claim_id: int, annotator: str) -> LabelingClaim:
-    claim = session.exec(select(LabelingClaim).where(LabelingClaim.id == claim_id).with_for_update()).first()
+def _own_open_claim(session: Session, claim_id: int, annotator: str):
+    claim = session.connection().execute(sql.CLAIM_FOR_UPDATE, {"claim_id": claim_id}).first()
     if claim is None or claim.annotator != annotator:
         raise LabelingError("This item is not yours to label; reload the page to get your next item.")
     return claim
@@ -394,23 +404,22 @@ def submit_label(claim_id: int, annotator: str, score: int, *, flags: list[str] 
         raise LabelingError(f"The rationale has {len(rationale)} characters; at most 2,000 are allowed.")
     with _writing(session, engine) as session:
         claim = _own_open_claim(session, claim_id, annotator)
-        stored = session.exec(select(HumanLabel).where(HumanLabel.claim_id == claim.id)).first()
-        if stored is not None:
-            return stored
+        connection = session.connection()
+        if claim.status == "done":  # a done claim has its label (undo deletes both together)
+            return HumanLabel(**connection.execute(sql.LABEL_OF_CLAIM, {"claim_id": claim.id}).one()._asdict())
         if claim.status == "skipped":
             raise LabelingError("You skipped this item; undo the skip to label it.")
         # A released claim still takes its label: the work was done, and losing it would be worse
         # than one label more than the overlap asked for.
         if claim.status == "released":
             _count(session, claim.item_id, +1)  # the late label holds a place again
-        label = HumanLabel(project_id=claim.project_id, item_id=claim.item_id, claim_id=claim.id, annotator=annotator,
-                           score=score, flags=list(flags), rationale=rationale or "",
-                           ms_spent=None if ms_spent is None else max(0, int(ms_spent)))
-        claim.status = "done"
-        claim.finished_at = utcnow()
-        session.add_all([label, claim])
-        session.flush()
-        return label
+        values = {"project_id": claim.project_id, "item_id": claim.item_id, "claim_id": claim.id,
+                  "annotator": annotator, "score": score, "flags": list(flags), "rationale": rationale or "",
+                  "ms_spent": None if ms_spent is None else max(0, int(ms_spent)), "created_at": utcnow()}
+        label_id = connection.execute(sql.INSERT_LABEL, values).inserted_primary_key[0]
+        connection.execute(sql.FINISH_CLAIM, {"claim_id": claim.id, "new_status": "done", "now": utcnow(),
+                                              "reason": None})
+        return HumanLabel(id=label_id, **values)
 
 
 def skip(claim_id: int, annotator: str, reason: str, *, session: Session | None = None,
@@ -427,17 +436,15 @@ def skip(claim_id: int, annotator: str, reason: str, *, session: Session | None 
             return
         if claim.status == "open":
             _count(session, claim.item_id, -1)
-        claim.status = "skipped"
-        claim.skip_reason = reason
-        claim.finished_at = utcnow()
-        session.add(claim)
+        session.connection().execute(sql.FINISH_CLAIM, {"claim_id": claim.id, "new_status": "skipped",
+                                                        "now": utcnow(), "reason": reason})
 
 
 def undo_last(slug: str, annotator: str, *, engine: Engine | None = None) -> str | None:
     """Take back this annotator's last label or skip in the project; the item is theirs again and
     comes next. Returns its key, or None when there is nothing to undo."""
     with write_transaction(engine) as session:
-        project = _lock_project(session, slug)
+        project = _annotator_project(session, slug, annotator)
         claim = session.exec(select(LabelingClaim).where(
             LabelingClaim.project_id == project.id, LabelingClaim.annotator == annotator,
             LabelingClaim.status.in_(("done", "skipped"))).order_by(LabelingClaim.finished_at.desc(),

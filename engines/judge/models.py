@@ -51,8 +51,9 @@ class LabelingItem(SQLModel, table=True):
     key: str = Field(max_length=512)
     position: int  # the queue order (stratified shuffle at import)
     target_labels: int = 1
-    # Claims that hold one of the wanted places (open or done), kept with every claim change under
-    # the project lock, so finding the next item reads this row instead of counting claims.
+    # Claims that hold one of the wanted places (open or done), moved with every claim change (a
+    # relative update under the row's lock), so finding the next item reads this row instead of
+    # counting claims.
     active_claims: int = 0
     is_gold: bool = False
     gold_score: int | None = None

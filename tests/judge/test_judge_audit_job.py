@@ -93,7 +93,7 @@ def test_audit_of_files_writes_audit_json_with_the_hand_counts(files, tmp_path):
     # m1|direct: both behaviours called harmful (ASR 1), none is (PPV 0, human ASR 0): inflation 1.
     cell = audit["judges"]["always"]["asr"]["m1|direct"]
     assert (cell["asr_judge"], cell["ppv"], cell["inflation"], cell["asr_human"]) == (1.0, 0.0, 1.0, 0.0)
-    assert audit["source"] == "items.jsonl + labels.csv" and result["judges"] == ["always"]
+    assert audit["source"] == "imports/items.jsonl + imports/labels.csv" and result["judges"] == ["always"]
     assert ctx.reports[-1][0] == pytest.approx(0.95) and all(0 <= f <= 1 for f, _ in ctx.reports)
 
 

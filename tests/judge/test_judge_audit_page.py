@@ -44,7 +44,7 @@ def test_with_no_data_yet_the_page_says_what_to_do(sqlite_db):
     assert not at.exception, at.exception
     infos = [i.value for i in at.info]
     assert infos == [
-        "No labeling project yet, so only the synthetic demo set is offered. Create a project from your own items "
+        "Only the synthetic demo set is offered so far: import your own files above, or create a labeling project "
         "under Admin → Labeling projects.",
         "No judge has run on this data yet: pick judges above and run them.",
         "No audit yet: choose the judge runs above and start one."]
@@ -101,6 +101,33 @@ def test_start_the_audit_queues_an_audit_of_the_finished_runs_with_200_resamples
     next(b for b in at.button if b.label == "Start the audit").click().run()
     (job,) = jobqueue.list_jobs(kind=AUDIT)
     assert (job.params["verdict_jobs"], job.params["bootstrap"], job.params["project"]) == ([run_id], 200, None)
+
+
+def test_an_imported_data_set_is_offered_and_its_files_go_into_the_jobs(sqlite_db):
+    from engines.judge import uploads
+
+    items = "".join(Item(key=k, behavior_id=k.split("/")[2], behavior="behaviour", victim_model="m1",
+                         attack=k.split("/")[1], generation="[REDACTED]").model_dump_json() + "\n" for k in HUMAN)
+    labels = "item_key,annotator,score\n" + "".join(f"{k},ann1,{s}\n" for k, s in HUMAN.items())
+    verdicts = "item_key,judge,p_harmful,label\n" + "".join(f"{k},mine,,1\n" for k in HUMAN)
+    data_set = uploads.save_upload("my-run", "items", {"items": uploads.UploadedFile("items.jsonl", items.encode())},
+                                   labels=uploads.UploadedFile("labels.csv", labels.encode()),
+                                   verdicts=[uploads.UploadedFile("verdicts.csv", verdicts.encode())])
+    at = page_as(PAGE, "researcher")
+    assert not at.exception, at.exception
+    source = at.selectbox(key="judge-audit-source")
+    assert source.options == ["Imported files: my-run (my-run)",
+                              "Synthetic demo set (redacted generations, simulated annotators)"]
+    source.set_value("upload:my-run").run()
+    assert any("4 items, 4 labels, 4 uploaded verdicts" in c.value for c in at.caption)
+    at.multiselect(key="judge-audit-judges").set_value(["gcg-strings"])
+    next(b for b in at.button if b.label == "Run judges").click().run()
+    (run,) = jobqueue.list_jobs(kind=RUN)
+    assert run.params["items"] == data_set.items == "judge/uploads/my-run/items.jsonl"
+    next(b for b in at.button if b.label == "Start the audit").click().run()
+    (job,) = jobqueue.list_jobs(kind=AUDIT)
+    assert (job.params["items"], job.params["labels"], job.params["verdicts"]) == (
+        data_set.items, "judge/uploads/my-run/original/labels.csv", ["judge/uploads/my-run/original/verdicts.csv"])
 
 
 @pytest.mark.parametrize("role", ["annotator", None])
