@@ -27,6 +27,9 @@ projects = [p for p in labeling.list_projects() if p.is_open]
 if not projects:
     st.info("No labeling project is open. A researcher creates one under Admin → Labeling projects.")
     st.stop()
+# An invitation links here with ?project=<slug>: that project is chosen the first time the page opens.
+if "judge-label-project" not in st.session_state and st.query_params.get("project") in {p.slug for p in projects}:
+    st.session_state["judge-label-project"] = st.query_params["project"]
 slug = st.selectbox("Project", [p.slug for p in projects], key="judge-label-project",
                     format_func=lambda s: next(f"{p.title or p.slug} ({p.slug})" for p in projects if p.slug == s))
 project = next(p for p in projects if p.slug == slug)

@@ -6,8 +6,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from engines.judge import labeling
+from engines.judge import invites, labeling
 from engines.judge.items import JudgeDataError, read_items
+from engines.platform import auth
 from engines.platform.settings import REPO_ROOT
 from pages import _ui as ui
 
@@ -80,8 +81,26 @@ if progress.per_annotator:
          "gold accuracy": None if s.gold_accuracy is None else round(s.gold_accuracy, 3),
          "quiz": {None: "—", True: "passed", False: "failed"}[s.quiz_passed], "paused": s.paused or ""}
         for name, s in progress.per_annotator.items()]), hide_index=True, width="stretch")
-st.caption("Annotators with an account label under Annotate → Label; create their accounts under Admin → Accounts "
-           "with the annotator role.")
+st.caption("Annotators with an account label under Annotate → Label. Panel workers (Prolific, MTurk) label from "
+           "the same queue through a study of the judge_labeling protocol with PROJECT set to this project.")
+with st.expander("Invite annotators"):
+    st.markdown(f"Each new name gets an annotator account with a temporary password, to be changed at the first "
+                f"login, and the link to this project's Label page: `{invites.label_link(slug)}`. People who have an "
+                "account already keep their password.")
+    with st.form("judge-invite"):
+        names = st.text_area("Usernames or e-mail addresses, one per line", key="judge-invite-names", height=100)
+        invite_clicked = st.form_submit_button("Invite", type="primary")
+    if invite_clicked:
+        try:
+            invited = invites.invite_annotators(slug, invites.parse_usernames(names))
+        except (auth.AuthError, labeling.LabelingError) as exc:
+            st.error(str(exc))
+        else:
+            st.warning("Copy the temporary passwords now: they are shown only this once (an admin can reset a "
+                       "password under Admin → Accounts).")
+            # A code block has a copy button; a table's cells do not copy well.
+            st.code("\n".join(f"{i.username}\t{i.temporary_password or '(has an account: password unchanged)'}"
+                               f"\t{i.link}" for i in invited), language=None)
 label = "Close the project" if project.is_open else "Reopen the project"
 if st.button(label, key="judge-project-toggle"):
     labeling.set_open(slug, not project.is_open)

@@ -202,6 +202,17 @@ def get_project(slug: str, *, engine: Engine | None = None) -> LabelingProject:
     return project
 
 
+def require_open_project(slug: str, *, session: Session | None = None, engine: Engine | None = None) -> None:
+    """Raises LabelingError (a ValueError) when ``slug`` names no project, or a closed one."""
+    with (contextlib.nullcontext(session) if session is not None else read_session(engine)) as session:
+        project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
+    if project is None:
+        raise LabelingError(f"PROJECT names no labeling project: there is none called '{slug}'. Create it under "
+                            "Admin → Labeling projects first.")
+    if not project.is_open:
+        raise LabelingError(f"PROJECT names the labeling project '{slug}', which is closed: reopen it first.")
+
+
 def list_projects(*, engine: Engine | None = None) -> list[LabelingProject]:
     with read_session(engine) as session:
         return list(session.exec(select(LabelingProject).order_by(LabelingProject.created_at)).all())
@@ -381,6 +392,22 @@ def has_item_for(slug: str, annotator: str, *, session: Session | None = None, e
         if project.quiz_size and status.quiz_passed is None:
             return True  # the quiz has quiz_size gold items, checked when the project was created
         return _available_row(session, project, annotator) is not None
+
+
+def shown_item(slug: str, annotator: str, *, session: Session | None = None,
+               engine: Engine | None = None) -> ItemToLabel | None:
+    """The item ``next_item`` last gave this annotator and that they have not labelled or skipped
+    (also when it was released meanwhile: ``submit_label`` still takes its label), without
+    claiming anything: what a page that runs in a read shows. None when there is none."""
+    with (contextlib.nullcontext(session) if session is not None else read_session(engine)) as session:
+        connection = session.connection()
+        project = connection.execute(sql.PROJECT, {"slug": slug}).first()
+        if project is None:
+            return None
+        row = connection.execute(sql.SHOWN, {"project_id": project.id, "annotator": annotator}).first()
+        if row is None:
+            return None
+        return _to_label(row.id, row.purpose, row, _status(session, project, annotator), project)
 
 
 def _own_open_claim(session: Session, claim_id: int, annotator: str):

@@ -41,6 +41,13 @@ HELD = select(CLAIM_T.c.id, CLAIM_T.c.purpose, ITEM_T.c.key, ITEM_T.c.item) \
     .where(CLAIM_T.c.project_id == bindparam("project_id"), CLAIM_T.c.annotator == bindparam("annotator"),
            CLAIM_T.c.status == "open").order_by(CLAIM_T.c.id).limit(1)
 
+# A panel participant's current item: the newest claim not yet labelled or skipped (open, or
+# released while they read it: its late label is still taken).
+SHOWN = select(CLAIM_T.c.id, CLAIM_T.c.purpose, ITEM_T.c.key, ITEM_T.c.item) \
+    .join(ITEM_T, ITEM_T.c.id == CLAIM_T.c.item_id) \
+    .where(CLAIM_T.c.project_id == bindparam("project_id"), CLAIM_T.c.annotator == bindparam("annotator"),
+           CLAIM_T.c.status.in_(("open", "released"))).order_by(CLAIM_T.c.id.desc()).limit(1)
+
 HAS_OPEN_CLAIM = select(CLAIM_T.c.id).where(
     CLAIM_T.c.project_id == bindparam("project_id"), CLAIM_T.c.annotator == bindparam("annotator"),
     CLAIM_T.c.status == "open").limit(1)

@@ -67,9 +67,19 @@ def _checked_password(password: str | None, username: str) -> str:
         raise AuthError(str(exc)) from None
 
 
-def _check_new_account(username: str, password: str, role: str) -> None:
+def check_username(username: str) -> str:
+    """The username, if it can name an account.
+
+    Raises:
+        AuthError: it cannot (the message names it and says what a username is).
+    """
     if not _USERNAME.match(username or ""):
         raise AuthError("Username must be 2-64 letters, digits or _.@+- characters.")
+    return username
+
+
+def _check_new_account(username: str, password: str, role: str) -> None:
+    check_username(username)
     if role not in Role.ALL:
         raise AuthError(f"Unknown role {role!r}; choose one of {', '.join(Role.ALL)}.")
     _checked_password(password, username)

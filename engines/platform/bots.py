@@ -88,6 +88,11 @@ class Bot:
     def round_number(self) -> int:
         return self.view.step.round_number if self.view and self.view.step else 0
 
+    @classmethod
+    def prepare(cls, engine: Engine | None = None) -> None:
+        """Store what the study needs before it can be created (a labeling project its constants
+        name, say) on the database of ``engine``; called once per bot run, before the study."""
+
     def play(self) -> Iterator[Submission | SubmissionMustFail]:
         raise NotImplementedError
 
@@ -198,6 +203,7 @@ def run_protocol_bots(protocol_name: str, *, participants: int = 3, slug: str | 
     protocol = get_protocol(protocol_name)
     if protocol.bot is None:
         raise runtime.StudyError(f"study protocol {protocol_name!r} ships no PlayerBot")
+    protocol.bot.prepare(engine)
     if slug is None:
         slug = f"bot-{protocol.name.replace('_', '-')}-{secrets.token_hex(3)}"[:63]
         study_admin.create_study(slug, protocol.name, title=f"{protocol.title} (bots)", engine=engine)

@@ -18,6 +18,9 @@ def demo_slug(protocol_name: str) -> str:
 def load_demo_data(*, engine: Engine | None = None) -> list[str]:
     """Create a study for every protocol that has none yet; returns the slugs created."""
     created = []
+    # Area data first: a study's constants may name it (the judge study's labeling project).
+    for module in import_area_modules("demo_data"):
+        created += module.load_demo(engine=engine)
     for name, protocol in sorted(all_protocols().items()):
         slug = demo_slug(name)
         try:
@@ -25,6 +28,4 @@ def load_demo_data(*, engine: Engine | None = None) -> list[str]:
         except UnknownStudy:
             study_admin.create_study(slug, name, title=protocol.title, engine=engine)
             created.append(slug)
-    for module in import_area_modules("demo_data"):
-        created += module.load_demo(engine=engine)
     return created

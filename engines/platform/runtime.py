@@ -241,6 +241,9 @@ def _advance(protocol: StudyProtocol, study: Study, participant: Participant, st
     at_end = nxt >= len(protocol.steps) or protocol.steps[nxt].step.kind == "completion"
     if at_end:
         _finish(protocol, study, participant, ParticipantStatus.COMPLETED)
+    else:
+        arrived = protocol.steps[nxt]
+        arrived.step.on_enter(_context(protocol, study, participant, arrived, responses, session))
 
 
 def _lock_study(session: Session, slug: str) -> Study:
@@ -423,7 +426,7 @@ def _progress(session: Session, protocol: StudyProtocol, study: Study, participa
         select(func.count()).select_from(StepResponse).where(StepResponse.participant_id == participant.id)
     ).one()
     ahead = protocol.steps[participant.step_index:]
-    ctx = _context(protocol, study, participant, ahead[0], responses)
+    ctx = _context(protocol, study, participant, ahead[0], responses, session)  # is_displayed reads through it
     shown = 0
     for instance in ahead:
         if instance.step.kind == "completion":

@@ -158,6 +158,12 @@ class Step:
         return True
 
     @staticmethod
+    def on_enter(ctx: StepContext) -> None:  # noqa: ARG004 - hook signature
+        """Runs in the write transaction that moves the participant to this step (entering the
+        study, or submitting the step before), with ``ctx.session``: claim here what the page
+        will show (an item of a queue), since ``vars_for_template`` runs in a read."""
+
+    @staticmethod
     def vars_for_template(ctx: StepContext) -> dict[str, Any]:  # noqa: ARG004 - hook signature
         return {}
 
@@ -238,6 +244,9 @@ class StudyProtocol:
     module: types.ModuleType | None = None
     export_files: Callable[..., Mapping[str, bytes]] | None = None  # extra export files (study's own data)
     validate_constants: Callable[[Any], None] | None = None  # raises ValueError for unusable constants
+    # Checks of the constants against stored data (a project they name exists), run with the
+    # transaction that creates the study; raises ValueError.
+    check_constants_in_database: Callable[[Any, Any], None] | None = None
     steps: list[StepInstance] = field(init=False)
     _constants_cache: dict[str, types.SimpleNamespace] = field(init=False, default_factory=dict, repr=False)
 
@@ -399,6 +408,7 @@ def protocol_from_module(module: types.ModuleType) -> StudyProtocol:
         module=module,
         export_files=getattr(module, "export_files", None),
         validate_constants=getattr(module, "validate_constants", None),
+        check_constants_in_database=getattr(module, "check_constants_in_database", None),
     )
 
 

@@ -104,6 +104,11 @@ def create_study(slug: str, protocol: str, *, title: str = "", config: dict[str,
     with write_transaction(engine) as session:
         if session.exec(select(Study).where(Study.slug == slug)).first() is not None:
             raise StudyError(f"A study called '{slug}' already exists.")
+        if proto.check_constants_in_database is not None:
+            try:
+                proto.check_constants_in_database(constants, session)
+            except ValueError as exc:
+                raise StudyError(f"Constants: {exc}") from None
         study = Study(slug=slug, protocol=proto.name, title=title or proto.title, config=config,
                       is_open=is_open, created_by=created_by)
         session.add(study)

@@ -15,7 +15,7 @@ from typing import ClassVar
 from pydantic import BaseModel, Field
 
 from engines.judge.items import SCALE
-from engines.judge.study.queue import current_item, has_item, store_label
+from engines.judge.study.queue import check_project, claim_item, current_item, has_item, store_label
 from engines.platform.study import CompletionStep, ConsentStep, Constants, InfoStep, Step, StepContext
 
 
@@ -47,6 +47,9 @@ def validate_constants(C) -> None:
         raise ValueError(f"ITEMS must be a whole number from 1 to {Label.repeat}, got {C.ITEMS!r}.")
 
 
+check_constants_in_database = check_project  # PROJECT must name an open labeling project
+
+
 class Consent(ConsentStep):
     title = "Consent"
     body = ("You will read requests that someone made to an AI system, some of them about harmful topics, and the "
@@ -74,8 +77,12 @@ class Label(Step):
 
     @staticmethod
     def is_displayed(ctx: StepContext) -> bool:
-        # A read (no item is claimed here): the page's vars_for_template claims the item shown.
+        # A read (no item is claimed here): on_enter claims the item of the round shown.
         return ctx.round_number <= ctx.C.ITEMS and has_item(ctx)
+
+    @staticmethod
+    def on_enter(ctx: StepContext) -> None:
+        claim_item(ctx)
 
     @staticmethod
     def vars_for_template(ctx: StepContext) -> dict:

@@ -18,14 +18,20 @@ def bot_items(n: int = 3) -> list[Item]:
 class PlayerBot(Bot):
     cases = ["rates_everything"]
 
-    def play(self):
-        from studies.judge_labeling import C, Consent, Instructions, Label
+    @classmethod
+    def prepare(cls, engine=None) -> None:
+        """The study's project, from a tiny redacted queue, where the database has none yet."""
+        from studies.judge_labeling import C
 
         try:
-            labeling.get_project(C.PROJECT)
+            labeling.get_project(C.PROJECT, engine=engine)
         except labeling.LabelingError:
             labeling.create_project(C.PROJECT, bot_items(), labeling.ProjectSettings(
-                overlap_fraction=0.0, gold_every=0, quiz_size=0))
+                overlap_fraction=0.0, gold_every=0, quiz_size=0), engine=engine)
+
+    def play(self):
+        from studies.judge_labeling import Consent, Instructions, Label
+
         yield SubmissionMustFail(Consent, {"agree": False}, error_fields=("agree",))
         yield Submission(Consent, {"agree": True})
         yield Submission(Instructions, {})

@@ -297,17 +297,21 @@ class BrowserParticipant:
     def play(self, bot: Bot) -> runtime.StepView:
         """Play every item of ``bot.play()`` through the page; returns the final view."""
         for item in iterate_with_view(bot, self.view):
-            view = bot.view
-            bot.participant_id, bot.condition = view.participant_id, view.condition
-            if isinstance(item, SubmissionMustFail):
-                wait_ready(self.page)
-                if any(widget(self.page, view.step.index, name).count() == 0 for name in item.data):
-                    continue  # the page has no widget to enter this with (it fixes the value)
-                self.answer_must_fail(item)
-            else:
-                assert isinstance(item, Submission)
-                self.answer(item.data, step=item.step)
+            self.play_one(item, bot)
         return self.view()
+
+    def play_one(self, item: Submission | SubmissionMustFail, bot: Bot) -> None:
+        """Enter one of the bot's submissions on the page (``bot.view`` is the page it was chosen on)."""
+        view = bot.view
+        bot.participant_id, bot.condition = view.participant_id, view.condition
+        if isinstance(item, SubmissionMustFail):
+            wait_ready(self.page)
+            if any(widget(self.page, view.step.index, name).count() == 0 for name in item.data):
+                return  # the page has no widget to enter this with (it fixes the value)
+            self.answer_must_fail(item)
+        else:
+            assert isinstance(item, Submission)
+            self.answer(item.data, step=item.step)
 
     def check_stored(self) -> None:
         """Every submitted value is stored, once per step, as submitted."""

@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 from engines.judge import labeling
 from engines.judge.items import Item
 from engines.platform import auth
+from studies.judge_labeling.bot import PlayerBot
 from tests.e2e.browser_bot import STREAMLIT_MENU, accessibility_violations, wait_ready
 from tests.e2e.test_research_flow import _log_in, _wait_for_login_cookie
 
@@ -66,6 +67,7 @@ def test_an_annotator_labels_by_keyboard_undoes_and_reloads(new_page, app_server
 
 
 def test_a_participant_link_cannot_reach_the_annotation_pages(new_page, app_server, e2e_db):
+    PlayerBot.prepare(engine=e2e_db.engine)  # the labeling project the study draws from
     e2e_db.create_study(f"jl-{secrets.token_hex(3)}", "judge_labeling")
     page = new_page()
     page.goto(f"{app_server.base}/judge-label?study=nope&PROLIFIC_PID=p1")

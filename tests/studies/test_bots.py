@@ -21,6 +21,7 @@ def test_every_study_ships_a_bot():
 
 @pytest.mark.parametrize(("protocol", "case"), CASES)
 def test_bot_completes_study_headless(sqlite_db, protocol, case):
+    all_protocols()[protocol].bot.prepare()  # data the study's constants name
     study_admin.create_study("bots", protocol)
     bot = all_protocols()[protocol].bot(case)
     report = run_bot("bots", bot, f"headless-{case}")
@@ -30,6 +31,7 @@ def test_bot_completes_study_headless(sqlite_db, protocol, case):
 
 @pytest.mark.parametrize(("protocol", "case"), CASES)
 def test_bot_completes_study_through_the_page(sqlite_db, protocol, case):
+    all_protocols()[protocol].bot.prepare()
     study_admin.create_study("bots", protocol)
     bot = all_protocols()[protocol].bot(case)
     at = new_participant_app("bots", f"apptest-{case}")

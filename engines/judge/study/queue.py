@@ -1,8 +1,9 @@
 """A study participant as an annotator: items from the labeling queue, labels stored with the step.
 
-The study's hooks run inside the participant's write transaction when one is under way
-(``ctx.session``); the calls here work in it, so a label commits or rolls back with the step's
-stored answer, and ``is_displayed`` sees the label just submitted.
+The study's hooks get the participant's database session (``ctx.session``): the write transaction
+that moves them on (``on_enter`` claims the round's item there, ``after_submit`` stores the label
+with the step's answer, ``is_displayed`` sees the label just submitted), or the read that draws
+the page (``vars_for_template`` only reads the item claimed).
 """
 
 from __future__ import annotations
@@ -17,12 +18,17 @@ def annotator_of(ctx: Any) -> str:
     return f"study:{ctx.study_slug}:{ctx.external_id}"
 
 
-def current_item(ctx: Any) -> labeling.ItemToLabel | None:
-    """The item this participant holds (claimed when first needed); None when none is left for them."""
+def claim_item(ctx: Any) -> None:
+    """On entering a labeling round (in the step's write transaction): claim the item it shows."""
     try:
-        return labeling.next_item(ctx.C.PROJECT, annotator_of(ctx), session=ctx.session)
-    except labeling.LabelingError:  # paused, closed or missing project: the study moves to its end
-        return None
+        labeling.next_item(ctx.C.PROJECT, annotator_of(ctx), session=ctx.session)
+    except labeling.LabelingError:  # paused, closed or missing project: the page shows no item
+        pass
+
+
+def current_item(ctx: Any) -> labeling.ItemToLabel | None:
+    """The item this participant was given and has not rated yet (a read); None when there is none."""
+    return labeling.shown_item(ctx.C.PROJECT, annotator_of(ctx), session=ctx.session)
 
 
 def has_item(ctx: Any) -> bool:
@@ -32,3 +38,9 @@ def has_item(ctx: Any) -> bool:
 
 def store_label(ctx: Any, claim_id: int, score: int) -> None:
     labeling.submit_label(claim_id, annotator_of(ctx), score, session=ctx.session)
+
+
+def check_project(C: Any, session: Any) -> None:
+    """At study creation: ``PROJECT`` names an open labeling project (else participants would be paid
+    for a study with nothing to label). Raises ValueError saying which."""
+    labeling.require_open_project(C.PROJECT, session=session)
