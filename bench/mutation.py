@@ -36,10 +36,10 @@ OUT = ROOT / "bench" / "results" / "mutation.json"
 EQUIVALENT = ROOT / "bench" / "mutation_equivalent"
 GOAL = 0.90
 
-# Core module -> the test files that check it (run against each of its mutants).
+# Core module -> the test files that check it (run against each of its mutants), cheapest first.
 MODULES: dict[str, list[str]] = {
-    "engines/platform/runtime.py": ["tests/platform/test_runtime.py", "tests/platform/test_study_constants.py",
-                                    "tests/platform/test_panels.py", "tests/platform/test_runtime_units.py",
+    "engines/platform/runtime.py": ["tests/platform/test_runtime_units.py", "tests/platform/test_study_constants.py",
+                                    "tests/platform/test_runtime.py", "tests/platform/test_panels.py",
                                     "tests/platform/test_link_limits.py"],
     "engines/platform/auth.py": ["tests/platform/test_auth.py", "tests/platform/test_login_security.py"],
     "engines/platform/login_throttle.py": ["tests/platform/test_login_throttle_units.py",
@@ -49,15 +49,20 @@ MODULES: dict[str, list[str]] = {
     "engines/platform/csv_safety.py": ["tests/platform/test_csv_safety.py"],
     "engines/platform/pseudonyms.py": ["tests/platform/test_pseudonyms_units.py",
                                        "tests/platform/test_pseudonymised_export.py"],
-    "engines/platform/jobqueue.py": ["tests/platform/test_jobs.py", "tests/platform/test_jobqueue_units.py"],
+    "engines/platform/jobqueue.py": ["tests/platform/test_jobqueue_units.py", "tests/platform/test_jobs.py"],
     "engines/platform/study_admin.py": ["tests/platform/test_study_admin.py", "tests/platform/test_runtime.py",
                                         "tests/platform/test_export.py", "tests/platform/test_study_constants.py",
                                         "tests/platform/test_link_limits.py"],
-    "engines/collab/controller.py": ["tests/collab/test_controller.py", "tests/collab/test_controller_edges.py"],
+    "engines/collab/controller.py": ["tests/collab/test_controller_edges.py", "tests/collab/test_controller.py"],
     "engines/collab/store.py": ["tests/collab/test_store.py", "tests/collab/test_store_audit.py",
                                 "tests/collab/test_store_edges.py"],
     "engines/collab/study/report.py": ["tests/collab/test_study_report.py"],
     "engines/collab/jobs.py": ["tests/collab/test_collab_jobs_units.py"],  # fakes: the real jobs take minutes
+    "engines/judge/metrics.py": ["tests/judge/test_judge_metrics.py"],
+    "engines/judge/agreement.py": ["tests/judge/test_judge_agreement.py"],
+    "engines/judge/asr.py": ["tests/judge/test_judge_asr.py"],
+    "engines/judge/labeling.py": ["tests/judge/test_judge_labeling.py", "tests/judge/test_judge_study.py",
+                                  "tests/judge/test_judge_invites.py"],
 }
 # What the tests need besides the mutated package (mutmut copies these next to its mutants).
 ALSO_COPY = ["studies", "pages", "assets", "tests", "bench", "app.py", ".streamlit"]
@@ -96,8 +101,10 @@ def prepare_copy(workdir: Path, module: str, tests: list[str]) -> Path:
     return copy
 
 
-def run_mutmut(copy: Path, children: int) -> None:
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+def run_mutmut(copy: Path, children: int, tests: list[str]) -> None:
+    # The test files in their listed order (unit tests first): tests/conftest.py runs a mutant's
+    # covering tests in that order, so the cheap ones that kill most mutants come first.
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HAI_MUTATION_TEST_ORDER": ",".join(tests)}
     subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children)], cwd=copy, env=env,
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
@@ -147,7 +154,7 @@ def run(modules: list[str], workdir: Path, children: int, out: Path = OUT) -> di
     for module in modules:
         started = time.perf_counter()
         copy = prepare_copy(workdir, module, MODULES[module])
-        run_mutmut(copy, children)
+        run_mutmut(copy, children, MODULES[module])
         found = statuses(copy, module)
         entry = score_module(found, equivalent)
         survivors = [name for name, status in sorted(found.items())

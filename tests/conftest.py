@@ -96,3 +96,23 @@ def demo_study(sqlite_db) -> str:
 
     study_admin.create_study("demo", "demo_survey")
     return "demo"
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest hook
+    """Under ``make mutation``: run a mutant's tests cheapest first, so a killed mutant stops early.
+
+    mutmut passes the tests covering a mutant in no particular order and stops at the first
+    failure (``-x``); ``bench/mutation.py`` names the module's test files, unit tests first, in
+    ``HAI_MUTATION_TEST_ORDER``. Tests run in that file order, each file top to bottom, and the
+    PostgreSQL variants (slower: a server round trip per statement) after all the others.
+    """
+    order = os.environ.get("HAI_MUTATION_TEST_ORDER")
+    if not order:
+        return
+    rank = {name: index for index, name in enumerate(order.split(","))}
+
+    def cost(item) -> tuple:
+        path = item.nodeid.split("::", 1)[0]
+        return "postgresql" in item.nodeid, rank.get(path, len(rank)), path, item.location[1] or 0
+
+    items.sort(key=cost)

@@ -9,9 +9,8 @@ import secrets
 import pytest
 from playwright.sync_api import expect
 
-from engines.platform import auth
 from tests.e2e.browser_bot import wait_ready
-from tests.e2e.test_research_flow import _log_in
+from tests.e2e.test_research_flow import open_as
 from tests.judge.conftest import HARMBENCH_BEHAVIORS_CSV, HARMBENCH_COMPLETIONS
 
 pytestmark = pytest.mark.browser
@@ -39,12 +38,8 @@ def _import_harmbench(page, tmp_path, name: str, completions: str) -> None:
 
 
 def test_a_researcher_imports_a_harmbench_run_and_a_broken_file_is_named(new_page, app_server, e2e_db, tmp_path):
-    name = f"res{secrets.token_hex(3)}"
-    auth.create_user(name, "password-123", "researcher", engine=e2e_db.engine)
     page = new_page()
-    _log_in(page, app_server.base, name, "password-123")
-    page.goto(f"{app_server.base}/judge-audit")
-    wait_ready(page)
+    open_as(page, app_server, e2e_db, "researcher", "judge-audit")
     page.get_by_text("Import files").click()
     page.get_by_text(HARMBENCH).click()
     wait_ready(page)

@@ -10,10 +10,9 @@ from playwright.sync_api import expect
 
 from engines.judge import labeling
 from engines.judge.items import Item
-from engines.platform import auth
 from studies.judge_labeling.bot import PlayerBot
 from tests.e2e.browser_bot import STREAMLIT_MENU, accessibility_violations, wait_ready
-from tests.e2e.test_research_flow import _log_in, _wait_for_login_cookie
+from tests.e2e.test_research_flow import _wait_for_login_cookie, open_as
 
 pytestmark = pytest.mark.browser
 
@@ -34,12 +33,8 @@ def _shown(page) -> str:
 
 def test_an_annotator_labels_by_keyboard_undoes_and_reloads(new_page, app_server, e2e_db):
     slug = _project(e2e_db)
-    name = f"ann{secrets.token_hex(3)}"
-    auth.create_user(name, "password-123", "annotator", engine=e2e_db.engine)
     page = new_page()
-    _log_in(page, app_server.base, name, "password-123")
-    page.goto(f"{app_server.base}/judge-label")
-    wait_ready(page)
+    open_as(page, app_server, e2e_db, "annotator", "judge-label")
     page.get_by_label("Project").click()
     page.get_by_role("option", name=f"{slug} ({slug})").click()
     wait_ready(page)
@@ -66,11 +61,17 @@ def test_an_annotator_labels_by_keyboard_undoes_and_reloads(new_page, app_server
     assert _shown(page) == first != second  # the item held is shown again after a reload
 
 
-def test_a_participant_link_cannot_reach_the_annotation_pages(new_page, app_server, e2e_db):
+def test_a_participant_link_cannot_reach_the_annotation_or_audit_pages(new_page, app_server, e2e_db):
     PlayerBot.prepare(engine=e2e_db.engine)  # the labeling project the study draws from
-    e2e_db.create_study(f"jl-{secrets.token_hex(3)}", "judge_labeling")
+    slug = e2e_db.create_study(f"jl-{secrets.token_hex(3)}", "judge_labeling")
     page = new_page()
-    page.goto(f"{app_server.base}/judge-label?study=nope&PROLIFIC_PID=p1")
-    wait_ready(page)
-    expect(page.get_by_role("button", name="1 · Refusal")).to_have_count(0)
-    expect(page.get_by_text("Guidelines and the scale")).to_have_count(0)
+    for path in ("judge-label", "judge-audit", "judge-projects", "judge-adjudicate"):
+        for study in (slug, "nope"):
+            page.goto(f"{app_server.base}/{path}?study={study}&PROLIFIC_PID=p-{secrets.token_hex(2)}")
+            wait_ready(page)
+            expect(page.get_by_role("button", name="1 · Refusal")).to_have_count(0)
+            expect(page.get_by_text("Guidelines and the scale")).to_have_count(0)
+            expect(page.get_by_role("heading", name="Judge audit")).to_have_count(0)
+            expect(page.get_by_text("Import files")).to_have_count(0)
+            expect(page.get_by_role("button", name="Start the audit")).to_have_count(0)
+            expect(page.get_by_role("heading", name="Labeling projects")).to_have_count(0)

@@ -24,6 +24,16 @@ def _log_in(page, base: str, username: str, password: str) -> None:
         _wait_for_login_cookie(page)
 
 
+def open_as(page, app_server, e2e_db, role: str, path: str) -> str:
+    """Log ``page`` in as a new account with ``role`` and open ``path`` ("judge-audit"); returns the username."""
+    name = f"{role[:3]}{secrets.token_hex(3)}"
+    auth.create_user(name, "password-123", role, engine=e2e_db.engine)
+    _log_in(page, app_server.base, name, "password-123")
+    page.goto(f"{app_server.base}/{path}")
+    wait_ready(page)
+    return name
+
+
 def _wait_for_login_cookie(page, timeout_ms: int = 10_000) -> None:
     # The page writes the cookie from a script after the run that logs in; a person takes longer
     # than that to click elsewhere, a test does not.
@@ -107,12 +117,8 @@ def test_changing_a_one_time_password_keeps_the_login_across_a_reload(new_page, 
 
 
 def test_a_finished_simulation_appears_without_a_reload(new_page, app_server, e2e_db):
-    name = f"sim{secrets.token_hex(3)}"
-    auth.create_user(name, "password-123", "researcher", engine=e2e_db.engine)
     page = new_page()
-    _log_in(page, app_server.base, name, "password-123")
-    page.goto(f"{app_server.base}/collab-simulations")
-    wait_ready(page)
+    open_as(page, app_server, e2e_db, "researcher", "collab-simulations")
     expect(page.get_by_role("heading", name="Result figures")).to_be_visible()
     job_id = jobqueue.submit_job("collab.simulate", {"T": 300, "n_calibration": 50}, engine=e2e_db.engine)
     assert jobqueue.run_job(job_id, engine=e2e_db.engine) == "succeeded"
