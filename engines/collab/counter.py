@@ -31,6 +31,7 @@ from torch import nn
 
 from engines.collab.shapes import N_LABELS
 from engines.platform.settings import REPO_ROOT
+from engines.platform.torch_device import resolve_device
 
 DEFAULT_WEIGHTS = REPO_ROOT / "assets" / "collab" / "counter.pt"
 WEIGHTS_FORMAT = 1  # bump when the saved dictionary's layout changes
@@ -109,18 +110,6 @@ def n_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-def resolve_device(device: str | torch.device | None = None) -> torch.device:
-    """The torch device: the argument, else the ``HAI_DEVICE`` setting ("auto": CUDA if present, else CPU)."""
-    if device is None:
-        try:
-            from engines.platform.settings import get_settings
-
-            device = get_settings().device
-        except Exception:  # settings unavailable (e.g. a bare checkout): CPU is always safe
-            device = "cpu"
-    if str(device) == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(device)
 
 
 def save_counter(model: ShapeCounter, path: str | Path) -> Path:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from engines.judge.prompts import JudgePrompt
+from engines.platform.torch_device import resolve_device
 
 API_KEY_ENV = "HAI_JUDGE_API_KEY"
 
@@ -284,21 +285,9 @@ def register_backend(scheme: str, usage: str) -> Callable[[BackendFactory], Back
     return wrap
 
 
-def default_device() -> str:
-    """The torch device of ``HAI_DEVICE`` ("auto": CUDA when there is one, else the CPU)."""
-    from engines.platform.settings import get_settings
-
-    device = get_settings().device
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 @register_backend("transformers", "transformers:PATH (a local model folder; device from $HAI_DEVICE)")
 def _transformers(rest: str) -> TextGenerator:
-    return TransformersBackend(rest, device=default_device())
+    return TransformersBackend(rest, device=str(resolve_device()))
 
 
 @register_backend("openai", "openai:URL#MODEL (an OpenAI-compatible endpoint; key from $HAI_JUDGE_API_KEY)")

@@ -1,0 +1,22 @@
+"""Interventional attribution for visuomotor policies: ISS heatmaps and the Nuisance Mass Ratio.
+
+"Embodied Interpretability: Linking Causal Understanding to Generalization in Vision-Language-
+Action Models" (Zhang, Xu, Dhafer, Yue, Dong, Hao; ICML 2026; arXiv 2605.00321; code
+``robot-future/vla-explain``). The Interventional Significance Score (ISS) blurs random coarse
+regions of a policy's camera image and credits each pixel with the change of the predicted action
+chunk; the Nuisance Mass Ratio (NMR) is the share of that credit on task-irrelevant pixels, and in
+the paper it predicts failure out of distribution. Method details, defaults and baselines:
+``shared/specs/iss.md``; the manual: ``docs/attribution.md``.
+
+Public API, shaped like Captum's ``attribute``::
+
+    from engines.attribution import iss, nmr
+    result = iss(policy, images, grid=(7, 7), n_masks=500, p_keep=0.3, baseline="blur", seed=0)
+    result.grid_map, result.pixel_map, result.ci_low, result.ci_high, result.contrast
+    nmr(result.pixel_map[0], relevance_mask, k=None)    # the mass version; k=10: upstream NMR@10
+"""
+
+from engines.attribution.iss import ISSResult, iss
+from engines.attribution.nmr import NMRValue, episode_nmr, nmr, nmr_with_interval
+
+__all__ = ["ISSResult", "NMRValue", "episode_nmr", "iss", "nmr", "nmr_with_interval"]

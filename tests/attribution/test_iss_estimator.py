@@ -1,0 +1,146 @@
+"""ISS against answers worked out by hand: exact expectations over every mask of a small grid,
+the closed form of a linear policy's cell weights, and the reproducibility the API promises.
+
+Images as large as their grid make each upsampled mask the grid itself (bilinear resizing to
+the same size is the identity), so D of every keep pattern can be written down directly.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from scipy import ndimage
+
+from engines.attribution import iss
+from engines.attribution.replacements import gaussian_blur
+
+P_KEEP = 0.3
+Q = 1.0 - P_KEEP  # probability that a cell is dropped (replaced)
+
+
+def _linear_policy(weights: torch.Tensor):
+    """action = sum over pixels and channels of w * x, one step, one dimension."""
+
+    def policy(images: torch.Tensor) -> torch.Tensor:
+        return (images * weights).sum(dim=(1, 2, 3)).reshape(-1, 1, 1)
+
+    return policy
+
+
+def _cell_effects(image: torch.Tensor, weights: torch.Tensor) -> np.ndarray:
+    """c_g: how much the action moves when cell g (one pixel here) is replaced by the mean colour."""
+    baseline = image.mean(dim=(-2, -1), keepdim=True)
+    return ((baseline - image) * weights).sum(dim=0).flatten().double().numpy()
+
+
+def _exact_iss(c: np.ndarray) -> np.ndarray:
+    """E[D (1 - z_g)] / (1 - p) by enumerating every keep pattern z (D = (sum_h c_h d_h)^2, d = 1 - z)."""
+    expected = np.zeros(len(c))
+    for dropped in itertools.product([0, 1], repeat=len(c)):
+        d = np.array(dropped)
+        probability = np.prod(np.where(d == 1, Q, P_KEEP))
+        divergence = float(c @ d) ** 2
+        expected += probability * divergence * d / Q
+    return expected
+
+
+def _setup(seed: int = 0, size: int = 2):
+    generator = torch.Generator().manual_seed(seed)
+    image = torch.rand((3, size, size), generator=generator)
+    weights = torch.randn((3, size, size), generator=generator)
+    return image, weights
+
+
+def test_the_mean_over_seeds_matches_the_exact_expectation_of_every_mask():
+    image, weights = _setup()
+    exact = _exact_iss(_cell_effects(image, weights))
+    runs = torch.stack([iss(_linear_policy(weights), image[None], grid=(2, 2), n_masks=40, p_keep=P_KEEP,
+                            baseline="mean", seed=seed).grid_map[0].flatten() for seed in range(200)]).double()
+    mean, spread = runs.mean(dim=0).numpy(), runs.std(dim=0).numpy()
+    assert np.all(np.abs(mean - exact) < 4 * spread / np.sqrt(len(runs)))
+
+
+def test_the_95_percent_intervals_cover_the_exact_value_about_95_percent_of_the_time():
+    image, weights = _setup(1)
+    exact = torch.tensor(_exact_iss(_cell_effects(image, weights)))
+    covered = []
+    for seed in range(100):
+        result = iss(_linear_policy(weights), image[None], grid=(2, 2), n_masks=60, p_keep=P_KEEP, baseline="mean",
+                     seed=seed)
+        covered.append(((result.ci_low[0].flatten() <= exact) & (exact <= result.ci_high[0].flatten())).double())
+    rate = float(torch.stack(covered).mean())
+    assert 0.88 <= rate <= 0.99  # 400 intervals; a t interval of skewed samples covers a little under 95%
+
+
+def test_a_linear_policy_gives_the_known_cell_weights():
+    # D = (sum_h c_h d_h)^2, so E[D | d_g = 1] - E[D | d_g = 0] = c_g^2 + 2 q c_g sum_{h != g} c_h.
+    image, weights = _setup(2, size=3)
+    c = _cell_effects(image, weights)
+    contrast = c ** 2 + 2 * Q * c * (c.sum() - c)
+    plain = _exact_iss(c)
+    result = iss(_linear_policy(weights), image[None], grid=(3, 3), n_masks=20_000, p_keep=P_KEEP, baseline="mean",
+                 seed=3, batch_size=2_000)
+    scale = np.abs(plain).max()
+    assert np.allclose(result.grid_map[0].flatten().numpy(), plain, atol=0.03 * scale)
+    assert np.allclose(result.contrast_grid_map[0].flatten().numpy(), contrast, atol=0.05 * scale)
+    # With the grid as large as the image, the pixel map is the grid map.
+    assert torch.allclose(result.pixel_map[0], result.grid_map[0], atol=1e-5)
+
+
+def test_the_same_seed_gives_the_same_map_whatever_the_batch_size():
+    image, weights = _setup(3, size=8)
+    first = iss(_linear_policy(weights), image[None], grid=(4, 4), n_masks=50, seed=5, batch_size=7)
+    again = iss(_linear_policy(weights), image[None], grid=(4, 4), n_masks=50, seed=5, batch_size=64)
+    other = iss(_linear_policy(weights), image[None], grid=(4, 4), n_masks=50, seed=6)
+    assert torch.allclose(first.pixel_map, again.pixel_map) and torch.equal(first.keeps, again.keeps)
+    assert not torch.equal(first.keeps, other.keeps)
+    assert first.config == {"grid": [4, 4], "n_masks": 50, "p_keep": 0.3, "baseline": "blur", "seed": 5,
+                            "blur_sigma": 10.0}
+
+
+def test_each_image_of_a_batch_gets_its_own_map():
+    image, weights = _setup(4, size=2)
+    both = iss(_linear_policy(weights), torch.stack([image, image.flip(-1)]), grid=(2, 2), n_masks=30,
+               baseline="mean")
+    alone = iss(_linear_policy(weights), image.flip(-1)[None], grid=(2, 2), n_masks=30, baseline="mean")
+    assert torch.allclose(both.grid_map[1], alone.grid_map[0])
+    assert both.divergences.shape == (2, 30)
+
+
+def test_the_action_scale_divides_each_dimension_before_squaring():
+    weights = torch.ones((3, 2, 2))
+
+    def two_dims(images):
+        total = (images * weights).sum(dim=(1, 2, 3))
+        return torch.stack([total, 10 * total], dim=-1)[:, None, :]  # the second dimension moves 10 times more
+
+    image = torch.rand((1, 3, 2, 2), generator=torch.Generator().manual_seed(0))
+    raw = iss(two_dims, image, grid=(2, 2), n_masks=20, baseline="mean")
+    scaled = iss(two_dims, image, grid=(2, 2), n_masks=20, baseline="mean", action_scale=torch.tensor([1.0, 10.0]))
+    # Unscaled D = (d^2 + 100 d^2) / 2; scaled = (d^2 + d^2) / 2: a ratio of 101 / 2.
+    assert torch.allclose(raw.divergences, scaled.divergences * 101 / 2, rtol=1e-4)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"images": torch.zeros(3, 8, 8)}, "images must be (B, 3, H, W)"),
+    ({"n_masks": 1}, "n_masks must be at least 2"),
+    ({"p_keep": 1.0}, "p_keep must be strictly between 0 and 1"),
+    ({"grid": (0, 7)}, "grid must be two positive sizes"),
+    ({"baseline": "black"}, "unknown baseline 'black'; choose one of blur, mean, noisy"),
+])
+def test_bad_arguments_are_named(kwargs, message):
+    arguments = {"images": torch.zeros(1, 3, 8, 8), **kwargs}
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        iss(lambda x: x.mean(dim=(1, 2, 3)).reshape(-1, 1, 1), **arguments)
+
+
+def test_the_blur_is_scipys_gaussian_filter_with_mirrored_borders():
+    image = torch.rand((1, 3, 40, 30), generator=torch.Generator().manual_seed(0))
+    ours = gaussian_blur(image, 2.5)[0].numpy()
+    # scipy's "mirror" is OpenCV's BORDER_REFLECT_101; truncate=3 gives upstream's radius round(3 sigma).
+    theirs = np.stack([ndimage.gaussian_filter(image[0, c].double().numpy(), 2.5, mode="mirror", truncate=3.0)
+                       for c in range(3)])
+    assert np.allclose(ours, theirs, atol=1e-5)
