@@ -1,0 +1,25 @@
+"""Command line of the attribution area: ``python -m engines.attribution --help``.
+
+    python -m engines.attribution train --rho 0.95 --seed 0 --out policy.pt [--quick]
+"""
+
+from __future__ import annotations
+
+from engines.platform.area_cli import run_command
+
+# name: (module, its add_arguments, its run, help)
+COMMANDS = {
+    "train": ("engines.attribution.train", "add_train_arguments", "run_train",
+              "train a reaching policy by behaviour cloning and evaluate it in and out of distribution"),
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    from engines.attribution.policies import PolicyFileError
+
+    run_command("python -m engines.attribution", __doc__.splitlines()[0], COMMANDS, argv,
+                errors=(PolicyFileError, ValueError))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Policies: callables from images (B, 3, H, W) in [0, 1] to action chunks (B, horizon, dim).
+
+The built-in one is a small CNN trained by behaviour cloning on the reaching task
+(``engines.attribution.train``). Adapters wrap other policies in the same shape: a plain torch
+module, and a stochastic policy given one fixed noise, so that every masked image is judged with
+the same draw and the action changes come from the intervention alone (upstream's LeRobot adapter
+repeats one fixed flow-matching noise for the same reason).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torch import nn
+
+ARCHITECTURE = "reach-cnn-v1"
+
+
+class ReachPolicy(nn.Module):
+    """Four strided convolutions, a linear head, tanh: about 50k parameters for 64 x 64 images."""
+
+    def __init__(self, horizon: int = 4, action_dim: int = 2, width: int = 24):
+        super().__init__()
+        self.horizon, self.action_dim, self.width = horizon, action_dim, width
+        self.features = nn.Sequential(
+            nn.Conv2d(3, width, 5, stride=2, padding=2), nn.ReLU(),
+            nn.Conv2d(width, width, 3, stride=2, padding=1), nn.ReLU(),
+            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1), nn.ReLU(),
+            nn.Conv2d(2 * width, 2 * width, 3, stride=2, padding=1), nn.ReLU(),
+        )
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(2 * width * 16, horizon * action_dim))
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.head(self.features(images))).view(-1, self.horizon, self.action_dim)
+
+
+def parameter_count(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def save_policy(model: ReachPolicy, path: str | Path, meta: dict) -> Path:
+    """The weights as a state dict of tensors (``torch.save``), with a JSON sidecar of the architecture and ``meta``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({name: tensor.detach().cpu() for name, tensor in model.state_dict().items()}, path)
+    sidecar = {"architecture": ARCHITECTURE, "horizon": model.horizon, "action_dim": model.action_dim,
+               "width": model.width, **meta}
+    path.with_suffix(".json").write_text(json.dumps(sidecar, indent=1, sort_keys=True), encoding="utf-8")
+    return path
+
+
+class PolicyFileError(ValueError):
+    """Weights that cannot be the built-in architecture; the message says what is wrong."""
+
+
+def load_policy(path: str | Path, *, device: str | torch.device = "cpu") -> tuple[ReachPolicy, dict]:
+    """The policy of ``path`` and its sidecar. Weights are read as tensors only (``weights_only=True``):
+    a file that holds code is refused, never run.
+
+    Raises:
+        PolicyFileError: not a weights file, or tensors of other names or shapes than the architecture's.
+    """
+    path = Path(path)
+    sidecar_path = path.with_suffix(".json")
+    meta = json.loads(sidecar_path.read_text(encoding="utf-8")) if sidecar_path.exists() else {}
+    model = ReachPolicy(int(meta.get("horizon", 4)), int(meta.get("action_dim", 2)), int(meta.get("width", 24)))
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - pickle errors, truncated files, code: all are "not weights"
+        raise PolicyFileError(f"{path.name}: not a weights file of tensors ({type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0][:200]})") from None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise PolicyFileError(f"{path.name}: expected a dict of tensors (a state dict)")
+    expected = {name: tuple(t.shape) for name, t in model.state_dict().items()}
+    found = {name: tuple(t.shape) for name, t in state.items()}
+    if expected != found:
+        missing = sorted(set(expected) - set(found))
+        wrong = sorted(name for name in set(expected) & set(found) if expected[name] != found[name])
+        detail = (f"missing {missing[0]}" if missing else
+                  f"{wrong[0]} has shape {found[wrong[0]]}, expected {expected[wrong[0]]}" if wrong else
+                  f"unexpected {sorted(set(found) - set(expected))[0]}")
+        raise PolicyFileError(f"{path.name}: these weights are not the {ARCHITECTURE} policy ({detail})")
+    model.load_state_dict(state)
+    return model.to(device).eval(), meta
+
+
+def torch_policy(model: nn.Module) -> Callable[..., torch.Tensor]:
+    """A torch module as a policy: evaluation mode, no gradients, inputs moved to its device."""
+    model.eval()
+    device = next(model.parameters()).device
+
+    def policy(images: torch.Tensor, **context) -> torch.Tensor:
+        with torch.no_grad():
+            return model(images.to(device), **context)
+
+    return policy
+
+
+def fixed_noise_policy(sample: Callable[..., torch.Tensor], noise: torch.Tensor) -> Callable[..., torch.Tensor]:
+    """A stochastic policy ``sample(images, noise=..., **context)`` with one fixed noise tensor (1, ...),
+    repeated over the batch: every masked image meets the same draw."""
+
+    def policy(images: torch.Tensor, **context) -> torch.Tensor:
+        with torch.no_grad():
+            return sample(images, noise=noise.to(images.device).expand(images.shape[0], *noise.shape[1:]), **context)
+
+    return policy

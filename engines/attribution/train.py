@@ -1,0 +1,180 @@
+"""Behaviour cloning on the reaching task, and closed-loop evaluation in and out of distribution.
+
+``python -m engines.attribution train --rho 0.95 --seed 0 --out policy.pt`` trains one policy
+(seeded: the same command gives the same weights on the same machine) with a progress bar;
+``evaluate`` runs it in closed loop with the cue as in training ("normal"), randomised ("random")
+or absent ("none"), and measures the action error against the expert on held-out frames.
+After ``shared/specs/iss.md`` 6.4: cue agreement rho in {0, 0.5, 0.8, 0.95, 1}, MSE on the expert's
+action chunks, success within 3 px in 30 steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engines.attribution.env import TaskConfig, dataset, expert_chunk, render, sample_scene
+from engines.attribution.policies import ReachPolicy, parameter_count, save_policy, torch_policy
+
+CUE_MODES = ("normal", "random", "none")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    rho: float = 0.95
+    seed: int = 0
+    frames: int = 6000
+    epochs: int = 10
+    batch_size: int = 128
+    learning_rate: float = 2e-3
+    width: int = 24
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.rho <= 1.0:
+            raise ValueError(f"rho is a probability, got {self.rho}")
+        for name in ("frames", "epochs", "batch_size", "width"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.learning_rate <= 0:
+            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
+
+
+@dataclass
+class TrainResult:
+    model: ReachPolicy
+    losses: list[float]  # mean training loss per epoch
+    seconds: float
+    config: TrainConfig
+
+
+def train_policy(config: TrainConfig, task: TaskConfig = TaskConfig(),
+                 progress: Callable[[int, int, float], None] | None = None) -> TrainResult:
+    """Train one policy on ``config.frames`` expert frames; ``progress(epoch, epochs, loss)`` after each epoch."""
+    started = time.perf_counter()
+    torch.manual_seed(config.seed)
+    images, chunks, _ = dataset(config.frames, config.rho, seed=10_000 + config.seed, config=task)
+    inputs, targets = torch.from_numpy(images), torch.from_numpy(chunks)
+    model = ReachPolicy(task.horizon, 2, config.width)
+    optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    generator = torch.Generator().manual_seed(config.seed)
+    losses = []
+    for epoch in range(config.epochs):
+        order = torch.randperm(len(inputs), generator=generator)
+        total = 0.0
+        for start in range(0, len(order), config.batch_size):
+            batch = order[start:start + config.batch_size]
+            loss = torch.nn.functional.mse_loss(model(inputs[batch]), targets[batch])
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            total += loss.item() * len(batch)
+        losses.append(total / len(order))
+        if progress is not None:
+            progress(epoch + 1, config.epochs, losses[-1])
+    return TrainResult(model.eval(), losses, time.perf_counter() - started, config)
+
+
+@torch.no_grad()
+def action_error(policy, rho: float, cue: str, *, frames: int = 256, seed: int = 99,
+                 task: TaskConfig = TaskConfig()) -> float:
+    """Mean squared error of the policy's chunks against the expert's on fresh frames."""
+    images, chunks, _ = dataset(frames, rho, seed=seed, config=task, cue=cue)
+    predicted = policy(torch.from_numpy(images)).cpu()
+    return float(torch.mean((predicted - torch.from_numpy(chunks)) ** 2))
+
+
+@torch.no_grad()
+def success_rate(policy, rho: float, cue: str, *, episodes: int = 100, seed: int = 2026,
+                 task: TaskConfig = TaskConfig()) -> float:
+    """Share of episodes in which the agent gets within ``success_radius`` of the target in
+    ``max_steps`` steps, executing the first move of each chunk (all episodes in one batch per step)."""
+    rng = np.random.default_rng(seed)
+    scenes = [sample_scene(rng, task, rho, cue) for _ in range(episodes)]
+    done = np.zeros(episodes, dtype=bool)
+    for _ in range(task.max_steps):
+        for index, scene in enumerate(scenes):
+            done[index] |= np.linalg.norm(scene.agent - scene.target) <= task.success_radius
+        if done.all():
+            break
+        images = torch.from_numpy(np.stack([render(scene, task) for scene in scenes]))
+        moves = policy(images)[:, 0].cpu().numpy() * task.max_step
+        for index, scene in enumerate(scenes):
+            if not done[index]:
+                scene.agent = np.clip(scene.agent + moves[index], 0, task.size)
+    for index, scene in enumerate(scenes):
+        done[index] |= np.linalg.norm(scene.agent - scene.target) <= task.success_radius
+    return float(done.mean())
+
+
+def expert_success(rho: float, cue: str, *, episodes: int = 100, seed: int = 2026,
+                   task: TaskConfig = TaskConfig()) -> float:
+    """The scripted expert's success on the same episodes (the ceiling a policy can reach)."""
+
+    def expert(images: torch.Tensor) -> torch.Tensor:  # reads the state, not the image
+        return torch.from_numpy(np.stack([expert_chunk(s.agent, s.target, task) for s in expert.scenes]))
+
+    rng = np.random.default_rng(seed)
+    expert.scenes = [sample_scene(rng, task, rho, cue) for _ in range(episodes)]
+    done = np.zeros(episodes, dtype=bool)
+    for _ in range(task.max_steps):
+        moves = expert(None)[:, 0].numpy() * task.max_step
+        for index, scene in enumerate(expert.scenes):
+            done[index] |= np.linalg.norm(scene.agent - scene.target) <= task.success_radius
+            scene.agent = scene.agent + moves[index]
+    return float(done.mean())
+
+
+def evaluate(policy, rho: float, *, episodes: int = 100, frames: int = 256, task: TaskConfig = TaskConfig()) -> dict:
+    """Success and action error with the cue as trained ("normal"), randomised and absent."""
+    return {cue: {"success": success_rate(policy, rho, cue, episodes=episodes, task=task),
+                  "action_mse": action_error(policy, rho, cue, frames=frames, task=task)} for cue in CUE_MODES}
+
+
+# ------------------------------------------------------------------ command line
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    defaults = TrainConfig()
+    parser.add_argument("--rho", type=float, default=defaults.rho, help="how often the cue agrees with the target")
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--frames", type=int, default=defaults.frames, help="expert frames to train on")
+    parser.add_argument("--epochs", type=int, default=defaults.epochs)
+    parser.add_argument("--quick", action="store_true", help="a small run for tests: 400 frames, 2 epochs")
+    parser.add_argument("--episodes", type=int, default=100, help="closed-loop episodes per evaluation")
+    parser.add_argument("--out", type=Path, required=True, help="weights file to write (a .json sidecar beside it)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run_train(args: argparse.Namespace) -> dict:
+    """Train a reaching policy by behaviour cloning and evaluate it in and out of distribution."""
+    frames, epochs = (400, 2) if args.quick else (args.frames, args.epochs)
+    config = TrainConfig(rho=args.rho, seed=args.seed, frames=frames, epochs=epochs)
+    bar = None
+    if not args.no_progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=config.epochs, desc=f"training rho={config.rho} seed={config.seed}", unit="epoch")
+
+    def progress(epoch: int, epochs: int, loss: float) -> None:
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.4f}")
+
+    result = train_policy(config, progress=progress)
+    if bar is not None:
+        bar.close()
+    episodes = 20 if args.quick else args.episodes
+    scores = evaluate(torch_policy(result.model), config.rho, episodes=episodes, frames=64 if args.quick else 256)
+    meta = {"train": asdict(config), "final_loss": result.losses[-1], "train_seconds": round(result.seconds, 1),
+            "parameters": parameter_count(result.model), "evaluation": scores, "episodes": episodes}
+    save_policy(result.model, args.out, meta)
+    return {**meta, "path": str(args.out),
+            "summary": (f"rho={config.rho} seed={config.seed}: loss {result.losses[-1]:.4f}, success in "
+                        f"distribution {scores['normal']['success']:.0%}, cue random {scores['random']['success']:.0%}, "
+                        f"no cue {scores['none']['success']:.0%} ({result.seconds:.0f} s) -> {args.out}")}
