@@ -90,3 +90,24 @@ def test_a_weights_file_with_code_in_it_is_refused_not_run(tmp_path, capsys):
     with pytest.raises(PolicyFileError, match="not a weights file of tensors"):
         load_policy(tmp_path / "sneaky.pt")
     assert "this ran" not in capsys.readouterr().out
+
+
+def test_the_train_command_writes_weights_that_load_and_reports_its_evaluation(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "policy.pt"
+    proc = subprocess.run([sys.executable, "-m", "engines.attribution", "train", "--rho", "1", "--seed", "2",
+                           "--quick", "--no-progress", "--out", str(out), "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert report["train"]["rho"] == 1.0 and report["train"]["frames"] == 400 and report["episodes"] == 20
+    assert set(report["evaluation"]) == {"normal", "random", "none"}
+    assert all(0.0 <= v["success"] <= 1.0 for v in report["evaluation"].values())
+    model, meta = load_policy(out)
+    assert meta["parameters"] == sum(p.numel() for p in model.parameters())
+    bad = subprocess.run([sys.executable, "-m", "engines.attribution", "train", "--rho", "2", "--out", str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: rho is a probability, got 2.0"
