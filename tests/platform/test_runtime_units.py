@@ -35,6 +35,8 @@ from engines.platform.study import Check, Constants, Step, StepInstance, StudyPr
 
 T0 = datetime(2026, 3, 2, 9, 0, 0, tzinfo=UTC)
 SEEN: list[tuple] = []  # what the probe's hooks were handed, in order
+SESSIONS: list[bool] = []  # whether each is_displayed call was handed the participant's session
+ENTERED: list[tuple] = []  # on_enter: (step index, round, answers stored when entered, answers in ctx)
 
 
 class ProbeC(Constants):
@@ -68,7 +70,15 @@ class Ask(Step):
     @staticmethod
     def is_displayed(ctx) -> bool:
         SEEN.append(("shown?", ctx.step_index, ctx.round_number))
+        SESSIONS.append(ctx.session is not None)
         return (ctx.last_response("Ask") or {}).get("name") != "stop" or ctx.round_number == 1
+
+    @staticmethod
+    def on_enter(ctx) -> None:
+        # Read through the transaction that moved the participant here: it holds the answer just stored.
+        stored = ctx.session.exec(select(func.count()).select_from(StepResponse)
+                                  .where(StepResponse.participant_id == ctx.participant_id)).one()
+        ENTERED.append((ctx.step_index, ctx.round_number, stored, len(ctx.responses.get("Ask", []))))
 
     @staticmethod
     def vars_for_template(ctx) -> dict:
@@ -117,6 +127,9 @@ class Extra(Step):
     @staticmethod
     def is_displayed(ctx) -> bool:
         SEEN.append(("shown?", ctx.step_index, ctx.round_number))
+        SESSIONS.append(ctx.session is not None)
+        # A misbehaving hook: is_displayed only reads, so this edit must never reach what is stored.
+        ctx.vars.get("names", []).append("peeked")
         return (ctx.last_response("Ask") or {}).get("name") == "long"
 
     @staticmethod
@@ -145,6 +158,8 @@ def probe(monkeypatch) -> StudyProtocol:
     registry.discover()
     monkeypatch.setitem(registry._PROTOCOLS, PROBE.name, PROBE)  # noqa: SLF001 - for this test only
     SEEN.clear()
+    SESSIONS.clear()
+    ENTERED.clear()
     return PROBE
 
 
@@ -292,6 +307,16 @@ def test_hooks_see_the_participant_the_study_instance_and_the_round(probe_study,
     second = runtime.current_view(pid, engine=engine).template_vars
     assert (second["round"], second["step_index"]) == (2, 1)
     assert second["vars"] == {"names": ["ann"], "stored_when_submitted": 1}
+
+
+def test_hooks_that_move_a_participant_on_get_the_session_and_on_enter_runs_once_per_arrival(probe_study, engine):
+    pid = _enter(engine)
+    _submit(engine, pid, 0, {"name": "ann"})
+    runtime.current_view(pid, engine=engine)  # a read: its step count asks is_displayed too
+    # Entering the study arrives at Ask round 1 (nothing stored yet); the first answer moves to
+    # round 2, and on_enter sees that answer through the same transaction, in the session and in ctx.
+    assert ENTERED == [(0, 1, 0, 0), (1, 2, 1, 1)]
+    assert SESSIONS and all(SESSIONS)  # every is_displayed, in writes and in reads
 
 
 def test_after_submit_keeps_nested_edits_to_vars_across_steps(probe_study, engine):
