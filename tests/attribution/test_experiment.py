@@ -1,0 +1,49 @@
+"""The experiment's statistics against scipy and by hand, and its quick run end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from engines.attribution.experiment import ExperimentConfig, spearman
+
+
+def test_spearman_matches_scipy_with_an_exact_permutation_p_value():
+    x = np.array([0.1, 0.4, 0.2, 0.9, 0.7])
+    y = np.array([1.0, 3.0, 2.0, 5.0, 4.0])  # the same order as x: rho = 1
+    result = spearman(x, y, permutations=3000, bootstrap=200, seed=0)
+    assert result["rho"] == pytest.approx(1.0) and result["n"] == 5
+    # |rho| = 1 happens for 2 of the 120 orders of 5 values: p = 1/60.
+    assert abs(result["p_permutation"] - 1 / 60) < 0.01
+    assert result["ci_low"] <= result["rho"] <= result["ci_high"] <= 1.0
+
+
+def test_spearman_leaves_out_missing_values_and_refuses_a_constant():
+    result = spearman(np.array([1.0, 2.0, np.nan, 3.0]), np.array([3.0, 2.0, 9.0, 1.0]), permutations=50,
+                      bootstrap=50, seed=0)
+    assert result["rho"] == pytest.approx(-1.0) and result["n"] == 3
+    assert spearman(np.ones(4), np.arange(4.0), permutations=10, bootstrap=10, seed=0)["rho"] is None
+
+
+def test_the_config_refuses_unknown_methods_and_too_few_policies():
+    with pytest.raises(ValueError, match="unknown method 'lime'"):
+        ExperimentConfig(methods=("lime",))
+    with pytest.raises(ValueError, match="at least 3 policies"):
+        ExperimentConfig(rhos=(0.0,), seeds=(0, 1))
+
+
+def test_the_quick_experiment_runs_end_to_end(tmp_path):
+    out = tmp_path / "experiment.json"
+    proc = subprocess.run([sys.executable, "-m", "engines.attribution", "experiment", "--quick", "--out", str(out),
+                           "--json"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert [(p["rho"], p["seed"]) for p in result["policies"]] == [(0.0, 0), (0.0, 1), (1.0, 0), (1.0, 1)]
+    assert set(result["correlations"]) == {"iss", "iss_contrast", "occlusion"}
+    for policy in result["policies"]:
+        assert all(v is None or 0.0 <= v <= 1.0 for v in policy["nmr"].values())
+    assert json.loads(out.read_text())["summary"] == result["summary"]
