@@ -1,0 +1,101 @@
+"""Background jobs of the attribution area: ``attribution.train`` and ``attribution.experiment``.
+
+The same functions the command line calls, in the job queue, with progress: a policy trained
+here lands in the job's folder as ``policy.pt`` (with its ``policy.json``), an experiment's
+result as ``experiment.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from engines.attribution.experiment import METHODS, ExperimentConfig, run_experiment
+from engines.attribution.policies import parameter_count, save_policy, torch_policy
+from engines.attribution.train import TrainConfig, evaluate, train_policy
+from engines.platform.jobqueue import JobContext, register_job
+from engines.platform.settings import REPO_ROOT
+
+TRAIN, EXPERIMENT = "attribution.train", "attribution.experiment"
+SHIPPED_POLICIES = REPO_ROOT / "assets" / "attribution" / "policies"
+
+
+class TrainParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rho: float = Field(default=0.95, ge=0.0, le=1.0, title="How often the cue agrees with the target")
+    seed: int = Field(default=0, ge=0)
+    frames: int = Field(default=6000, ge=100, le=100_000, title="Expert frames to train on")
+    epochs: int = Field(default=10, ge=1, le=100)
+    episodes: int = Field(default=100, ge=5, le=1000, title="Closed-loop episodes per evaluation")
+
+
+@register_job(TRAIN, title="Attribution: train a reaching policy", params=TrainParams)
+def train_job(ctx: JobContext, **params) -> dict:
+    """Behaviour cloning on the reaching task; writes policy.pt and its evaluation."""
+    p = TrainParams(**params)
+    config = TrainConfig(rho=p.rho, seed=p.seed, frames=p.frames, epochs=p.epochs)
+
+    def progress(epoch: int, epochs: int, loss: float) -> None:
+        ctx.progress(0.8 * epoch / epochs, f"epoch {epoch} of {epochs}: loss {loss:.4f}")  # raises on cancel
+
+    ctx.progress(0.0, "generating expert frames")
+    result = train_policy(config, progress=progress)
+    ctx.progress(0.85, f"closed-loop evaluation, {p.episodes} episodes per cue")
+    scores = evaluate(torch_policy(result.model), p.rho, episodes=p.episodes)
+    out = ctx.result_dir / "policy.pt"
+    save_policy(result.model, out, {"train": asdict(config), "final_loss": result.losses[-1],
+                                    "parameters": parameter_count(result.model), "evaluation": scores,
+                                    "episodes": p.episodes})
+    return {"result_path": str(out), "rho": p.rho, "seed": p.seed, "final_loss": result.losses[-1],
+            "evaluation": scores}
+
+
+class ExperimentParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rhos: list[float] = Field(default=[0.0, 0.5, 0.8, 0.95, 1.0], min_length=1, max_length=10)
+    seeds: list[int] = Field(default=[0, 1], min_length=1, max_length=10)
+    n_masks: int = Field(default=300, ge=10, le=5000)
+    nmr_frames: int = Field(default=12, ge=1, le=200)
+    episodes: int = Field(default=100, ge=5, le=1000)
+    methods: list[str] = Field(default=list(METHODS), min_length=1)
+    policies: Literal["shipped", "train"] = Field(
+        default="shipped", title="Use the shipped policies where there is one for a (rho, seed), or train all anew")
+
+    @field_validator("rhos")
+    @classmethod
+    def _probabilities(cls, value: list[float]) -> list[float]:
+        if any(not 0.0 <= rho <= 1.0 for rho in value):
+            raise ValueError("every rho is a probability in [0, 1]")
+        return value
+
+    @field_validator("methods")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        unknown = [m for m in value if m not in METHODS]
+        if unknown:
+            raise ValueError(f"unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _enough_policies(self) -> ExperimentParams:
+        if len(self.rhos) * len(self.seeds) < 3:
+            raise ValueError("a correlation needs at least 3 policies (rhos x seeds)")
+        return self
+
+
+@register_job(EXPERIMENT, title="Attribution: NMR against out-of-distribution failure", params=ExperimentParams)
+def experiment_job(ctx: JobContext, **params) -> dict:
+    """The experiment of ``python -m engines.attribution experiment``; writes experiment.json."""
+    p = ExperimentParams(**params)
+    config = ExperimentConfig(rhos=tuple(p.rhos), seeds=tuple(p.seeds), n_masks=p.n_masks, nmr_frames=p.nmr_frames,
+                              episodes=p.episodes, methods=tuple(p.methods),
+                              policy_dir=str(SHIPPED_POLICIES) if p.policies == "shipped" else None)
+    result = run_experiment(config, progress=lambda fraction, message: ctx.progress(0.95 * fraction, message))
+    out = ctx.result_dir / "experiment.json"
+    out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+    return {"result_path": str(out), "summary": result["summary"], "policies": len(result["policies"])}
