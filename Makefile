@@ -9,7 +9,7 @@ PORT ?= 8501
 HOST ?= 127.0.0.1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run test setup setup-test chromium bench bench-quick mutation lint migrate clean lock
+.PHONY: run test setup setup-test chromium bench bench-quick mutation mutation-changed lint migrate clean lock
 
 # Installs are the lock files, every package pinned with its sha256 hashes (--require-hashes: a file
 # whose hash is not listed, or a package not in the lock, stops the install). pip itself is in the lock.
@@ -77,6 +77,10 @@ bench-quick: setup-test
 # scores and surviving mutants in bench/results/mutation.json. MODULES=engines/collab/store.py runs one.
 mutation: setup-test
 	$(PY) bench/mutation.py $(MODULES)
+
+# Only the modules whose source, tests or equivalents changed since their recorded run.
+mutation-changed: setup-test
+	$(PY) bench/mutation.py --changed $(MODULES)
 
 lint: setup-test
 	$(VENV)/bin/ruff check .

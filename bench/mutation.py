@@ -19,6 +19,7 @@ every surviving mutant's diff; the goal is at least 90% per module.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -146,12 +147,30 @@ def load_equivalent(folder: Path = EQUIVALENT) -> dict[str, str]:
     return listed
 
 
-def run(modules: list[str], workdir: Path, children: int, out: Path = OUT) -> dict:
+def fingerprint(module: str, tests: list[str], root: Path = ROOT) -> str:
+    """A hash of what decides a module's mutants and their fate: its source, its test files, the
+    shared test fixtures and its equivalents file. Code a test merely calls is not in it (a change
+    there rarely turns a killed mutant into a survivor; ``--all`` re-tests everything)."""
+    digest = hashlib.sha256()
+    for name in [module, *tests, "tests/conftest.py", f"bench/mutation_equivalent/{module_name(module)}.json"]:
+        path = root / name
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b"") + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def run(modules: list[str], workdir: Path, children: int, out: Path = OUT, *, everything: bool = True) -> dict:
+    """Mutate ``modules``; unless ``everything``, a module whose fingerprint matches its last recorded
+    run keeps that run's figures (marked ``reused``) instead of being re-tested."""
     equivalent = load_equivalent()
     load_before = round(os.getloadavg()[0], 2)
     previous = json.loads(out.read_text()).get("modules", {}) if out.exists() else {}
     results = dict(previous)  # a run of some modules keeps the others' latest figures
     for module in modules:
+        stamp = fingerprint(module, MODULES[module])
+        if not everything and previous.get(module, {}).get("fingerprint") == stamp:
+            results[module] = {**previous[module], "reused": True}
+            print(f"{module}: unchanged since its last run, {previous[module]['score']} kept", flush=True)
+            continue
         started = time.perf_counter()
         copy = prepare_copy(workdir, module, MODULES[module])
         run_mutmut(copy, children, MODULES[module])
@@ -160,7 +179,8 @@ def run(modules: list[str], workdir: Path, children: int, out: Path = OUT) -> di
         survivors = [name for name, status in sorted(found.items())
                      if status not in ("killed", "timeout", "caught by type check") and name not in equivalent]
         entry.update({
-            "tests": MODULES[module], "seconds": round(time.perf_counter() - started, 1),
+            "tests": MODULES[module], "fingerprint": stamp, "reused": False,
+            "seconds": round(time.perf_counter() - started, 1),
             "meets_goal": entry["score"] is not None and entry["score"] >= GOAL,
             "survivors": [{"mutant": name, "status": found[name], "diff": diff_of(copy, name)} for name in survivors],
         })
@@ -180,11 +200,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "hai-mutation")
     parser.add_argument("--children", type=int, default=os.cpu_count() or 2, help="mutants tested at once")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--changed", action="store_true",
+                        help="re-test only the modules whose source, tests or equivalents changed since their "
+                             "recorded run (the others keep their figures)")
     args = parser.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:
         parser.error(f"not a core module: {unknown}; choose from {list(MODULES)}")
-    result = run(args.modules or list(MODULES), args.workdir, args.children, args.out)
+    result = run(args.modules or list(MODULES), args.workdir, args.children, args.out,
+                 everything=not args.changed)
     write_result(result, args.out)
     print(f"wrote {args.out}")
 

@@ -53,3 +53,42 @@ def test_every_listed_equivalent_names_a_core_module_and_says_why():
         assert path.stem in modules, path
         for name, why in mutation.load_equivalent(path.parent).items():
             assert why.strip(), name
+
+
+def test_a_module_whose_code_and_tests_are_unchanged_keeps_its_recorded_run(tmp_path, monkeypatch):
+    import json
+
+    mutation = _mutation()
+    module = "engines/platform/csv_safety.py"
+    stamp = mutation.fingerprint(module, mutation.MODULES[module])
+    out = tmp_path / "mutation.json"
+    out.write_text(json.dumps({"modules": {module: {"score": 0.97, "fingerprint": stamp}}}))
+
+    def no_mutmut(*args, **kwargs):
+        raise AssertionError("an unchanged module must not be mutated again")
+
+    monkeypatch.setattr(mutation, "prepare_copy", no_mutmut)
+    monkeypatch.setattr(mutation, "write_result", lambda result, path: None)
+    result = mutation.run([module], tmp_path, 1, out, everything=False)
+    assert result["modules"][module] == {"score": 0.97, "fingerprint": stamp, "reused": True}
+    with_other_stamp = {"modules": {module: {"score": 0.97, "fingerprint": "0" * 16}}}
+    out.write_text(json.dumps(with_other_stamp))
+    try:
+        mutation.run([module], tmp_path, 1, out, everything=False)
+    except AssertionError as exc:
+        assert "must not be mutated again" in str(exc)  # a changed fingerprint is re-tested
+    else:
+        raise AssertionError("a module with another fingerprint was not re-tested")
+
+
+def test_the_fingerprint_follows_the_module_its_tests_and_the_shared_fixtures(tmp_path):
+    mutation = _mutation()
+    for name in ("engines/a.py", "tests/test_a.py", "tests/conftest.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x = 1\n")
+    first = mutation.fingerprint("engines/a.py", ["tests/test_a.py"], tmp_path)
+    for name in ("engines/a.py", "tests/test_a.py", "tests/conftest.py"):
+        (tmp_path / name).write_text("x = 2\n")
+        assert mutation.fingerprint("engines/a.py", ["tests/test_a.py"], tmp_path) != first
+        (tmp_path / name).write_text("x = 1\n")
+    assert mutation.fingerprint("engines/a.py", ["tests/test_a.py"], tmp_path) == first
