@@ -794,7 +794,8 @@ def test_an_executor_with_one_worker_starts_one_job_at_a_time(any_db, engine, fa
     assert jobqueue.get_job(second, engine=engine).status == "queued"
 
 
-def test_a_job_process_gets_the_database_its_parent_and_an_output_file(any_db, engine, fake_popen):
+def test_a_job_process_gets_the_database_its_parent_and_an_output_file(any_db, engine, fake_popen, monkeypatch):
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)  # the executor sets it, whatever this process has
     job_id = jobqueue.submit_job("tests.units.free", engine=engine)
     executor = jobqueue.LocalExecutor(1, database_url=any_db)
     executor._start_queued()  # noqa: SLF001
@@ -1073,3 +1074,16 @@ def test_job_result_file_refuses_a_folder(engine, tmp_path):
     with pytest.raises(jobqueue.JobError, match="has no result file"):
         jobqueue.job_result_file(job_id, engine=engine)
 
+
+
+def test_a_kind_registered_with_parameters_checks_them_when_a_job_is_submitted(any_db, engine):
+    @register_job("tests.units.registered_late", params=_ScaleParams)
+    def registered_late(ctx, **params) -> dict:
+        return {}
+
+    try:
+        with pytest.raises(jobqueue.JobError, match="factor"):
+            jobqueue.submit_job("tests.units.registered_late", {"factor": 0}, engine=engine)
+        assert jobqueue.get_kind("tests.units.registered_late").params is _ScaleParams
+    finally:
+        jobqueue._KINDS.pop("tests.units.registered_late", None)  # noqa: SLF001 - registered for this test only
