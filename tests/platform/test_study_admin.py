@@ -268,3 +268,46 @@ def test_every_function_uses_the_engine_it_is_given(other_engine):
     assert study_admin.participant_links("there", "https://x.org", **other)["mturk"] == "https://x.org/?study=there"
     with pytest.raises(UnknownStudy):
         study_admin.get_study("there")
+
+
+def _protocol_checking_the_database(seen: list):
+    from typing import ClassVar
+
+    from pydantic import BaseModel
+
+    from engines.platform.study import Constants, Step, StudyProtocol
+
+    class CheckedC(Constants):
+        NAME = "db_checked"
+        TITLE = "Checked"
+        CONDITIONS: ClassVar = {"only": {}}
+        PROJECT = "exists"
+
+    class Answer(BaseModel):
+        ok: bool = True
+
+    class Only(Step):
+        Response = Answer
+
+    def check(C, session) -> None:
+        # Reads through the creating transaction: the studies stored so far.
+        seen.append((C.PROJECT, len(session.exec(select(Study)).all())))
+        if C.PROJECT != "exists":
+            raise ValueError(f"PROJECT names nothing called {C.PROJECT!r}")
+
+    return StudyProtocol(name="db_checked", title="Checked", description="", C=CheckedC, sequence=[Only],
+                         check_constants_in_database=check)
+
+
+def test_constants_are_checked_against_the_database_in_the_creating_transaction(sqlite_db, monkeypatch):
+    from engines.platform import registry
+
+    seen: list = []
+    registry.discover()
+    monkeypatch.setitem(registry._PROTOCOLS, "db_checked", _protocol_checking_the_database(seen))  # noqa: SLF001
+    study_admin.create_study("first", "db_checked")
+    with pytest.raises(StudyError) as refused:
+        study_admin.create_study("second", "db_checked", config={"constants": {"PROJECT": "nope"}})
+    assert str(refused.value) == "Constants: PROJECT names nothing called 'nope'"
+    assert seen == [("exists", 0), ("nope", 1)]  # the hook got the instance's constants and a live session
+    assert [s.slug for s in study_admin.list_studies()] == ["first"]
