@@ -130,9 +130,13 @@ def attribute(method: str, policy_module: nn.Module, image: torch.Tensor, *, gri
                                                            feature_mask=cell_mask(grid, (height, width)),
                                                            perturbations_per_eval=batch_size)
         else:
-            attribution = ShapleyValueSampling(model).attribute(
-                image, baselines=replaced, feature_mask=cell_mask(grid, (height, width)),
-                n_samples=shapley_samples_for(n_masks, grid), perturbations_per_eval=batch_size)
+            # Captum draws the permutations from torch's global generator: seed a private fork of it,
+            # so the map is reproducible and the caller's random state is left alone.
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                attribution = ShapleyValueSampling(model).attribute(
+                    image, baselines=replaced, feature_mask=cell_mask(grid, (height, width)),
+                    n_samples=shapley_samples_for(n_masks, grid), perturbations_per_eval=batch_size)
     # Captum: D(x) - D(x') = -D(x') for ablation and occlusion (D(x) = 0); Shapley's values are the
     # marginal contributions of letting a cell keep its original pixels, -(gain in D when replaced).
     return -attribution[0].sum(0) / image.shape[1]
