@@ -98,6 +98,17 @@ def demo_study(sqlite_db) -> str:
     return "demo"
 
 
+@pytest.fixture
+def other_engine(sqlite_db, migrated_sqlite_template, tmp_path):
+    """A second migrated SQLite database, reached only through its engine (the default stays sqlite_db):
+    a function that drops the ``engine=`` it is given reads or writes the wrong database."""
+    path = tmp_path / "other.db"
+    shutil.copy(migrated_sqlite_template, path)
+    engine = db.get_engine(f"sqlite:///{path}")
+    yield engine
+    engine.dispose()
+
+
 def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest hook
     """Under ``make mutation``: run a mutant's tests cheapest first, so a killed mutant stops early.
 

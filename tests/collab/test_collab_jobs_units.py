@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,7 +17,7 @@ import pytest
 from engines.collab import jobs
 from engines.collab.jobs import SIMULATE, SWEEP, TRAIN_COUNTER
 from engines.collab.result_files import ResultFileError
-from engines.platform import db, jobqueue
+from engines.platform import jobqueue
 from engines.platform.db import write_transaction
 from engines.platform.models import Job
 
@@ -49,15 +48,6 @@ def _job(kind: str, status: str = "queued", *, engine=None, **values) -> int:
         session.flush()
         return job.id
 
-
-@pytest.fixture
-def other_engine(sqlite_db, migrated_sqlite_template, tmp_path):
-    """A second migrated database, not the process's default one."""
-    path = tmp_path / "other.db"
-    shutil.copy(migrated_sqlite_template, path)
-    engine = db.get_engine(f"sqlite:///{path}")
-    yield engine
-    engine.dispose()
 
 
 def _scores_file(job_id: int) -> Path:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import threading
 
 import pytest
@@ -113,21 +112,16 @@ def test_an_explicit_study_id_is_kept_when_a_slug_is_also_given(sqlite_db):
     assert [(s.key, s.study_slug) for s in store.list_streams()] == [("both", "alpha")]
 
 
-def test_every_function_uses_the_database_it_is_given(sqlite_db, migrated_sqlite_template, tmp_path):
+def test_every_function_uses_the_database_it_is_given(other_engine):
     """A second migrated database: the stream is written and read there, and the default database stays empty."""
-    path = tmp_path / "other.db"
-    shutil.copy(migrated_sqlite_template, path)
-    engine = get_engine(f"sqlite:///{path}")
-    try:
-        store.ensure_stream("elsewhere", ControllerState.initial(CONFIG), engine=engine)
-        store.record_interaction("elsewhere", "p", err_harm=True, err_comp=False, engine=engine)
-        assert store.current_state("elsewhere", engine=engine).t == 1
-        assert [u.seq for u in store.history("elsewhere", engine=engine)] == [1]
-        assert [s.key for s in store.list_streams(engine=engine)] == ["elsewhere"]
-        assert store.audit_report("elsewhere", engine=engine).updates == 1
-        assert store.list_streams() == []
-    finally:
-        engine.dispose()
+    engine = other_engine
+    store.ensure_stream("elsewhere", ControllerState.initial(CONFIG), engine=engine)
+    store.record_interaction("elsewhere", "p", err_harm=True, err_comp=False, engine=engine)
+    assert store.current_state("elsewhere", engine=engine).t == 1
+    assert [u.seq for u in store.history("elsewhere", engine=engine)] == [1]
+    assert [s.key for s in store.list_streams(engine=engine)] == ["elsewhere"]
+    assert store.audit_report("elsewhere", engine=engine).updates == 1
+    assert store.list_streams() == []
 
 
 def test_opening_a_stream_holds_its_row_lock_until_the_transaction_ends(any_db):

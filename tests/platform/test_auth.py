@@ -379,19 +379,6 @@ def test_empty_oidc_email_matches_no_account(sqlite_db):
 # --- The engine argument ----------------------------------------------------------------------
 
 
-@pytest.fixture
-def other_engine(sqlite_db, migrated_sqlite_template, tmp_path):
-    """A second migrated SQLite database, reached only through its engine (the default stays sqlite_db)."""
-    import shutil
-
-    from engines.platform import db
-
-    path = tmp_path / "other.db"
-    shutil.copy(migrated_sqlite_template, path)
-    engine = db.get_engine(f"sqlite:///{path}")
-    yield engine
-    engine.dispose()
-
 
 def test_every_function_uses_the_engine_it_is_given(other_engine):
     other = {"engine": other_engine}

@@ -7,13 +7,12 @@ worked out by hand from the rule: 5 failures per username or 20 per address with
 
 from __future__ import annotations
 
-import shutil
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlmodel import select
 
-from engines.platform import db, login_throttle
+from engines.platform import login_throttle
 from engines.platform.db import read_session
 from engines.platform.login_throttle import Lockout
 from engines.platform.models import LoginFailure
@@ -193,15 +192,6 @@ def test_the_address_lockout_opens_when_its_twentieth_most_recent_failure_leaves
 
 # --- The engine argument -------------------------------------------------------------------------
 
-
-@pytest.fixture
-def other_engine(sqlite_db, migrated_sqlite_template, tmp_path):
-    """A second migrated SQLite database, reached only through its engine (the default stays sqlite_db)."""
-    path = tmp_path / "other.db"
-    shutil.copy(migrated_sqlite_template, path)
-    engine = db.get_engine(f"sqlite:///{path}")
-    yield engine
-    engine.dispose()
 
 
 def test_every_function_uses_the_engine_it_is_given(other_engine, clock):

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-import shutil
 from datetime import timedelta
 
 import pytest
 from sqlmodel import select
 
-from engines.platform import auth, db, settings, study_admin
+from engines.platform import auth, settings, study_admin
 from engines.platform.db import write_transaction
 from engines.platform.models import Participant, Study
 from engines.platform.runtime import StudyError, UnknownStudy
@@ -238,15 +237,6 @@ def test_participant_links_of_an_unknown_study_name_it(sqlite_db):
 
 # --- The engine argument ----------------------------------------------------------------------
 
-
-@pytest.fixture
-def other_engine(sqlite_db, migrated_sqlite_template, tmp_path):
-    """A second migrated SQLite database, reached only through its engine (the default stays sqlite_db)."""
-    path = tmp_path / "other.db"
-    shutil.copy(migrated_sqlite_template, path)
-    engine = db.get_engine(f"sqlite:///{path}")
-    yield engine
-    engine.dispose()
 
 
 def test_every_function_uses_the_engine_it_is_given(other_engine):
