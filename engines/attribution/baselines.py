@@ -101,11 +101,11 @@ def attribute(method: str, policy_module: nn.Module, image: torch.Tensor, *, gri
     if image.ndim != 4 or image.shape[0] != 1:
         raise ValueError(f"one image (1, 3, H, W) at a time, got shape {tuple(image.shape)}")
     policy_module.eval()
-    height, width = image.shape[-2:]
-    replaced = replacement(image, baseline, sigma=blur_sigma, seed=seed)
     if method == "rise":
         return rise(policy_module, image, grid=grid, n_masks=n_masks, p_keep=p_keep, seed=seed, baseline=baseline,
                     blur_sigma=blur_sigma, batch_size=batch_size)
+    height, width = image.shape[-2:]
+    replaced = replacement(image, baseline, sigma=blur_sigma, seed=seed)
     if method in GRADIENT_METHODS:
         flat = FlatActions(policy_module)
         with torch.no_grad():

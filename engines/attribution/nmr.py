@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engines.attribution.iss import ISSResult
+from engines.attribution.iss import ISSResult, upsample
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def nmr_with_interval(result: ISSResult, relevance_mask: torch.Tensor, k: float 
     shown = result.contrast_pixel_map if contrast else result.pixel_map
     point = nmr(shown[index], relevance_mask, k)
     n_masks = result.keeps.shape[0]
-    masks = _pixel_masks(result)  # (N, H, W)
+    masks = upsample(result.keeps, tuple(result.pixel_map.shape[-2:]))  # (N, H, W), as the run drew them
     p_keep = float(result.config.get("p_keep", 0.3))
     weights = (1.0 - masks) / (1.0 - p_keep) - (masks / p_keep if contrast else 0.0)
     generator = torch.Generator(device="cpu").manual_seed(seed)
@@ -105,12 +105,6 @@ def nmr_with_interval(result: ISSResult, relevance_mask: torch.Tensor, k: float 
     tail = (1.0 - confidence) / 2
     low, high = torch.quantile(finite, torch.tensor([tail, 1.0 - tail], dtype=torch.float64)).tolist()
     return NMRValue(point.value, point.chance, point.lift, k, low, high)
-
-
-def _pixel_masks(result: ISSResult) -> torch.Tensor:
-    from engines.attribution.iss import upsample
-
-    return upsample(result.keeps, tuple(result.pixel_map.shape[-2:]))
 
 
 def episode_nmr(maps: torch.Tensor, relevance_masks: torch.Tensor, k: float | None = None) -> NMRValue:

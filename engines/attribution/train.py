@@ -89,45 +89,49 @@ def action_error(policy, rho: float, cue: str, *, frames: int = 256, seed: int =
     return float(torch.mean((predicted - torch.from_numpy(chunks)) ** 2))
 
 
-@torch.no_grad()
-def success_rate(policy, rho: float, cue: str, *, episodes: int = 100, seed: int = 2026,
-                 task: TaskConfig = TaskConfig()) -> float:
-    """Share of episodes in which the agent gets within ``success_radius`` of the target in
-    ``max_steps`` steps, executing the first move of each chunk (all episodes in one batch per step)."""
-    rng = np.random.default_rng(seed)
-    scenes = [sample_scene(rng, task, rho, cue) for _ in range(episodes)]
-    done = np.zeros(episodes, dtype=bool)
+def _closed_loop(scenes: list, first_moves: Callable[[list], np.ndarray], task: TaskConfig) -> float:
+    """Share of ``scenes`` in which the agent gets within ``success_radius`` of the target in
+    ``max_steps`` steps; ``first_moves(scenes)`` gives each scene's next move (N, 2) in units of
+    ``max_step`` (the first move of its chunk). A finished episode stays where it is."""
+    done = np.zeros(len(scenes), dtype=bool)
     for _ in range(task.max_steps):
-        for index, scene in enumerate(scenes):
-            done[index] |= np.linalg.norm(scene.agent - scene.target) <= task.success_radius
+        done |= [np.linalg.norm(scene.agent - scene.target) <= task.success_radius for scene in scenes]
         if done.all():
             break
-        images = torch.from_numpy(np.stack([render(scene, task) for scene in scenes]))
-        moves = policy(images)[:, 0].cpu().numpy() * task.max_step
+        moves = first_moves(scenes) * task.max_step
         for index, scene in enumerate(scenes):
             if not done[index]:
                 scene.agent = np.clip(scene.agent + moves[index], 0, task.size)
-    for index, scene in enumerate(scenes):
-        done[index] |= np.linalg.norm(scene.agent - scene.target) <= task.success_radius
+    done |= [np.linalg.norm(scene.agent - scene.target) <= task.success_radius for scene in scenes]
     return float(done.mean())
+
+
+def _episodes(rho: float, cue: str, episodes: int, seed: int, task: TaskConfig) -> list:
+    rng = np.random.default_rng(seed)
+    return [sample_scene(rng, task, rho, cue) for _ in range(episodes)]
+
+
+@torch.no_grad()
+def success_rate(policy, rho: float, cue: str, *, episodes: int = 100, seed: int = 2026,
+                 task: TaskConfig = TaskConfig()) -> float:
+    """Closed-loop success of ``policy``, all episodes in one batch per step."""
+
+    def first_moves(scenes: list) -> np.ndarray:
+        images = torch.from_numpy(np.stack([render(scene, task) for scene in scenes]))
+        return policy(images)[:, 0].cpu().numpy()
+
+    return _closed_loop(_episodes(rho, cue, episodes, seed, task), first_moves, task)
 
 
 def expert_success(rho: float, cue: str, *, episodes: int = 100, seed: int = 2026,
                    task: TaskConfig = TaskConfig()) -> float:
-    """The scripted expert's success on the same episodes (the ceiling a policy can reach)."""
+    """The scripted expert's success on the same episodes (the ceiling a policy can reach); it reads
+    the state, not the image."""
 
-    def expert(images: torch.Tensor) -> torch.Tensor:  # reads the state, not the image
-        return torch.from_numpy(np.stack([expert_chunk(s.agent, s.target, task) for s in expert.scenes]))
+    def first_moves(scenes: list) -> np.ndarray:
+        return np.stack([expert_chunk(scene.agent, scene.target, task)[0] for scene in scenes])
 
-    rng = np.random.default_rng(seed)
-    expert.scenes = [sample_scene(rng, task, rho, cue) for _ in range(episodes)]
-    done = np.zeros(episodes, dtype=bool)
-    for _ in range(task.max_steps):
-        moves = expert(None)[:, 0].numpy() * task.max_step
-        for index, scene in enumerate(expert.scenes):
-            done[index] |= np.linalg.norm(scene.agent - scene.target) <= task.success_radius
-            scene.agent = scene.agent + moves[index]
-    return float(done.mean())
+    return _closed_loop(_episodes(rho, cue, episodes, seed, task), first_moves, task)
 
 
 def evaluate(policy, rho: float, *, episodes: int = 100, frames: int = 256, task: TaskConfig = TaskConfig()) -> dict:

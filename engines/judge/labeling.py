@@ -194,21 +194,27 @@ def set_open(slug: str, is_open: bool, *, engine: Engine | None = None) -> None:
         session.add(project)
 
 
-def get_project(slug: str, *, engine: Engine | None = None) -> LabelingProject:
-    with read_session(engine) as session:
-        project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
+def _project(session: Session, slug: str) -> LabelingProject:
+    """The project ``slug``, or LabelingError saying there is none."""
+    project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
     if project is None:
         raise LabelingError(f"There is no labeling project called '{slug}'.")
     return project
 
 
+def get_project(slug: str, *, engine: Engine | None = None) -> LabelingProject:
+    with read_session(engine) as session:
+        return _project(session, slug)
+
+
 def require_open_project(slug: str, *, session: Session | None = None, engine: Engine | None = None) -> None:
     """Raises LabelingError (a ValueError) when ``slug`` names no project, or a closed one."""
     with (contextlib.nullcontext(session) if session is not None else read_session(engine)) as session:
-        project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
-    if project is None:
-        raise LabelingError(f"PROJECT names no labeling project: there is none called '{slug}'. Create it under "
-                            "Admin → Labeling projects first.")
+        try:
+            project = _project(session, slug)
+        except LabelingError:
+            raise LabelingError(f"PROJECT names no labeling project: there is none called '{slug}'. Create it "
+                                "under Admin → Labeling projects first.") from None
     if not project.is_open:
         raise LabelingError(f"PROJECT names the labeling project '{slug}', which is closed: reopen it first.")
 
@@ -503,17 +509,13 @@ def undo_last(slug: str, annotator: str, *, engine: Engine | None = None) -> str
 
 def status_of(slug: str, annotator: str, *, engine: Engine | None = None) -> AnnotatorStatus:
     with read_session(engine) as session:
-        project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
-        if project is None:
-            raise LabelingError(f"There is no labeling project called '{slug}'.")
+        project = _project(session, slug)
         return _status(session, project, annotator)
 
 
 def progress(slug: str, *, engine: Engine | None = None) -> ProjectProgress:
     with read_session(engine) as session:
-        project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
-        if project is None:
-            raise LabelingError(f"There is no labeling project called '{slug}'.")
+        project = _project(session, slug)
         items, gold, wanted = session.exec(
             select(func.count(), func.coalesce(func.sum(case((LabelingItem.is_gold, 1), else_=0)), 0),
                    func.coalesce(func.sum(case((LabelingItem.is_gold, 0), else_=LabelingItem.target_labels)), 0))
@@ -549,9 +551,7 @@ def needs_adjudication(scores: list[int]) -> bool:
 def disagreements(slug: str, *, engine: Engine | None = None) -> list[Disagreement]:
     """Items whose labels call for an adjudicator and that have none yet, in queue order."""
     with read_session(engine) as session:
-        project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
-        if project is None:
-            raise LabelingError(f"There is no labeling project called '{slug}'.")
+        project = _project(session, slug)
         rows = session.exec(
             select(LabelingItem, HumanLabel.annotator, HumanLabel.score)
             .join(HumanLabel, HumanLabel.item_id == LabelingItem.id)
@@ -585,9 +585,7 @@ def labelled_items(slug: str, *, include_gold: bool = False, engine: Engine | No
     """The project's items with their labels (in labelling order) and adjudications: what the
     audit and the exporters read."""
     with read_session(engine) as session:
-        project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
-        if project is None:
-            raise LabelingError(f"There is no labeling project called '{slug}'.")
+        project = _project(session, slug)
         rows = session.exec(select(LabelingItem).where(LabelingItem.project_id == project.id)
                             .order_by(LabelingItem.position)).all()
         labels = session.exec(select(HumanLabel).where(HumanLabel.project_id == project.id)
