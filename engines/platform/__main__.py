@@ -159,10 +159,18 @@ def cmd_run_job(args: argparse.Namespace) -> None:
 
 
 def cmd_worker(args: argparse.Namespace) -> None:
+    import signal
     import time
 
     from engines.platform.jobqueue import LocalExecutor
 
+    def stop(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
+        raise KeyboardInterrupt
+
+    # Ctrl-C and a service manager's SIGTERM both stop it cleanly, also when it was started from a
+    # script's background job, which inherits SIGINT ignored.
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     executor = LocalExecutor(args.workers)
     executor.start()
     print(f"worker running {executor.max_workers} jobs at a time; Ctrl-C to stop", flush=True)

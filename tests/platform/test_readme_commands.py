@@ -335,6 +335,25 @@ def test_worker_runs_queued_jobs(sqlite_db, tmp_path):
     assert proc.returncode == 0, output.text()
 
 
+@pytest.mark.parametrize("stop_with", [signal.SIGINT, signal.SIGTERM])
+def test_worker_stops_cleanly_on_ctrl_c_or_sigterm_even_if_started_with_sigint_ignored(sqlite_db, tmp_path,
+                                                                                      stop_with):
+    """A script's background job starts with SIGINT ignored; a service manager stops with SIGTERM."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(_argv("python -m engines.platform worker"), cwd=tmp_path, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    output = _Output(proc.stdout)
+    try:
+        wait_until(lambda: "worker running" in output.text(), "worker start line", proc, output, timeout=30)
+        os.kill(proc.pid, stop_with)
+        assert proc.wait(timeout=20) == 0, output.text()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
 # ---------------------------------------------------------------- commands for schema changes and lint
 
 def test_alembic_check(sqlite_db):
