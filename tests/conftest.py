@@ -16,6 +16,25 @@ PG_URL = os.environ.get("HAI_TEST_DATABASE_URL", "")
 os.environ.setdefault("HAI_RUN_JOBS_IN_APP", "false")
 
 
+@pytest.fixture(autouse=True)
+def cheap_password_hashing(request, monkeypatch):
+    """Argon2 at its lowest cost in tests: the production parameters (0.1 s and 64 MiB per hash) made
+    most of the account tests' time, and of their mutation runs'. A test marked ``production_argon2``
+    keeps the production hasher (the one that checks those parameters)."""
+    if request.node.get_closest_marker("production_argon2"):
+        return
+    from argon2 import PasswordHasher
+
+    from engines.platform import auth
+
+    cheap = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+    monkeypatch.setattr(auth, "_HASHER", cheap)
+    monkeypatch.setattr(auth, "_DUMMY_HASH", _CHEAP_DUMMY_HASH.setdefault("hash", cheap.hash("not-a-real-password")))
+
+
+_CHEAP_DUMMY_HASH: dict[str, str] = {}
+
+
 def pytest_report_header(config):  # noqa: ARG001 - pytest hook
     return f"PostgreSQL tests: {'on (' + PG_URL.split('@')[-1] + ')' if PG_URL else 'off (HAI_TEST_DATABASE_URL not set)'}"
 

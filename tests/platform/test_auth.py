@@ -10,6 +10,7 @@ from engines.platform.db import read_session, write_transaction
 from engines.platform.models import LoginSession, User, utcnow
 
 
+@pytest.mark.production_argon2
 def test_password_is_hashed_with_argon2_and_verifies(sqlite_db):
     auth.create_user("rhea", "correct horse", "researcher")
     with read_session() as session:
@@ -231,6 +232,7 @@ def test_login_records_the_time(sqlite_db):
     assert before <= last <= after
 
 
+@pytest.mark.production_argon2
 def test_login_upgrades_a_hash_made_with_weaker_settings(sqlite_db):
     from argon2 import PasswordHasher
 
