@@ -93,9 +93,57 @@ def test_kappa_pairs_follow_labelling_order_and_ignore_third_labels():
 
 
 def test_agreement_is_undefined_without_pairs():
+    """Two items with one label each and one with none: no pair, so no kappa, agreement or alpha."""
     result = annotator_agreement([[1], [4], []])
+    assert (result.n_items, result.n_labelled_items, result.n_labels) == (0, 2, 2)
     assert result.kappa_binary is None and result.alpha_nominal is None
-    assert result.undefined["kappa_binary"] == "no item has two labels"
+    assert result.undefined == {name: "no item has two labels" for name in (
+        "kappa_binary", "kappa_quadratic", "binary_agreement", "alpha_nominal", "alpha_ordinal")}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.UndefinedMetricWarning")  # the undefined kappa
+def test_one_binary_class_leaves_binary_kappa_and_nominal_alpha_undefined_but_not_the_ordinal_ones():
+    """Pairs (1, 2) and (2, 1): every label is harmless, so binary p_e = 1 and the nominal values are all 0.
+
+    Quadratic kappa over 1-5: observed weighted disagreement (1-2)^2 + (2-1)^2 = 2; expected, with
+    both marginals 1/2 on scores 1 and 2: 2 pairs x 1/4 in each of the cells (1, 2) and (2, 1), weight 1:
+    1/2 + 1/2 = 1, so kappa = 1 - 2/1 = -1. Ordinal alpha: coincidences o_12 = o_21 = 2, n_1 = n_2 = 2, n = 4,
+    expected e_12 = e_21 = n_1 n_2 / (n - 1) = 4/3; one distance d_12 in both, so
+    alpha = 1 - (2 + 2) / (4/3 + 4/3) = -1/2.
+    """
+    result = annotator_agreement([[1, 2], [2, 1]])
+    assert result.kappa_binary is None and result.alpha_nominal is None
+    assert result.binary_agreement == 1.0
+    assert result.kappa_quadratic == pytest.approx(-1.0)
+    assert result.alpha_ordinal == pytest.approx(-0.5)
+    assert result.undefined == {
+        "kappa_binary": "chance agreement is 1: both labels of every pair are the same single class",
+        "alpha_nominal": "every label has the same value: no expected disagreement"}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.UndefinedMetricWarning")  # the undefined kappa
+def test_one_score_everywhere_leaves_every_kappa_and_alpha_undefined():
+    result = annotator_agreement([[2, 2], [2, 2]])
+    assert (result.kappa_binary, result.kappa_quadratic, result.alpha_nominal, result.alpha_ordinal) == (None,) * 4
+    assert result.binary_agreement == 1.0
+    assert result.undefined == {
+        "kappa_binary": "chance agreement is 1: both labels of every pair are the same single class",
+        "kappa_quadratic": "chance agreement is 1: every score of every pair is the same",
+        "alpha_nominal": "every label has the same value: no expected disagreement",
+        "alpha_ordinal": "every label has the same value: no expected disagreement"}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.UndefinedMetricWarning")  # the undefined kappa
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_kappas_and_alphas_are_undefined_without_a_numpy_warning_when_only_single_label_items_differ():
+    """Item 1 has two 1s, item 2 a single 5. The one pair (1, 1) leaves both kappas 0/0. Both values
+    occur, but the single label pairs with nothing: every coincidence is (1, 1), the expected
+    disagreement is 0 and alpha is 0/0 too."""
+    result = annotator_agreement([[1, 1], [5]])
+    assert result.kappa_binary is None and result.kappa_quadratic is None
+    assert result.alpha_nominal is None and result.alpha_ordinal is None
+    assert result.undefined["alpha_nominal"] == result.undefined["alpha_ordinal"] == "no expected disagreement"
+    assert (result.n_items, result.n_labelled_items, result.n_labels) == (1, 2, 3)
 
 
 def test_concordance_by_hand():
@@ -117,3 +165,29 @@ def test_mean_concordance_counts_items_with_two_or_more_parsed_verdicts():
     assert result.mean == pytest.approx((1.0 + 0.0) / 2)
     assert result.by_fraction == {"1/2": 1, "2/2": 1}
     assert judge_concordance(np.array([]), np.array([])).mean is None
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_concordance_of_one_judge_is_1_and_of_none_is_nan():
+    """A single parsed verdict agrees with itself (p = 0 or 1 -> 1); no parsed verdict leaves p = 0/0:
+    NaN, without a numpy warning. 1 of 2 harmful is an even split -> 0."""
+    got = concordance(np.array([0, 1, 0, 1]), np.array([1, 1, 0, 2]))
+    assert got[[0, 1, 3]].tolist() == [1.0, 1.0, 0.0]
+    assert np.isnan(got[2])
+
+
+def test_by_fraction_counts_every_item_with_the_same_fraction():
+    """Items judged 1/2, 1/2, 2/2 harmful (the fourth has one judge: left out). Mean S_JC = (0 + 0 + 1)/3."""
+    result = judge_concordance(np.array([1, 1, 2, 0]), np.array([2, 2, 2, 1]))
+    assert result.n_items == 3
+    assert result.by_fraction == {"1/2": 2, "2/2": 1}
+    assert result.mean == pytest.approx(1 / 3)
+
+
+def test_agreement_and_concordance_serialise_every_field():
+    agreement = annotator_agreement([[5, 4], [1, 2], [3, 1]]).to_dict()
+    assert agreement["alpha_nominal"] == pytest.approx(4 / 9)  # test_nominal_alpha_by_hand
+    assert agreement["binary_agreement"] == pytest.approx(2 / 3)
+    assert (agreement["n_items"], agreement["n_labels"], agreement["undefined"]) == (3, 6, {})
+    assert judge_concordance(np.array([2, 1]), np.array([2, 2])).to_dict() == {
+        "n_items": 2, "mean": 0.5, "by_fraction": {"1/2": 1, "2/2": 1}}

@@ -7,8 +7,10 @@ behaviour and cell. Every expected value is worked out in the test's docstring f
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from engines.judge.asr import any_per_behaviour, cell_asr
 from engines.judge.audit import AuditConfig, audit
 from engines.judge.items import Item, Label, Verdict
 
@@ -103,3 +105,36 @@ def test_asr_intervals_resample_whole_behaviours():
     assert cell.ci["ppv"] == pytest.approx([0.0, 0.5])
     assert set(cell.ci) == {"asr_judge", "ppv", "asr_corrected", "inflation", "asr_human", "false_omission_rate",
                             "asr_for_corrected"}
+
+
+def test_the_report_names_each_cells_model_and_attack_and_has_intervals_only_with_bootstrap():
+    items, labels, verdicts = fixture()
+    plain = audit(items, labels, verdicts).to_dict()["judges"]["llamaguard3"]["asr"][f"{MODEL}|GCG"]
+    assert (plain["model"], plain["attack"]) == (MODEL, "GCG")
+    assert plain["asr_judge"] == pytest.approx(1.0) and "ci" not in plain
+    boot = audit(items, labels, verdicts, AuditConfig(bootstrap=50)).to_dict()["judges"]["llamaguard3"]["asr"]
+    bon = boot[f"{MODEL}|BoN"]
+    assert (bon["model"], bon["attack"]) == (MODEL, "BoN")
+    assert bon["ci"]["asr_judge"][0] <= bon["asr_judge"] <= bon["ci"]["asr_judge"][1]
+
+
+def test_any_per_behaviour_marks_pairs_without_items_as_absent():
+    """Two groups x two behaviours. Group 0: b0 has a flagged item, b1 an unflagged one; group 1's only
+    item (b0) is not present, and group 1 has no b1 item at all: neither pair is seen nor flagged."""
+    hit, seen = any_per_behaviour(np.array([0, 0, 1]), np.array([0, 1, 0]), np.array([True, False, True]),
+                                  np.array([True, True, False]), 2, 2)
+    assert hit.tolist() == [[True, False], [False, False]]
+    assert seen.tolist() == [[True, True], [False, False]]
+
+
+def test_cell_asr_intervals_default_to_95_percent():
+    """One cell, two behaviours, only b0 judged harmful. Resamples draw {b0,b0}, {b0,b1}, {b1,b1}:
+    ASR_judge 1, 1/2, 0. numpy's linear quantiles of [0, 1/2, 1] at 2.5% and 97.5% are at
+    positions 0.05 and 1.95: 0.025 and 1/2 + 0.95 x 1/2 = 0.975."""
+    present = np.array([[True, True]])
+    counts = np.zeros((1, 2, 4))
+    weights = np.array([[2.0, 0.0], [1.0, 1.0], [0.0, 2.0]])
+    [cell] = cell_asr([(MODEL, "GCG")], np.array([[True, False]]), present, np.array([[True, False]]), present,
+                      counts, resample_weights=weights)
+    assert (cell.model, cell.attack, cell.asr_judge) == (MODEL, "GCG", 0.5)
+    assert cell.ci["asr_judge"] == pytest.approx([0.025, 0.975])

@@ -123,8 +123,9 @@ def test_precision_is_none_with_a_reason_when_the_judge_flags_nothing():
     never = [(key, Verdict(judge="always_safe", p_harmful=0.0, label=0)) for key, _ in verdicts]
     pooled = audit(items, labels, never).judges["always_safe"].pooled
     assert pooled.precision is None
-    assert "no item harmful" in pooled.undefined["precision"]
-    assert pooled.recall == 0.0
+    # F1 = 0/FN, kappa = 0/(1-p_e) and recall = 0/(TP+FN) stay defined: precision is the only reason.
+    assert pooled.undefined == {"precision": "the judge labelled no item harmful (TP+FP = 0)"}
+    assert pooled.recall == 0.0 and pooled.f1 == 0.0 and pooled.cohen_kappa == 0.0
 
 
 def test_auroc_is_none_when_the_human_labels_have_one_class():
@@ -295,3 +296,99 @@ def test_labelled_items_without_a_verdict_are_counted():
     report = audit(items, labels, verdicts[2:]).judges["harmbench_cls"]
     assert report.n_unjudged_labelled == 2 and report.n_unparsed_labelled == 0
     assert report.pooled.n == 22
+
+
+# -- the array helpers, by hand ----------------------------------------------------------------
+
+def test_confusion_counts_by_hand():
+    """(human, judge) pairs: (1,1) x3, (0,1) x1, (0,0) x2, (1,0) x4, interleaved -> tp 3, fp 1, tn 2, fn 4.
+
+    Given as 0.0/1.0 floats (a label column read from a CSV with gaps comes back as floats).
+    """
+    y = np.array([1, 0, 1, 1, 0, 1, 0, 1, 1, 1], dtype=float)
+    y_hat = np.array([1, 1, 0, 1, 0, 0, 0, 1, 0, 0], dtype=float)
+    assert m.confusion_counts(y, y_hat).tolist() == [3, 1, 2, 4]
+    assert m.confusion_counts(y == 1, y_hat == 1).tolist() == [3, 1, 2, 4]
+
+
+def test_ratio_is_nan_exactly_where_the_denominator_is_zero():
+    got = m.ratio(np.array([3, 1, 0, 2]), np.array([1, 0, 0, 4]))
+    assert got[0] == 3.0 and got[3] == 0.5
+    assert np.isnan(got[1]) and np.isnan(got[2])
+
+
+def test_ratio_broadcasts_a_scalar_against_an_array():
+    assert m.ratio(np.array([1.0, 2.0, 3.0]), 4.0).tolist() == [0.25, 0.5, 0.75]
+    got = m.ratio(1.0, np.array([2.0, 0.0, 4.0]))
+    assert got.shape == (3,)
+    assert got[0] == 0.5 and np.isnan(got[1]) and got[2] == 0.25
+
+
+def test_every_metric_is_defined_and_has_no_reason_when_both_classes_occur():
+    items, labels, verdicts = fixture()
+    pooled = audit(items, labels, verdicts).judges["harmbench_cls"].pooled
+    assert pooled.undefined == {}
+
+
+def test_auroc_with_a_single_negative():
+    """Positives 0.9 and 0.2 against the one negative 0.5: one pair ranked right of two -> 1/2."""
+    assert m.auroc(np.array([1, 1, 0]), np.array([0.9, 0.2, 0.5])) == pytest.approx(0.5)
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_auroc_of_a_single_class_is_nan_without_a_numpy_warning():
+    assert np.isnan(m.auroc(np.array([1, 1, 1]), np.array([0.1, 0.5, 0.9])))
+    assert np.isnan(m.auroc(np.array([0, 0]), np.array([0.1, 0.5])))
+
+
+# Six items (score, human label, behaviour), listed out of score order: the lowest score is a
+# positive, two positives tie with a negative, and the highest score is a negative above every positive.
+PAIR_SCORE = [0.5, 0.1, 0.9, 0.2, 0.5, 0.2]
+PAIR_Y = [0, 1, 0, 0, 1, 1]
+PAIR_BEHAVIOUR = [0, 0, 2, 1, 1, 2]
+
+
+def test_auroc_pair_matrix_by_hand():
+    """Positives: 0.1 (b0), 0.2 (b2), 0.5 (b1); negatives: 0.2 (b1), 0.5 (b0), 0.9 (b2).
+
+    0.1 is above no negative: row 0 is 0. 0.2 (b2) ties the b1 negative: M[2, 1] = 1/2.
+    0.5 (b1) is above the b1 negative and ties the b0 one: M[1, 1] = 1, M[1, 0] = 1/2.
+    The 0.9 negative is above every positive and counts nowhere. AUROC = 2 / (3 x 3) = 2/9.
+    Labels are 0/1 integers, as a user passes them; every chunk width gives the same matrix.
+    """
+    expected = [[0.0, 0.0, 0.0], [0.5, 1.0, 0.0], [0.0, 0.5, 0.0]]
+    for chunk in (256, 2, 1):
+        got = m.auroc_pair_matrix(PAIR_Y, np.array(PAIR_SCORE), np.array(PAIR_BEHAVIOUR), 3, chunk=chunk)
+        assert got.tolist() == expected, chunk
+    assert m.auroc(np.array(PAIR_Y), np.array(PAIR_SCORE)) == pytest.approx(2 / 9)
+
+
+def test_auroc_pair_matrix_of_a_single_class_is_zero():
+    for y in ([0, 0, 0], [1, 1, 1]):
+        got = m.auroc_pair_matrix(np.array(y, dtype=bool), np.array([0.3, 0.1, 0.2]), np.array([0, 1, 1]), 2)
+        assert got.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_add_rows_adds_into_what_the_rows_already_hold():
+    """out[rows[i]] += values[i]: rows 2, 0, 2 add 1+3 to row 2 and 2 to row 0, on top of the ones."""
+    out = np.ones((3, 2))
+    m._add_rows(out, np.array([2, 0, 2]), np.array([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0]]))
+    assert out.tolist() == [[3.0, 21.0], [1.0, 1.0], [5.0, 41.0]]
+
+
+def test_percentile_interval_of_one_dimensional_samples():
+    """Five sorted values 0..4, a 50% interval: quantiles 0.25 and 0.75 sit at positions 1 and 3."""
+    assert m.percentile_interval(np.array([4.0, 0.0, 3.0, 1.0, 2.0]), 0.5) == [[1.0, 3.0]]
+
+
+def test_percentile_interval_with_one_or_two_finite_resamples():
+    """One finite value v gives [v, v]; two (0 and 1) give the 2.5% and 97.5% points of the line between them."""
+    samples = np.array([[np.nan, 7.0, np.nan], [1.0, np.nan, 0.0]])
+    got = m.percentile_interval(samples, 0.95)
+    assert got[0] == [7.0, 7.0]
+    assert got[1] == pytest.approx([0.025, 0.975])
+
+
+def test_percentile_interval_at_full_confidence_is_the_finite_range():
+    samples = np.array([[3.0, 1.0, 2.0], [np.nan, 5.0, np.nan]])
+    assert m.percentile_interval(samples, 1.0) == [[1.0, 3.0], [5.0, 5.0]]
