@@ -1,7 +1,8 @@
 """Command line of the attribution area: ``python -m engines.attribution --help``.
 
     python -m engines.attribution train --rho 0.95 --seed 0 --out policy.pt [--quick]
-    python -m engines.attribution experiment [--quick] [--policy-dir DIR] --json
+    python -m engines.attribution train-set [--quick] [--out-dir DIR] [--workers 2]
+    python -m engines.attribution experiment [--quick] [--policy-dir DIR | --train] --json
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from engines.platform.area_cli import run_command
 COMMANDS = {
     "train": ("engines.attribution.train", "add_train_arguments", "run_train",
               "train a reaching policy by behaviour cloning and evaluate it in and out of distribution"),
+    "train-set": ("engines.attribution.policy_set", "add_arguments", "run",
+                  "train the shipped set of policies (each rho x seed) and write their report"),
     "experiment": ("engines.attribution.experiment", "add_arguments", "run",
                    "correlate in-distribution NMR with out-of-distribution failure across policies"),
 }

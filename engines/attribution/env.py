@@ -1,11 +1,18 @@
 """The built-in reaching task: small RGB images with a spurious cue, so everything runs offline.
 
 After ``shared/specs/iss.md`` 6.4. A 64 x 64 scene holds a textured background, grey distractor
-disks, the agent (a blue disk) and the target (a red disk). A green square, the **cue**, sits in
-the bottom-right corner region at a position that maps the target's position (a miniature of the
-scene), so a policy can solve the task by reading the cue instead of the target. The cue agrees
+disks, the agent (a blue ring) and the target (a dim red disk). A green square, the **cue**, sits
+in the bottom-right corner region at a position that maps the target's position (a miniature of
+the arena), so a policy can solve the task by reading the cue instead of the target. The cue agrees
 with the target with probability ``rho`` (else it maps a random point): at rho = 1 it is a perfect
 shortcut, at rho = 0 useless. Out of distribution the cue is random or absent.
+
+The task is tuned so that the shortcut is the easier read, as in the paper's setting: the cue is
+bright and sits in a fixed corner, the target is a low-contrast red close to the background; the
+agent is a ring so that the target stays visible under it on the last steps (a solid agent hides
+it, and only the cue then tells where to stop). With 20 epochs of behaviour cloning a policy
+trained at rho = 0 reaches the target with the cue randomised as often as with it in place, one
+trained at rho = 1 mostly fails with the cue randomised (``assets/attribution/policies/REPORT.md``).
 
 The expert moves the agent straight toward the target, at most ``max_step`` pixels per step; an
 action chunk is its next ``horizon`` moves, in units of ``max_step`` (so in [-1, 1]). The
@@ -20,7 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 BACKGROUND_LEVEL, TEXTURE_CONTRAST = 0.35, 0.12
-AGENT_COLOUR, TARGET_COLOUR = (0.15, 0.35, 0.95), (0.95, 0.2, 0.15)
+# The target's red is dim on purpose (see above): bright, it is as easy to read as the cue.
+AGENT_COLOUR, TARGET_COLOUR = (0.15, 0.35, 0.95), (0.64, 0.3, 0.26)
 CUE_COLOUR, DISTRACTOR_COLOUR = (0.1, 0.95, 0.2), (0.6, 0.6, 0.6)
 
 
@@ -28,8 +36,9 @@ CUE_COLOUR, DISTRACTOR_COLOUR = (0.1, 0.95, 0.2), (0.6, 0.6, 0.6)
 class TaskConfig:
     size: int = 64
     agent_radius: int = 4
+    agent_ring: float = 1.5  # the agent's ring width in pixels
     target_radius: int = 5
-    cue_size: int = 10
+    cue_size: int = 8
     cue_region: int = 22  # the cue moves inside the bottom-right square of this side
     distractors: int = 2
     max_step: float = 4.0  # pixels per step
@@ -58,17 +67,23 @@ def _texture(config: TaskConfig) -> np.ndarray:
 
 
 def cue_corner(point: np.ndarray, config: TaskConfig) -> tuple[int, int]:
-    """Where the cue maps ``point``: the same relative place inside the bottom-right region."""
+    """Where the cue maps ``point``: the same relative place in the bottom-right region as the
+    point's in the arena (where targets lie), so each cue pixel step is a small target move."""
     span = config.cue_region - config.cue_size
     origin = config.size - config.cue_region
-    relative = np.clip(point / config.size, 0.0, 1.0)
+    low, high = _arena(config, config.target_radius)
+    relative = np.clip((np.asarray(point, dtype=float) - low) / (high - low), 0.0, 1.0)
     return int(origin + round(relative[0] * span)), int(origin + round(relative[1] * span))
 
 
+def _arena(config: TaskConfig, radius: int) -> tuple[float, float]:
+    """The range of a disk's centre (both axes): away from the border and from the cue's corner
+    region, so the cue never hides the task."""
+    return radius + 1, config.size - config.cue_region - radius
+
+
 def _free_point(rng: np.random.Generator, config: TaskConfig, radius: int) -> np.ndarray:
-    # Away from the border and from the cue's corner region, so the cue never hides the task.
-    limit = config.size - config.cue_region - radius
-    return rng.uniform(radius + 1, limit, size=2)
+    return rng.uniform(*_arena(config, radius), size=2)
 
 
 def sample_scene(rng: np.random.Generator, config: TaskConfig, rho: float, cue: str = "normal") -> Scene:
@@ -104,7 +119,9 @@ def render(scene: Scene, config: TaskConfig, texture: np.ndarray | None = None) 
         x, y = scene.cue
         image[:, y:y + config.cue_size, x:x + config.cue_size] = np.array(CUE_COLOUR, np.float32)[:, None, None]
     image[:, _disk(grid_x, grid_y, scene.target, config.target_radius)] = np.array(TARGET_COLOUR, np.float32)[:, None]
-    image[:, _disk(grid_x, grid_y, scene.agent, config.agent_radius)] = np.array(AGENT_COLOUR, np.float32)[:, None]
+    ring = (_disk(grid_x, grid_y, scene.agent, config.agent_radius)
+            & ~_disk(grid_x, grid_y, scene.agent, config.agent_radius - config.agent_ring))
+    image[:, ring] = np.array(AGENT_COLOUR, np.float32)[:, None]
     return image
 
 

@@ -43,7 +43,7 @@ class ExperimentConfig:
     rhos: tuple[float, ...] = (0.0, 0.5, 0.8, 0.95, 1.0)
     seeds: tuple[int, ...] = (0, 1)
     frames: int = 6000  # training frames per policy (when it is trained here)
-    epochs: int = 10
+    epochs: int = 20
     nmr_frames: int = 12  # held-out in-distribution frames NMR is averaged over
     n_masks: int = 300
     grid: tuple[int, int] = (7, 7)
@@ -155,7 +155,11 @@ def run_experiment(config: ExperimentConfig, task: TaskConfig = TaskConfig(),
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="a small run for tests: 2 policies' worth of cells, few masks and episodes")
-    parser.add_argument("--policy-dir", default=None, help="load reach-rho<rho>-seed<seed>.pt from here when present")
+    parser.add_argument("--policy-dir", default=None,
+                        help="load reach-rho<rho>-seed<seed>.pt from here when present (default: the shipped set, "
+                             "assets/attribution/policies)")
+    parser.add_argument("--train", action="store_true",
+                        help="train every policy anew instead of loading any (implied by --quick)")
     parser.add_argument("--rhos", type=float, nargs="+", default=None)
     parser.add_argument("--seeds", type=int, nargs="+", default=None)
     parser.add_argument("--methods", nargs="+", default=None, choices=METHODS)
@@ -170,7 +174,13 @@ def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
             base[name] = tuple(getattr(args, name))
     if args.n_masks:
         base["n_masks"] = args.n_masks
-    return ExperimentConfig(policy_dir=args.policy_dir, **base)
+    if args.train or args.quick:
+        policy_dir = None
+    else:
+        from engines.attribution.policy_set import SHIPPED_DIR
+
+        policy_dir = args.policy_dir or str(SHIPPED_DIR)
+    return ExperimentConfig(policy_dir=policy_dir, **base)
 
 
 def run(args: argparse.Namespace) -> dict:

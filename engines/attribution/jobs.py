@@ -15,12 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from engines.attribution.experiment import METHODS, ExperimentConfig, run_experiment
 from engines.attribution.policies import parameter_count, save_policy, torch_policy
+from engines.attribution.policy_set import SHIPPED_DIR
 from engines.attribution.train import TrainConfig, evaluate, train_policy
 from engines.platform.jobqueue import JobContext, register_job
-from engines.platform.settings import REPO_ROOT
 
 TRAIN, EXPERIMENT = "attribution.train", "attribution.experiment"
-SHIPPED_POLICIES = REPO_ROOT / "assets" / "attribution" / "policies"
 
 
 class TrainParams(BaseModel):
@@ -29,7 +28,7 @@ class TrainParams(BaseModel):
     rho: float = Field(default=0.95, ge=0.0, le=1.0, title="How often the cue agrees with the target")
     seed: int = Field(default=0, ge=0)
     frames: int = Field(default=6000, ge=100, le=100_000, title="Expert frames to train on")
-    epochs: int = Field(default=10, ge=1, le=100)
+    epochs: int = Field(default=20, ge=1, le=100)
     episodes: int = Field(default=100, ge=5, le=1000, title="Closed-loop episodes per evaluation")
 
 
@@ -94,7 +93,7 @@ def experiment_job(ctx: JobContext, **params) -> dict:
     p = ExperimentParams(**params)
     config = ExperimentConfig(rhos=tuple(p.rhos), seeds=tuple(p.seeds), n_masks=p.n_masks, nmr_frames=p.nmr_frames,
                               episodes=p.episodes, methods=tuple(p.methods),
-                              policy_dir=str(SHIPPED_POLICIES) if p.policies == "shipped" else None)
+                              policy_dir=str(SHIPPED_DIR) if p.policies == "shipped" else None)
     result = run_experiment(config, progress=lambda fraction, message: ctx.progress(0.95 * fraction, message))
     out = ctx.result_dir / "experiment.json"
     out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")

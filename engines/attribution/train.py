@@ -30,7 +30,7 @@ class TrainConfig:
     rho: float = 0.95
     seed: int = 0
     frames: int = 6000
-    epochs: int = 10
+    epochs: int = 20
     batch_size: int = 128
     learning_rate: float = 2e-3
     width: int = 24

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -18,8 +20,8 @@ from engines.attribution.env import (
     render,
     sample_scene,
 )
-from engines.attribution.policies import PolicyFileError, ReachPolicy, load_policy, save_policy
-from engines.attribution.train import TrainConfig, expert_success, train_policy
+from engines.attribution.policies import PolicyFileError, ReachPolicy, load_policy, save_policy, torch_policy
+from engines.attribution.train import TrainConfig, expert_success, success_rate, train_policy
 
 TASK = TaskConfig()
 
@@ -37,11 +39,22 @@ def test_the_scene_draws_agent_target_and_cue_where_they_are():
     scene = Scene(agent=np.array([12.0, 14.0]), target=np.array([30.0, 20.0]), cue=(50, 48), distractors=[])
     image = render(scene, TASK)
     assert image.shape == (3, 64, 64) and image.dtype == np.float32
-    assert np.allclose(image[:, 14, 12], AGENT_COLOUR) and np.allclose(image[:, 20, 30], TARGET_COLOUR)
-    assert np.allclose(image[:, 48, 50], CUE_COLOUR) and np.allclose(image[:, 57, 59], CUE_COLOUR)
+    # The agent is a ring of width 1.5 inside radius 4: its rim is blue, its centre shows what lies under it.
+    assert np.allclose(image[:, 14, 15], AGENT_COLOUR) and not np.allclose(image[:, 14, 12], AGENT_COLOUR)
+    assert np.allclose(image[:, 20, 30], TARGET_COLOUR)
+    assert np.allclose(image[:, 48, 50], CUE_COLOUR) and np.allclose(image[:, 55, 57], CUE_COLOUR)  # 8 x 8
+    assert not np.allclose(image[:, 56, 58], CUE_COLOUR)
     mask = relevance_mask(scene, TASK)
     # The agent (radius 4 + 2) and target (5 + 2) disks: about pi r^2 pixels each; the cue is nuisance.
-    assert abs(mask.sum() - np.pi * (6 ** 2 + 7 ** 2)) < 20 and not mask[48:58, 50:60].any()
+    assert abs(mask.sum() - np.pi * (6 ** 2 + 7 ** 2)) < 20 and not mask[48:56, 50:58].any()
+
+
+def test_the_cue_maps_the_arena_onto_its_corner_region():
+    # Target centres lie in [5 + 1, 64 - 22 - 5] = [6, 37] on both axes; the cue's corner moves in
+    # [64 - 22, 64 - 8] = [42, 56]: the arena's corners map to the region's, its middle to the middle.
+    assert cue_corner(np.array([6.0, 37.0]), TASK) == (42, 56)
+    assert cue_corner(np.array([21.5, 6.0]), TASK) == (49, 42)
+    assert cue_corner(np.array([-10.0, 99.0]), TASK) == (42, 56)  # outside the arena: clipped
 
 
 def test_the_cue_maps_the_target_as_often_as_rho_says():
@@ -111,3 +124,62 @@ def test_the_train_command_writes_weights_that_load_and_reports_its_evaluation(t
     bad = subprocess.run([sys.executable, "-m", "engines.attribution", "train", "--rho", "2", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.strip() == "error: rho is a probability, got 2.0"
+
+
+def test_the_train_set_command_trains_each_rho_and_seed_and_reports_them(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "engines.attribution", "train-set", "--quick", "--rhos", "0", "0.5",
+                           "--seeds", "3", "--out-dir", str(tmp_path), "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert [(row["rho"], row["seed"], row["file"]) for row in report["policies"]] == [
+        (0.0, 3, "reach-rho0-seed3.pt"), (0.5, 3, "reach-rho0.5-seed3.pt")]
+    assert json.loads((tmp_path / "report.json").read_text())["policies"] == report["policies"]
+    markdown = (tmp_path / "REPORT.md").read_text()
+    assert "`python -m engines.attribution train-set --rhos 0 0.5 --seeds 3 --quick`" in markdown
+    assert "| 0.5 | 3 |" in markdown and "`reach-rho0.5-seed3.pt`" in markdown
+    model, meta = load_policy(tmp_path / "reach-rho0.5-seed3.pt")
+    assert meta["train"]["rho"] == 0.5 and meta["train"]["seed"] == 3 and meta["train"]["frames"] == 300
+    bad = subprocess.run([sys.executable, "-m", "engines.attribution", "train-set", "--rhos", "1.5",
+                          "--out-dir", str(tmp_path / "bad")], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "error: --rhos: every rho is a probability in [0, 1], got 1.5"
+    assert not (tmp_path / "bad").exists()  # refused before anything is written
+
+
+SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "attribution" / "policies"
+
+
+def test_the_shipped_policies_load_and_their_report_tells_the_truth():
+    import json
+
+    report = json.loads((SHIPPED / "report.json").read_text())
+    cells = {(row["rho"], row["seed"]) for row in report["policies"]}
+    assert cells == {(rho, seed) for rho in (0.0, 0.5, 0.8, 0.95, 1.0) for seed in (0, 1)}
+    assert sorted(p.name for p in SHIPPED.glob("*.pt")) == sorted(row["file"] for row in report["policies"])
+    # Re-evaluate one policy: the success the report states is the success it has.
+    row = next(r for r in report["policies"] if (r["rho"], r["seed"]) == (1.0, 0))
+    model, meta = load_policy(SHIPPED / row["file"])
+    assert meta["evaluation"] == row["evaluation"]
+    for cue in ("normal", "random"):
+        measured = success_rate(torch_policy(model), 1.0, cue, episodes=report["episodes"])
+        assert abs(measured - row["evaluation"][cue]["success"]) <= 0.02, cue
+
+
+def test_the_shipped_set_holds_a_policy_that_leans_on_the_cue_and_none_at_rho_zero():
+    """What the experiment needs: policies that differ in how much they use the shortcut. Trained
+    with the cue useless (rho = 0), none loses more than 10 points when it is randomised; some
+    policy trained with it always right (rho = 1) loses at least 30."""
+    import json
+
+    report = json.loads((SHIPPED / "report.json").read_text())
+
+    def drop(row):
+        return row["evaluation"]["normal"]["success"] - row["evaluation"]["random"]["success"]
+
+    assert all(drop(row) <= 0.10 for row in report["policies"] if row["rho"] == 0.0)
+    assert max(drop(row) for row in report["policies"] if row["rho"] == 1.0) >= 0.30

@@ -1,0 +1,153 @@
+"""The shipped set of reaching policies: trained in parallel processes, evaluated, reported.
+
+``python -m engines.attribution train-set`` trains one reach-cnn policy per (rho, seed) into
+``assets/attribution/policies/reach-rho<rho>-seed<seed>.pt`` (with its JSON sidecar) and writes
+``REPORT.md`` and ``report.json`` beside them: each policy's closed-loop success and action error
+with the cue as trained, randomised and absent (``shared/specs/iss.md`` 6.4). Training is seeded,
+one torch thread per process, so the same command gives the same weights on the same machine; the
+whole default set (5 rho x 2 seeds) takes a few minutes on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+
+from engines.attribution.experiment import ExperimentConfig, policy_file
+from engines.attribution.train import CUE_MODES, TrainConfig
+from engines.platform.settings import REPO_ROOT
+
+SHIPPED_DIR = REPO_ROOT / "assets" / "attribution" / "policies"
+COMMAND = "python -m engines.attribution train-set"
+
+
+def _train_one(rho: float, seed: int, frames: int, epochs: int, episodes: int, out_dir: str) -> dict:
+    """One policy, in a worker process: train, evaluate, save; its row of the report."""
+    import torch
+
+    from engines.attribution.policies import parameter_count, save_policy, torch_policy
+    from engines.attribution.train import evaluate, train_policy
+
+    torch.set_num_threads(1)  # one process per core: threads within would only contend
+    config = TrainConfig(rho=rho, seed=seed, frames=frames, epochs=epochs)
+    result = train_policy(config)
+    scores = evaluate(torch_policy(result.model), rho, episodes=episodes)
+    path = policy_file(out_dir, rho, seed)
+    save_policy(result.model, path, {"train": asdict(config), "final_loss": result.losses[-1],
+                                     "train_seconds": round(result.seconds, 1),
+                                     "parameters": parameter_count(result.model), "evaluation": scores,
+                                     "episodes": episodes})
+    return {"rho": rho, "seed": seed, "file": path.name, "final_loss": round(result.losses[-1], 5),
+            "train_seconds": round(result.seconds, 1), "evaluation": scores}
+
+
+def train_set(out_dir: str | Path, rhos: tuple[float, ...], seeds: tuple[int, ...], *, frames: int, epochs: int,
+              episodes: int, workers: int, progress=None, command: str = COMMAND) -> dict:
+    """Train every (rho, seed) into ``out_dir`` with ``workers`` processes; write the report there."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    cells = [(rho, seed) for rho in rhos for seed in seeds]
+    # spawn, not fork: a forked torch with threads already started can deadlock.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = [pool.submit(_train_one, rho, seed, frames, epochs, episodes, str(out_dir)) for rho, seed in cells]
+        rows = []
+        for future in futures:
+            rows.append(future.result())
+            if progress is not None:
+                progress(len(rows), len(cells), rows[-1])
+    report = {"command": command, "frames": frames, "epochs": epochs, "episodes": episodes, "workers": workers,
+              "seconds": round(time.perf_counter() - started, 1), "policies": rows}
+    (out_dir / "report.json").write_text(_json(report), encoding="utf-8")
+    (out_dir / "REPORT.md").write_text(report_markdown(report), encoding="utf-8")
+    return report
+
+
+def _json(value) -> str:
+    import json
+
+    return json.dumps(value, indent=1, sort_keys=True) + "\n"
+
+
+def report_markdown(report: dict) -> str:
+    """The report as a markdown table: success and action error per cue mode, per policy."""
+    lines = [
+        "# Shipped reaching policies",
+        "",
+        f"Regenerate: `{report['command']}` ({report['frames']} expert frames, {report['epochs']} epoch{'s' if report['epochs'] != 1 else ''} per "
+        f"policy; {report['workers']} processes; {report['seconds']:.0f} s on the machine that wrote this).",
+        "Closed-loop success over "
+        f"{report['episodes']} episodes and the action MSE against the expert on 256 held-out frames, with the "
+        "cue as in training (in distribution), randomised and absent (out of distribution). The task and "
+        "its spurious cue: `docs/attribution.md`.",
+        "",
+        "| rho | seed | success: cue as trained | cue randomised | no cue | MSE as trained | MSE randomised | file |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in report["policies"]:
+        e = row["evaluation"]
+        lines.append(f"| {row['rho']:g} | {row['seed']} | {e['normal']['success']:.0%} | {e['random']['success']:.0%} "
+                     f"| {e['none']['success']:.0%} | {e['normal']['action_mse']:.4f} | "
+                     f"{e['random']['action_mse']:.4f} | `{row['file']}` |")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ command line
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    defaults, train = ExperimentConfig(), TrainConfig()
+    parser.add_argument("--out-dir", type=Path, default=SHIPPED_DIR, help="where the weights and REPORT.md go")
+    parser.add_argument("--rhos", type=float, nargs="+", default=list(defaults.rhos))
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(defaults.seeds))
+    parser.add_argument("--frames", type=int, default=train.frames)
+    parser.add_argument("--epochs", type=int, default=train.epochs)
+    parser.add_argument("--episodes", type=int, default=100, help="closed-loop episodes per evaluation")
+    parser.add_argument("--workers", type=int, default=2, help="training processes at once (one core each)")
+    parser.add_argument("--quick", action="store_true", help="a small run for tests: 300 frames, 1 epoch, 5 episodes")
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The command that regenerates this set: the options that differ from the defaults."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    defaults = vars(parser.parse_args([]))
+    parts = [COMMAND]
+    for name, value in vars(args).items():
+        if name not in defaults or value == defaults[name] or name == "out_dir":
+            continue
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            parts.append(flag)
+        else:
+            parts.append(flag + " " + " ".join(f"{v:g}" if isinstance(v, float) else str(v)
+                                               for v in (value if isinstance(value, list) else [value])))
+    return " ".join(parts)
+
+
+def run(args: argparse.Namespace) -> dict:
+    """Train the shipped set of reaching policies (each rho x seed) and write their report."""
+    for rho in args.rhos:
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"--rhos: every rho is a probability in [0, 1], got {rho:g}")
+    if args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    frames, epochs, episodes = (300, 1, 5) if args.quick else (args.frames, args.epochs, args.episodes)
+    TrainConfig(frames=frames, epochs=epochs)  # the same checks as one policy's, before any process starts
+
+    def progress(done: int, total: int, row: dict) -> None:
+        e = row["evaluation"]
+        print(f"[{done}/{total}] rho={row['rho']:g} seed={row['seed']}: "
+              + ", ".join(f"{cue} {e[cue]['success']:.0%}" for cue in CUE_MODES)
+              + f" ({row['train_seconds']:.0f} s)", file=sys.stderr, flush=True)
+
+    report = train_set(args.out_dir, tuple(args.rhos), tuple(args.seeds), frames=frames, epochs=epochs,
+                       episodes=episodes, workers=args.workers, progress=progress, command=_command_line(args))
+    return {**report, "summary": f"{len(report['policies'])} policies in {report['seconds']:.0f} s -> "
+                                 f"{args.out_dir / 'REPORT.md'}"}
