@@ -30,6 +30,7 @@ from engines.attribution.env import TaskConfig, dataset
 from engines.attribution.iss import iss
 from engines.attribution.nmr import nmr_value
 from engines.attribution.policies import ReachPolicy, load_policy, torch_policy
+from engines.attribution.policy_set import RHOS, SEEDS, SHIPPED_DIR, policy_file
 from engines.attribution.train import TrainConfig, evaluate, train_policy
 
 METHODS = ("iss", "iss_contrast", "occlusion", "feature_ablation", "rise", "saliency", "integrated_gradients",
@@ -40,8 +41,8 @@ QUICK = {"rhos": (0.0, 1.0), "seeds": (0, 1), "frames": 160, "epochs": 1, "nmr_f
 
 @dataclass(frozen=True)
 class ExperimentConfig:
-    rhos: tuple[float, ...] = (0.0, 0.5, 0.8, 0.95, 1.0)
-    seeds: tuple[int, ...] = (0, 1)
+    rhos: tuple[float, ...] = RHOS
+    seeds: tuple[int, ...] = SEEDS
     frames: int = 6000  # training frames per policy (when it is trained here)
     epochs: int = 20
     nmr_frames: int = 12  # held-out in-distribution frames NMR is averaged over
@@ -61,10 +62,6 @@ class ExperimentConfig:
             raise ValueError(f"unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}")
         if len(self.rhos) * len(self.seeds) < 3:
             raise ValueError("a correlation needs at least 3 policies (rhos x seeds)")
-
-
-def policy_file(directory: str | Path, rho: float, seed: int) -> Path:
-    return Path(directory) / f"reach-rho{rho:g}-seed{seed}.pt"
 
 
 def spearman(x: np.ndarray, y: np.ndarray, *, permutations: int, bootstrap: int, seed: int) -> dict:
@@ -177,8 +174,6 @@ def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
     if args.train or args.quick:
         policy_dir = None
     else:
-        from engines.attribution.policy_set import SHIPPED_DIR
-
         policy_dir = args.policy_dir or str(SHIPPED_DIR)
     return ExperimentConfig(policy_dir=policy_dir, **base)
 

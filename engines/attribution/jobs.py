@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -17,9 +18,12 @@ from engines.attribution.experiment import METHODS, ExperimentConfig, run_experi
 from engines.attribution.policies import parameter_count, save_policy, torch_policy
 from engines.attribution.policy_set import SHIPPED_DIR
 from engines.attribution.train import TrainConfig, evaluate, train_policy
-from engines.platform.jobqueue import JobContext, register_job
+from engines.platform.jobqueue import JobContext, get_job, list_jobs, register_job
+from engines.platform.models import Job
 
 TRAIN, EXPERIMENT = "attribution.train", "attribution.experiment"
+# The experiment on the shipped policies, as `python -m engines.attribution experiment --out` wrote it.
+SHIPPED_EXPERIMENT = SHIPPED_DIR.parent / "experiment.json"
 
 
 class TrainParams(BaseModel):
@@ -98,3 +102,26 @@ def experiment_job(ctx: JobContext, **params) -> dict:
     out = ctx.result_dir / "experiment.json"
     out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
     return {"result_path": str(out), "summary": result["summary"], "policies": len(result["policies"])}
+
+
+def attribution_jobs(*, limit: int = 20) -> list[Job]:
+    """The newest training and experiment jobs of this area (any status)."""
+    return list_jobs(kinds=[TRAIN, EXPERIMENT], limit=limit)
+
+
+def read_experiment(job_id: int | None) -> dict:
+    """The experiment.json of a finished ``attribution.experiment`` job; None: the shipped run's.
+
+    Raises:
+        ValueError: the job is not a finished experiment, or its result file is gone.
+    """
+    if job_id is None:
+        return json.loads(SHIPPED_EXPERIMENT.read_text(encoding="utf-8"))
+    job = get_job(job_id)
+    if job.kind != EXPERIMENT or job.status != "succeeded" or not job.result:
+        raise ValueError(f"job #{job_id} is not a finished attribution experiment")
+    path = job.result.get("result_path", "")
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError:
+        raise ValueError(f"job #{job_id}: its result file {path} is gone") from None

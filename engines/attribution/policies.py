@@ -66,25 +66,37 @@ def load_policy(path: str | Path, *, device: str | torch.device = "cpu") -> tupl
     path = Path(path)
     sidecar_path = path.with_suffix(".json")
     meta = json.loads(sidecar_path.read_text(encoding="utf-8")) if sidecar_path.exists() else {}
+    return _load(path, path.name, meta, device), meta
+
+
+def load_policy_bytes(data: bytes, name: str, *, device: str | torch.device = "cpu") -> tuple[ReachPolicy, dict]:
+    """A policy from the bytes of an uploaded weights file (no sidecar: the default architecture);
+    ``name`` is the file's name for the messages. Raises ``PolicyFileError`` as ``load_policy``."""
+    import io
+
+    return _load(io.BytesIO(data), name, {}, device), {}
+
+
+def _load(source, name: str, meta: dict, device) -> ReachPolicy:
     model = ReachPolicy(int(meta.get("horizon", 4)), int(meta.get("action_dim", 2)), int(meta.get("width", 24)))
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = torch.load(source, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - pickle errors, truncated files, code: all are "not weights"
-        raise PolicyFileError(f"{path.name}: not a weights file of tensors ({type(exc).__name__}: "
+        raise PolicyFileError(f"{name}: not a weights file of tensors ({type(exc).__name__}: "
                               f"{str(exc).splitlines()[0][:200]})") from None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise PolicyFileError(f"{path.name}: expected a dict of tensors (a state dict)")
-    expected = {name: tuple(t.shape) for name, t in model.state_dict().items()}
-    found = {name: tuple(t.shape) for name, t in state.items()}
+        raise PolicyFileError(f"{name}: expected a dict of tensors (a state dict)")
+    expected = {key: tuple(t.shape) for key, t in model.state_dict().items()}
+    found = {key: tuple(t.shape) for key, t in state.items()}
     if expected != found:
         missing = sorted(set(expected) - set(found))
-        wrong = sorted(name for name in set(expected) & set(found) if expected[name] != found[name])
+        wrong = sorted(key for key in set(expected) & set(found) if expected[key] != found[key])
         detail = (f"missing {missing[0]}" if missing else
                   f"{wrong[0]} has shape {found[wrong[0]]}, expected {expected[wrong[0]]}" if wrong else
                   f"unexpected {sorted(set(found) - set(expected))[0]}")
-        raise PolicyFileError(f"{path.name}: these weights are not the {ARCHITECTURE} policy ({detail})")
+        raise PolicyFileError(f"{name}: these weights are not the {ARCHITECTURE} policy ({detail})")
     model.load_state_dict(state)
-    return model.to(device).eval(), meta
+    return model.to(device).eval()
 
 
 def torch_policy(model: nn.Module) -> Callable[..., torch.Tensor]:

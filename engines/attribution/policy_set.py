@@ -18,12 +18,30 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
-from engines.attribution.experiment import ExperimentConfig, policy_file
 from engines.attribution.train import CUE_MODES, TrainConfig
 from engines.platform.settings import REPO_ROOT
 
 SHIPPED_DIR = REPO_ROOT / "assets" / "attribution" / "policies"
 COMMAND = "python -m engines.attribution train-set"
+RHOS = (0.0, 0.5, 0.8, 0.95, 1.0)  # cue agreement of the shipped set (shared/specs/iss.md 6.4)
+SEEDS = (0, 1)
+
+
+def policy_file(directory: str | Path, rho: float, seed: int) -> Path:
+    """Where the policy of (rho, seed) lives in a set: ``reach-rho<rho>-seed<seed>.pt``."""
+    return Path(directory) / f"reach-rho{rho:g}-seed{seed}.pt"
+
+
+def shipped_policies(directory: str | Path = SHIPPED_DIR) -> list[dict]:
+    """The report's rows of a policy set (rho, seed, file, evaluation, ...), each with its ``path``;
+    empty when the folder holds no report."""
+    import json
+
+    report = Path(directory) / "report.json"
+    if not report.exists():
+        return []
+    rows = json.loads(report.read_text(encoding="utf-8"))["policies"]
+    return [{**row, "path": str(Path(directory) / row["file"])} for row in rows]
 
 
 def _train_one(rho: float, seed: int, frames: int, epochs: int, episodes: int, out_dir: str) -> dict:
@@ -102,10 +120,10 @@ def report_markdown(report: dict) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    defaults, train = ExperimentConfig(), TrainConfig()
+    train = TrainConfig()
     parser.add_argument("--out-dir", type=Path, default=SHIPPED_DIR, help="where the weights and REPORT.md go")
-    parser.add_argument("--rhos", type=float, nargs="+", default=list(defaults.rhos))
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(defaults.seeds))
+    parser.add_argument("--rhos", type=float, nargs="+", default=list(RHOS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--frames", type=int, default=train.frames)
     parser.add_argument("--epochs", type=int, default=train.epochs)
     parser.add_argument("--episodes", type=int, default=100, help="closed-loop episodes per evaluation")

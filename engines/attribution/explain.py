@@ -1,0 +1,124 @@
+"""One frame explained: a policy's action, its ISS map with intervals, NMR, and the baselines' maps.
+
+What the Attribution page shows for the frame a researcher picks (a scene of the reaching task,
+or an uploaded camera image), and what a script would call for the same answer. ISS and its
+contrast map come from one run of ``iss`` (``shared/specs/iss.md`` 3-4); NMR is upstream's NMR@k
+on the plain map and the mass NMR on the contrast map, with a bootstrap interval over the run's
+masks; each baseline's map is scored with NMR@k like upstream's comparison table.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from engines.attribution.baselines import attribute
+from engines.attribution.env import Scene, TaskConfig, relevance_mask, render, sample_scene
+from engines.attribution.iss import iss
+from engines.attribution.nmr import NMRValue, nmr, nmr_with_interval
+from engines.attribution.policies import ReachPolicy, torch_policy
+
+BASELINES = ("occlusion", "feature_ablation", "shapley", "rise", "saliency", "integrated_gradients", "grad_cam")
+MAX_UPLOAD_PIXELS = 4096 * 4096  # larger images are refused before decoding (a decompression bomb)
+
+
+class ImageFileError(ValueError):
+    """An uploaded image that cannot be read; the message names the file."""
+
+
+@dataclass
+class Frame:
+    """An image (3, H, W) floats in [0, 1], its task-relevance mask (H, W) if known, and its scene."""
+
+    image: np.ndarray
+    relevance: np.ndarray | None
+    scene: Scene | None = None
+    source: str = ""
+
+
+@dataclass
+class FrameExplanation:
+    action: np.ndarray  # the policy's chunk on the clean image (horizon, dim)
+    iss_map: np.ndarray  # (H, W) plain ISS, upstream's map
+    contrast_map: np.ndarray  # (H, W) dISS = E[D | dropped] - E[D | kept]
+    grid_map: np.ndarray  # (gh, gw)
+    ci_low: np.ndarray  # (gh, gw) 95% interval per cell
+    ci_high: np.ndarray
+    nmr_at_k: NMRValue | None  # plain map, top k% pixels (None without a relevance mask)
+    nmr_mass: NMRValue | None  # contrast map, with its bootstrap interval
+    baselines: dict[str, np.ndarray] = field(default_factory=dict)  # method -> (H, W)
+    baseline_nmr: dict[str, NMRValue | None] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def scene_frame(rho: float, seed: int, cue: str = "normal", task: TaskConfig = TaskConfig()) -> Frame:
+    """A start scene of the reaching task: the ``seed`` fixes it, ``cue`` as in ``sample_scene``."""
+    scene = sample_scene(np.random.default_rng(seed), task, rho, cue)
+    return Frame(render(scene, task), relevance_mask(scene, task), scene,
+                 f"reaching task, rho={rho:g}, scene {seed}, cue {cue}")
+
+
+def image_frame(data: bytes, name: str, size: int = 64) -> Frame:
+    """An uploaded picture (PNG, JPEG, ...) as a frame of the policy's input size; no relevance mask.
+
+    Raises:
+        ImageFileError: not an image Pillow can read, or too large to decode safely.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as opened:
+            if opened.width * opened.height > MAX_UPLOAD_PIXELS:
+                raise ImageFileError(f"{name}: {opened.width} x {opened.height} pixels is too large "
+                                     f"(at most {MAX_UPLOAD_PIXELS:,} pixels)")
+            picture = opened.convert("RGB").resize((size, size), Image.Resampling.BILINEAR)
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        if isinstance(exc, ImageFileError):
+            raise
+        raise ImageFileError(f"{name}: not an image file Pillow can read ({type(exc).__name__})") from None
+    image = np.asarray(picture, dtype=np.float32).transpose(2, 0, 1) / 255.0
+    return Frame(image, None, None, f"uploaded {name}, resized to {size} x {size}")
+
+
+def explain_frame(model: ReachPolicy, frame: Frame, *, baselines: tuple[str, ...] = (), grid: int = 7,
+                  n_masks: int = 300, p_keep: float = 0.3, baseline: str = "blur", k: float = 10.0,
+                  seed: int = 0, n_boot: int = 300) -> FrameExplanation:
+    """ISS of one frame (plain and contrast maps, intervals), NMR, and each requested baseline's map."""
+    unknown = [m for m in baselines if m not in BASELINES]
+    if unknown:
+        raise ValueError(f"unknown baseline {unknown[0]!r}; choose from {', '.join(BASELINES)}")
+    image = torch.from_numpy(np.ascontiguousarray(frame.image, dtype=np.float32))[None]
+    policy = torch_policy(model)
+    started = time.perf_counter()
+    result = iss(policy, image, grid=(grid, grid), n_masks=n_masks, p_keep=p_keep, baseline=baseline, seed=seed)
+    seconds = {"iss": time.perf_counter() - started}
+    relevant = None if frame.relevance is None else torch.from_numpy(frame.relevance)
+    explanation = FrameExplanation(
+        action=policy(image)[0].cpu().numpy(),
+        iss_map=result.pixel_map[0].cpu().numpy(), contrast_map=result.contrast_pixel_map[0].cpu().numpy(),
+        grid_map=result.grid_map[0].cpu().numpy(), ci_low=result.ci_low[0].cpu().numpy(),
+        ci_high=result.ci_high[0].cpu().numpy(),
+        nmr_at_k=None if relevant is None else nmr(result.pixel_map[0], relevant, k),
+        nmr_mass=None if relevant is None else nmr_with_interval(result, relevant, None, n_boot=n_boot, seed=seed),
+        seconds=seconds)
+    for method in baselines:
+        started = time.perf_counter()
+        pixel_map = attribute(method, model, image, grid=(grid, grid), n_masks=n_masks, p_keep=p_keep,
+                              baseline=baseline, seed=seed)
+        explanation.seconds[method] = time.perf_counter() - started
+        explanation.baselines[method] = pixel_map.detach().cpu().numpy()
+        explanation.baseline_nmr[method] = None if relevant is None else nmr(pixel_map, relevant, k)
+    return explanation
+
+
+def nmr_text(value: NMRValue | None) -> str:
+    """'0.42 (95% CI 0.35-0.50; chance 0.91)' or 'n/a' when there is no relevance mask or no mass."""
+    if value is None or math.isnan(value.value):
+        return "n/a"
+    interval = "" if value.ci_low is None else f"95% CI {value.ci_low:.2f}–{value.ci_high:.2f}; "
+    return f"{value.value:.2f} ({interval}chance {value.chance:.2f})"

@@ -1,0 +1,96 @@
+"""Research -> Attribution heatmaps in AppTest: the defaults it opens with, the maps and NMR of a shipped
+policy on a scene, what changes with the cue, the experiment started from the page, and wrong files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from engines.attribution import explain
+from engines.attribution.jobs import EXPERIMENT
+from engines.attribution.policies import PolicyFileError, ReachPolicy, load_policy_bytes, save_policy
+from engines.platform import jobqueue
+from tests.apptest_driver import page_as
+
+PAGE = "attribution_heatmaps"
+
+
+def _charts(at) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_the_page_opens_on_the_cue_reliant_policy_and_shows_its_maps(sqlite_db):
+    at = page_as(PAGE, "researcher")
+    assert not at.exception, at.exception
+    assert at.selectbox(key="attribution-policy").value.endswith("reach-rho1-seed0.pt")
+    assert "trained at rho = 1, seed 0" in at.selectbox(key="attribution-policy").format_func(
+        at.selectbox(key="attribution-policy").value)
+    assert at.number_input(key="attribution-grid").value == 7 and at.number_input(key="attribution-masks").value == 300
+    assert at.slider(key="attribution-pkeep").value == 0.3 and at.selectbox(key="attribution-baseline").value == "blur"
+    metrics = _metrics(at)
+    # NMR as "value (95% CI low-high; chance c)": the chance level is the image's nuisance share.
+    mass = metrics["NMR, contrast map (mass)"]
+    assert "95% CI" in mass and "chance 0.9" in mass, mass
+    titles = [c["layout"]["title"]["text"] for c in _charts(at)]
+    assert titles[:3] == ["Frame", "ISS (upstream's map)", "ISS contrast (dISS)"]
+    assert "ISS per cell, 95% interval" in titles and "Predicted action chunk (steps)" in titles
+    assert any(t.startswith("Occlusion: NMR@10 ") for t in titles)
+    assert any(t.startswith("Grad-CAM: NMR@10 ") for t in titles)
+    # The experiment section shows the shipped run when no job has run here.
+    assert at.selectbox(key="attribution-exp-shown").value is None
+    assert any("NMR vs success with the cue randomised" in t for t in titles)
+
+
+def test_a_scene_with_the_cue_removed_is_another_frame_with_other_maps(sqlite_db):
+    at = page_as(PAGE, "researcher")
+    before = _metrics(at)["NMR, contrast map (mass)"]
+    at.selectbox(key="attribution-cue").set_value("none").run()
+    assert not at.exception, at.exception
+    assert _metrics(at)["NMR, contrast map (mass)"] != before
+    assert "cue none" in " ".join(c.value for c in at.caption)
+
+
+def test_the_experiment_is_started_from_the_page_as_a_job(sqlite_db):
+    at = page_as(PAGE, "researcher")
+    at.multiselect(key="attribution-exp-methods").set_value(["iss"])
+    at.number_input(key="attribution-exp-masks").set_value(20)
+    at.number_input(key="attribution-exp-frames").set_value(1)
+    at.button[[b.label for b in at.button].index("Start the experiment")].click().run()
+    assert not at.exception, at.exception
+    job = jobqueue.list_jobs(kind=EXPERIMENT)[0]
+    assert job.params["methods"] == ["iss"] and job.params["n_masks"] == 20 and job.params["nmr_frames"] == 1
+    assert job.params["policies"] == "shipped"
+    assert any(s.value == f"Queued experiment #{job.id}; it appears below." for s in at.success)
+
+
+def test_uploaded_weights_of_another_model_and_a_non_image_are_named_in_the_error(tmp_path):
+    import torch
+
+    torch.save({"layer.weight": torch.zeros(2)}, tmp_path / "other.pt")
+    with pytest.raises(PolicyFileError, match=r"^mine\.pt: these weights are not the reach-cnn-v1 policy"):
+        load_policy_bytes((tmp_path / "other.pt").read_bytes(), "mine.pt")
+    path = save_policy(ReachPolicy(), tmp_path / "good.pt", {})
+    model, meta = load_policy_bytes(path.read_bytes(), "good.pt")
+    assert meta == {} and isinstance(model, ReachPolicy)
+    with pytest.raises(explain.ImageFileError, match=r"^notes\.png: not an image file Pillow can read"):
+        explain.image_frame(b"plain text, not a picture", "notes.png")
+
+
+def test_an_uploaded_picture_becomes_a_frame_of_the_policy_input_size():
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (128, 96), (255, 0, 0)).save(buffer, format="PNG")
+    frame = explain.image_frame(buffer.getvalue(), "red.png")
+    assert frame.image.shape == (3, 64, 64) and frame.relevance is None
+    assert np.allclose(frame.image[0], 1.0) and np.allclose(frame.image[1:], 0.0)
+    result = explain.explain_frame(ReachPolicy(), frame, n_masks=20)
+    assert result.nmr_mass is None and explain.nmr_text(result.nmr_mass) == "n/a"
