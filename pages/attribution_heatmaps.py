@@ -128,8 +128,10 @@ else:
                                     float(p_keep), replacement, int(seed))
     st.caption(f"Frame: {frame.source}. ISS took {result.seconds['iss']:.2f} s for {int(n_masks)} masks.")
     metrics = st.columns(3)
-    metrics[0].metric("NMR, contrast map (mass)", explain.nmr_text(result.nmr_mass))
-    metrics[1].metric("NMR@10, ISS map (upstream)", explain.nmr_text(result.nmr_at_k))
+    for column, label, value in ((metrics[0], "NMR, contrast map (mass)", result.nmr_mass),
+                                 (metrics[1], "NMR@10, ISS map (upstream)", result.nmr_at_k)):
+        column.metric(label, explain.nmr_text(value).split(" (")[0])
+        column.caption(explain.nmr_detail(value))
     metrics[2].metric("Predicted first move", f"({result.action[0][0]:+.2f}, {result.action[0][1]:+.2f}) steps")
     if frame.relevance is not None:
         st.caption("NMR is the share of attribution outside the task-relevant pixels (dotted outline: agent and "

@@ -122,3 +122,13 @@ def nmr_text(value: NMRValue | None) -> str:
         return "n/a"
     interval = "" if value.ci_low is None else f"95% CI {value.ci_low:.2f}–{value.ci_high:.2f}; "
     return f"{value.value:.2f} ({interval}chance {value.chance:.2f})"
+
+
+def nmr_detail(value: NMRValue | None) -> str:
+    """The interval and chance level alone: '95% CI 0.35–0.50 · chance 0.91' (or why there is no NMR)."""
+    if value is None:
+        return "no relevance mask for this frame"
+    if math.isnan(value.value):
+        return "no attribution mass"
+    interval = "" if value.ci_low is None else f"95% CI {value.ci_low:.2f}–{value.ci_high:.2f} · "
+    return f"{interval}chance {value.chance:.2f}"

@@ -68,12 +68,12 @@ def heatmap_figure(image: np.ndarray, pixel_map: np.ndarray, *, title: str, rele
 def grid_figure(grid_map: np.ndarray, ci_low: np.ndarray, ci_high: np.ndarray, *, size: int = 320) -> go.Figure:
     """ISS per grid cell, each with its 95% interval in the hover text and the cell."""
     values = np.asarray(grid_map, dtype=float)
-    text = [[f"{values[r, c]:.3f}<br>[{ci_low[r, c]:.3f}, {ci_high[r, c]:.3f}]" for c in range(values.shape[1])]
+    text = [[f"{values[r, c]:.3f} [{ci_low[r, c]:.3f}, {ci_high[r, c]:.3f}]" for c in range(values.shape[1])]
             for r in range(values.shape[0])]
-    figure = go.Figure(go.Heatmap(z=values, colorscale=COLOURS, text=text, texttemplate="%{text}",
-                                  textfont={"size": 8}, colorbar={"thickness": 10},
+    figure = go.Figure(go.Heatmap(z=values, colorscale=COLOURS, text=text, texttemplate="%{z:.2f}",
+                                  textfont={"size": 9}, colorbar={"thickness": 10},
                                   hovertemplate="cell row %{y}, column %{x}: %{text}<extra></extra>"))
-    return _square(figure, size, "ISS per cell, 95% interval")
+    return _square(figure, size, "ISS per cell (hover: 95% interval)")
 
 
 def action_figure(action: np.ndarray, *, size: int = 320) -> go.Figure:

@@ -34,12 +34,14 @@ def test_the_page_opens_on_the_cue_reliant_policy_and_shows_its_maps(sqlite_db):
     assert at.number_input(key="attribution-grid").value == 7 and at.number_input(key="attribution-masks").value == 300
     assert at.slider(key="attribution-pkeep").value == 0.3 and at.selectbox(key="attribution-baseline").value == "blur"
     metrics = _metrics(at)
-    # NMR as "value (95% CI low-high; chance c)": the chance level is the image's nuisance share.
-    mass = metrics["NMR, contrast map (mass)"]
-    assert "95% CI" in mass and "chance 0.9" in mass, mass
+    mass = float(metrics["NMR, contrast map (mass)"])
+    # Under it, the interval and the chance level (the image's nuisance share, about 0.94 here).
+    detail = next(c.value for c in at.caption if c.value.startswith("95% CI"))
+    low, high = (float(v) for v in detail.split(" · ")[0].removeprefix("95% CI ").split("–"))
+    assert low <= mass <= high and detail.endswith("chance 0.94"), detail
     titles = [c["layout"]["title"]["text"] for c in _charts(at)]
     assert titles[:3] == ["Frame", "ISS (upstream's map)", "ISS contrast (dISS)"]
-    assert "ISS per cell, 95% interval" in titles and "Predicted action chunk (steps)" in titles
+    assert "ISS per cell (hover: 95% interval)" in titles and "Predicted action chunk (steps)" in titles
     assert any(t.startswith("Occlusion: NMR@10 ") for t in titles)
     assert any(t.startswith("Grad-CAM: NMR@10 ") for t in titles)
     # The experiment section shows the shipped run when no job has run here.
