@@ -14,9 +14,14 @@ Public API, shaped like Captum's ``attribute``::
     result = iss(policy, images, grid=(7, 7), n_masks=500, p_keep=0.3, baseline="blur", seed=0)
     result.grid_map, result.pixel_map, result.ci_low, result.ci_high, result.contrast
     nmr(result.pixel_map[0], relevance_mask, k=None)    # the mass version; k=10: upstream NMR@10
+    episode = iss_episode(policy, frames, time_stride=10)  # every 10th frame, interpolated between
+
+Other kinds of policies (LeRobot's ``predict_action_chunk``, transformers models with action
+tokens as OpenVLA) come in through ``engines.attribution.adapters``.
 """
 
+from engines.attribution.episode import EpisodeISS, iss_episode
 from engines.attribution.iss import ISSResult, iss
 from engines.attribution.nmr import NMRValue, episode_nmr, nmr, nmr_with_interval
 
-__all__ = ["ISSResult", "NMRValue", "episode_nmr", "iss", "nmr", "nmr_with_interval"]
+__all__ = ["EpisodeISS", "ISSResult", "NMRValue", "episode_nmr", "iss", "iss_episode", "nmr", "nmr_with_interval"]
