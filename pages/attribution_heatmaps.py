@@ -31,6 +31,13 @@ def cached_policy(path: str):
     return load_policy(path)
 
 
+@st.cache_data(max_entries=8, show_spinner=False)
+def cached_episode(policy_key: str, _model, frame_key: str, _frame, stride: int, grid: int, n_masks: int,
+                   p_keep: float, baseline: str, seed: int):
+    return explain.explain_episode(_model, _frame.scene, time_stride=stride, grid=grid, n_masks=n_masks,
+                                   p_keep=p_keep, baseline=baseline, seed=seed)
+
+
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_explanation(policy_key: str, _model, frame_key: str, _frame, baselines: tuple, grid: int, n_masks: int,
                        p_keep: float, baseline: str, seed: int):
@@ -52,16 +59,21 @@ shipped = shipped_policies()
 choices = {row["path"]: (f"reaching policy trained at rho = {row['rho']:g}, seed {row['seed']} "
                          f"(success {row['evaluation']['normal']['success']:.0%} in distribution, "
                          f"{row['evaluation']['random']['success']:.0%} with the cue randomised)") for row in shipped}
+choices |= {job.result["result_path"]: (f"trained by job #{job.id}: rho = {job.result['rho']:g}, seed {job.result['seed']} "
+                                        f"(success {job.result['evaluation']['normal']['success']:.0%} in distribution, "
+                                        f"{job.result['evaluation']['random']['success']:.0%} with the cue randomised)")
+            for job in attribution_jobs.finished_training_jobs()}
 source = st.radio("Policy", ["shipped", "upload"], horizontal=True, key="attribution-policy-source",
-                  format_func={"shipped": "a shipped reaching policy", "upload": "a weights file (.pt)"}.get)
+                  format_func={"shipped": "a shipped or trained reaching policy", "upload": "a weights file (.pt)"}.get)
 model = meta = None
 policy_key = ""
 if source == "shipped":
     if not choices:
-        st.warning("No shipped policies in assets/attribution/policies: run `python -m engines.attribution train-set`.")
+        st.warning("No shipped policies in assets/attribution/policies and none trained by a job: run "
+                   "`python -m engines.attribution train-set`.")
     else:
         default = next((i for i, row in enumerate(shipped) if (row["rho"], row["seed"]) == (1.0, 0)), 0)
-        path = st.selectbox("Shipped policy", list(choices), index=default, format_func=choices.get,
+        path = st.selectbox("Reaching policy", list(choices), index=default, format_func=choices.get,
                             key="attribution-policy")
         model, meta = cached_policy(path)
         policy_key = path
@@ -142,8 +154,8 @@ else:
     columns[1].plotly_chart(plots.heatmap_figure(frame.image, result.iss_map, title=plots.METHOD_TITLES["iss"],
                                                  relevance=frame.relevance), key="attribution-iss-figure")
     columns[2].plotly_chart(plots.heatmap_figure(frame.image, result.contrast_map,
-                                                 title=plots.METHOD_TITLES["iss_contrast"],
-                                                 relevance=frame.relevance), key="attribution-contrast-figure")
+                                                 title=plots.METHOD_TITLES["iss_contrast"], relevance=frame.relevance,
+                                                 shared_scale=False), key="attribution-contrast-figure")
     figures = [("grid", plots.grid_figure(result.grid_map, result.ci_low, result.ci_high)),
                ("action", plots.action_figure(result.action))]
     for method, pixel_map in result.baselines.items():
@@ -152,6 +164,37 @@ else:
     for start in range(0, len(figures), 3):
         for column, (name, figure) in zip(st.columns(3), figures[start:start + 3], strict=False):
             column.plotly_chart(figure, key=f"attribution-{name}-figure")
+    st.caption("ISS and the baselines are min-max normalised to one 0–1 colour scale (their units differ); the "
+               "contrast map keeps its own signed scale.")
+    st.subheader("Faithfulness")
+    st.caption(f"Cells replaced ({replacement}) in each map's order: a faithful map's most relevant cells change the "
+               "action most. Try another replacement above: blur is ISS's own, and favours it.")
+    left, right = st.columns([3, 2])
+    left.plotly_chart(plots.faithfulness_figure(result.curves), key="attribution-faithfulness-figure")
+    right.dataframe(plots.faithfulness_frame(result.curves), hide_index=True, width="stretch")
+
+    if frame.scene is not None:
+        st.subheader("Over an episode")
+        st.caption("The policy acts in closed loop from this scene; ISS is computed every few steps and interpolated "
+                   "in between, as upstream does.")
+        stride = st.number_input("Compute ISS every … steps", 1, 30, 10, key="attribution-stride")
+        if st.button("Roll out and map the episode", key="attribution-episode-run"):
+            st.session_state["attribution-episode"] = (policy_key, frame_key, int(stride))
+        if st.session_state.get("attribution-episode") == (policy_key, frame_key, int(stride)):
+            with st.spinner("Rolling out and masking every keyframe…"):
+                episode = cached_episode(policy_key, model, frame_key, frame, int(stride), int(grid), int(n_masks),
+                                         float(p_keep), replacement, int(seed))
+            st.write(f"{'Reached' if episode.success else 'Did not reach'} the target in {episode.steps} steps; "
+                     f"ISS computed at steps {', '.join(map(str, episode.keyframes))}.")
+            st.plotly_chart(plots.episode_figure(episode.nmr_mass, episode.nmr_at_k, episode.keyframes, episode.chance),
+                            key="attribution-episode-figure")
+            step = st.slider("Step", 0, episode.steps, 0, key="attribution-episode-step") if episode.steps else 0
+            left, right = st.columns(2)
+            left.plotly_chart(plots.frame_figure(episode.frames[step], episode.relevance[step], title=f"Step {step}"),
+                              key="attribution-episode-frame")
+            right.plotly_chart(plots.heatmap_figure(episode.frames[step], episode.pixel_maps[step],
+                                                    title=f"ISS at step {step}", relevance=episode.relevance[step]),
+                               key="attribution-episode-map")
 
 # 4 · EXPERIMENT
 
@@ -197,10 +240,13 @@ except ValueError as exc:
 else:
     st.write(experiment.get("summary", ""))
     available = list(experiment.get("correlations", {}))
-    method = st.selectbox("Method", available, format_func=lambda m: plots.METHOD_TITLES.get(m, m),
-                          key="attribution-exp-method")
+    left, right = st.columns(2)
+    method = left.selectbox("Method", available, format_func=lambda m: plots.METHOD_TITLES.get(m, m),
+                            key="attribution-exp-method")
+    outcome = right.radio("Against", list(plots.OUTCOMES), format_func=plots.OUTCOMES.get, horizontal=True,
+                          key="attribution-exp-outcome")
     if method:
-        st.plotly_chart(plots.experiment_scatter(experiment, method), key="attribution-exp-scatter")
+        st.plotly_chart(plots.experiment_scatter(experiment, method, outcome), key="attribution-exp-scatter")
     st.dataframe(plots.correlation_frame(experiment), hide_index=True, width="stretch")
     with st.expander("Per policy"):
         st.dataframe(plots.experiment_frame(experiment), hide_index=True, width="stretch")

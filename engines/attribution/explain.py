@@ -19,9 +19,12 @@ import torch
 
 from engines.attribution.baselines import attribute
 from engines.attribution.env import Scene, TaskConfig, relevance_mask, render, sample_scene
+from engines.attribution.episode import iss_episode
+from engines.attribution.faithfulness import Curves, cell_scores, curves
 from engines.attribution.iss import iss
-from engines.attribution.nmr import NMRValue, nmr, nmr_with_interval
+from engines.attribution.nmr import NMRValue, chance_level, nmr, nmr_value, nmr_with_interval
 from engines.attribution.policies import ReachPolicy, torch_policy
+from engines.attribution.replacements import replacement
 
 BASELINES = ("occlusion", "feature_ablation", "shapley", "rise", "saliency", "integrated_gradients", "grad_cam")
 MAX_UPLOAD_PIXELS = 4096 * 4096  # larger images are refused before decoding (a decompression bomb)
@@ -53,6 +56,7 @@ class FrameExplanation:
     nmr_mass: NMRValue | None  # contrast map, with its bootstrap interval
     baselines: dict[str, np.ndarray] = field(default_factory=dict)  # method -> (H, W)
     baseline_nmr: dict[str, NMRValue | None] = field(default_factory=dict)
+    curves: dict[str, Curves] = field(default_factory=dict)  # method -> deletion/insertion curves over cells
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -113,7 +117,59 @@ def explain_frame(model: ReachPolicy, frame: Frame, *, baselines: tuple[str, ...
         explanation.seconds[method] = time.perf_counter() - started
         explanation.baselines[method] = pixel_map.detach().cpu().numpy()
         explanation.baseline_nmr[method] = None if relevant is None else nmr(pixel_map, relevant, k)
+    # Faithfulness: replace cells in each map's order under the same replacement the maps used.
+    replaced = replacement(image, baseline, seed=seed)
+    maps = {"iss": result.pixel_map[0], **{m: torch.from_numpy(v) for m, v in explanation.baselines.items()}}
+    for method, pixel_map in maps.items():
+        explanation.curves[method] = curves(policy, image, cell_scores(pixel_map, (grid, grid)), replaced, (grid, grid))
     return explanation
+
+
+@dataclass
+class EpisodeExplanation:
+    frames: np.ndarray  # (T, 3, H, W) the closed-loop rollout
+    relevance: np.ndarray  # (T, H, W)
+    pixel_maps: np.ndarray  # (T, H, W) ISS, computed every ``time_stride`` frames and interpolated
+    contrast_maps: np.ndarray
+    keyframes: list[int]
+    nmr_mass: list[float]  # per frame, contrast map
+    nmr_at_k: list[float]  # per frame, NMR@k of the plain map
+    chance: list[float]  # per frame, the nuisance share of the pixels
+    success: bool
+    steps: int
+
+
+@torch.no_grad()
+def rollout(model: ReachPolicy, scene: Scene, task: TaskConfig = TaskConfig()) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The policy in closed loop from ``scene`` (copied): frames (T, 3, H, W), relevance (T, H, W), success.
+    The episode ends when the agent is within ``success_radius`` or after ``max_steps`` moves."""
+    agent = np.array(scene.agent, dtype=float)
+    frames, masks = [], []
+    for _ in range(task.max_steps + 1):
+        current = Scene(agent.copy(), scene.target, scene.cue, scene.distractors)
+        frames.append(render(current, task))
+        masks.append(relevance_mask(current, task))
+        if np.linalg.norm(agent - scene.target) <= task.success_radius:
+            return np.stack(frames), np.stack(masks), True
+        move = model(torch.from_numpy(frames[-1])[None])[0, 0].numpy() * task.max_step
+        agent = np.clip(agent + move, 0, task.size)
+    return np.stack(frames), np.stack(masks), False
+
+
+def explain_episode(model: ReachPolicy, scene: Scene, *, time_stride: int = 10, grid: int = 7, n_masks: int = 300,
+                    p_keep: float = 0.3, baseline: str = "blur", k: float = 10.0, seed: int = 0,
+                    task: TaskConfig = TaskConfig()) -> EpisodeExplanation:
+    """Roll the policy out from ``scene`` and map every frame (ISS every ``time_stride`` frames,
+    interpolated between, as upstream), with NMR per frame."""
+    frames, masks, success = rollout(model, scene, task)
+    episode = iss_episode(torch_policy(model), torch.from_numpy(frames), time_stride=time_stride,
+                          grid=(grid, grid), n_masks=n_masks, p_keep=p_keep, baseline=baseline, seed=seed)
+    relevant = torch.from_numpy(masks)
+    return EpisodeExplanation(
+        frames, masks, episode.pixel_maps.numpy(), episode.contrast_maps.numpy(), episode.keyframes,
+        [nmr_value(episode.contrast_maps[t], relevant[t]) for t in range(len(frames))],
+        [nmr_value(episode.pixel_maps[t], relevant[t], k) for t in range(len(frames))],
+        [chance_level(relevant[t]) for t in range(len(frames))], success, len(frames) - 1)
 
 
 def nmr_text(value: NMRValue | None) -> str:

@@ -109,6 +109,12 @@ def attribution_jobs(*, limit: int = 20) -> list[Job]:
     return list_jobs(kinds=[TRAIN, EXPERIMENT], limit=limit)
 
 
+def finished_training_jobs(*, limit: int = 50) -> list[Job]:
+    """Finished ``attribution.train`` jobs whose policy file is still there, newest first."""
+    return [job for job in list_jobs(kind=TRAIN, limit=limit)
+            if job.status == "succeeded" and job.result and Path(job.result.get("result_path", "")).is_file()]
+
+
 def read_experiment(job_id: int | None) -> dict:
     """The experiment.json of a finished ``attribution.experiment`` job; None: the shipped run's.
 

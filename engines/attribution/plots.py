@@ -53,12 +53,22 @@ def _outline(relevance: np.ndarray) -> go.Contour:
                       name="task-relevant")
 
 
-def heatmap_figure(image: np.ndarray, pixel_map: np.ndarray, *, title: str, relevance: np.ndarray | None = None,
-                   opacity: float = 0.6, size: int = 320) -> go.Figure:
-    """``pixel_map`` (H, W) over the frame; the colour scale spans the map's own range."""
+def normalise(pixel_map: np.ndarray) -> np.ndarray:
+    """Min-max to [0, 1], as upstream normalises maps before NMR@k: methods in other units share one scale.
+    A constant map becomes all zeros."""
     values = np.asarray(pixel_map, dtype=float)
+    span = values.max() - values.min()
+    return (values - values.min()) / span if span > 0 else np.zeros_like(values)
+
+
+def heatmap_figure(image: np.ndarray, pixel_map: np.ndarray, *, title: str, relevance: np.ndarray | None = None,
+                   opacity: float = 0.6, size: int = 320, shared_scale: bool = True) -> go.Figure:
+    """``pixel_map`` (H, W) over the frame: min-max normalised on the shared 0-1 scale, or (``shared_scale``
+    False, for signed maps such as the contrast map) on the map's own range."""
+    values = normalise(pixel_map) if shared_scale else np.asarray(pixel_map, dtype=float)
+    scale = {"zmin": 0.0, "zmax": 1.0} if shared_scale else {}
     figure = go.Figure(go.Image(z=_rgb(image), hoverinfo="skip"))
-    figure.add_trace(go.Heatmap(z=values, colorscale=COLOURS, opacity=opacity, colorbar={"thickness": 10},
+    figure.add_trace(go.Heatmap(z=values, colorscale=COLOURS, opacity=opacity, colorbar={"thickness": 10}, **scale,
                                 hovertemplate="x %{x}, y %{y}: %{z:.3g}<extra></extra>"))
     if relevance is not None:
         figure.add_trace(_outline(relevance))
@@ -88,6 +98,44 @@ def action_figure(action: np.ndarray, *, size: int = 320) -> go.Figure:
     return figure
 
 
+def faithfulness_figure(curves: dict) -> go.Figure:
+    """Deletion curves per method: D after replacing the k most (solid) and least (dotted) relevant
+    cells. A faithful map rises fast on the solid line and slowly on the dotted one."""
+    figure = go.Figure()
+    for method, curve in curves.items():
+        shares = np.linspace(0.0, 1.0, len(curve.morf)).tolist()
+        name = METHOD_TITLES.get(method, method)
+        figure.add_trace(go.Scatter(x=shares, y=curve.morf.tolist(), mode="lines", name=f"{name}, most relevant first",
+                                    legendgroup=method))
+        figure.add_trace(go.Scatter(x=shares, y=curve.lerf.tolist(), mode="lines", line={"dash": "dot"},
+                                    name=f"{name}, least relevant first", legendgroup=method))
+    figure.update_layout(title="Deletion: action change as cells are replaced", xaxis_title="share of cells replaced",
+                         yaxis_title="action change D", xaxis_tickformat=".0%", height=380,
+                         margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    return figure
+
+
+def faithfulness_frame(curves: dict) -> pd.DataFrame:
+    """Areas per method: deletion (MoRF, higher is better), the MoRF - LeRF gap, insertion (lower is better)."""
+    return pd.DataFrame([{"method": METHOD_TITLES.get(m, m), "deletion area (MoRF)": c.morf_auc,
+                          "MoRF - LeRF gap": c.gap, "insertion area": c.insertion_auc} for m, c in curves.items()])
+
+
+def episode_figure(nmr_mass: list[float], nmr_at_k: list[float], keyframes: list[int], chance: list[float]) -> go.Figure:
+    """NMR per frame of an episode (contrast-map mass and NMR@10), keyframes marked, chance dotted."""
+    steps = list(range(len(nmr_mass)))
+    figure = go.Figure([
+        go.Scatter(x=steps, y=nmr_mass, mode="lines", name="NMR, contrast map (mass)"),
+        go.Scatter(x=steps, y=nmr_at_k, mode="lines", name="NMR@10, ISS map"),
+        go.Scatter(x=keyframes, y=[nmr_mass[t] for t in keyframes], mode="markers", name="computed (others interpolated)",
+                   marker={"size": 9, "symbol": "diamond"}),
+        go.Scatter(x=steps, y=chance, mode="lines", line={"dash": "dot"}, name="chance"),
+    ])
+    figure.update_layout(title="NMR over the episode", xaxis_title="step", yaxis_title="NMR", yaxis_range=[0, 1.05],
+                         height=360, margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    return figure
+
+
 def experiment_frame(result: dict) -> pd.DataFrame:
     """One row per (policy, method): rho, seed, NMR, success and error in and out of distribution."""
     rows = []
@@ -111,20 +159,26 @@ def correlation_frame(result: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def experiment_scatter(result: dict, method: str) -> go.Figure:
-    """NMR against success with the cue randomised, one point per policy, coloured by rho."""
+OUTCOMES = {"ood_success": "success, cue randomised", "ood_mse": "action error, cue randomised"}
+
+
+def experiment_scatter(result: dict, method: str, outcome: str = "ood_success") -> go.Figure:
+    """NMR against an out-of-distribution outcome (success or action error), one point per policy, coloured by rho."""
     policies = [p for p in result.get("policies", []) if p["nmr"].get(method) is not None]
+    share = outcome == "ood_success"
     figure = go.Figure(go.Scatter(
-        x=[p["nmr"][method] for p in policies], y=[p["ood_success"] for p in policies], mode="markers",
+        x=[p["nmr"][method] for p in policies], y=[p[outcome] for p in policies], mode="markers",
         marker={"size": 11, "color": [p["rho"] for p in policies], "colorscale": COLOURS, "showscale": True,
                 "colorbar": {"title": "rho"}},
         text=[f"rho={p['rho']:g}, seed {p['seed']}" for p in policies],
-        hovertemplate="%{text}<br>NMR %{x:.3f}, OOD success %{y:.0%}<extra></extra>"))
-    corr = result.get("correlations", {}).get(method, {}).get("ood_success", {})
+        hovertemplate="%{text}<br>NMR %{x:.3f}, " + OUTCOMES[outcome] + (" %{y:.0%}" if share else " %{y:.4f}")
+                      + "<extra></extra>"))
+    corr = result.get("correlations", {}).get(method, {}).get(outcome, {})
     note = "" if corr.get("rho") is None else f" (Spearman rho {corr['rho']:.2f}, p {corr['p_permutation']:.3f})"
-    figure.update_layout(title=f"{METHOD_TITLES.get(method, method)}: NMR vs success with the cue randomised{note}",
-                         xaxis_title="NMR on in-distribution frames", yaxis_title="success, cue randomised",
-                         yaxis_tickformat=".0%", height=420, margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    figure.update_layout(title=f"{METHOD_TITLES.get(method, method)}: NMR vs {OUTCOMES[outcome]}{note}",
+                         xaxis_title="NMR on in-distribution frames", yaxis_title=OUTCOMES[outcome],
+                         yaxis_tickformat=".0%" if share else None, height=420,
+                         margin={"l": 10, "r": 10, "t": 50, "b": 10})
     return figure
 
 

@@ -46,7 +46,16 @@ def test_the_page_opens_on_the_cue_reliant_policy_and_shows_its_maps(sqlite_db):
     assert any(t.startswith("Grad-CAM: NMR@10 ") for t in titles)
     # The experiment section shows the shipped run when no job has run here.
     assert at.selectbox(key="attribution-exp-shown").value is None
-    assert any("NMR vs success with the cue randomised" in t for t in titles)
+    assert any("NMR vs success, cue randomised (Spearman rho" in t for t in titles)
+    # ISS and the baselines share the 0-1 scale; the signed contrast map keeps its own.
+    charts = {c["layout"]["title"]["text"]: c for c in _charts(at)}
+    assert charts["ISS (upstream's map)"]["data"][1]["zmin"] == 0 and charts["ISS (upstream's map)"]["data"][1]["zmax"] == 1
+    assert "zmin" not in charts["ISS contrast (dISS)"]["data"][1]
+    # Faithfulness: solid and dotted deletion curves per method, 50 points each (0..49 cells replaced).
+    deletion = charts["Deletion: action change as cells are replaced"]["data"]
+    assert [d["name"] for d in deletion[:2]] == ["ISS (upstream's map), most relevant first",
+                                                 "ISS (upstream's map), least relevant first"]
+    assert len(deletion) == 2 * 4 and len(deletion[0]["y"]) == 50 and abs(deletion[0]["y"][0]) < 1e-9
 
 
 def test_a_scene_with_the_cue_removed_is_another_frame_with_other_maps(sqlite_db):
@@ -56,6 +65,21 @@ def test_a_scene_with_the_cue_removed_is_another_frame_with_other_maps(sqlite_db
     assert not at.exception, at.exception
     assert _metrics(at)["NMR, contrast map (mass)"] != before
     assert "cue none" in " ".join(c.value for c in at.caption)
+
+
+def test_the_episode_is_rolled_out_and_its_nmr_drawn_over_time(sqlite_db):
+    at = page_as(PAGE, "researcher")
+    at.button(key="attribution-episode-run").click().run()
+    assert not at.exception, at.exception
+    charts = {c["layout"]["title"]["text"]: c for c in _charts(at)}
+    timeline = charts["NMR over the episode"]["data"]
+    summary = next(m.value for m in at.markdown if "the target in" in m.value)
+    steps = int(summary.split(" steps")[0].rsplit(" ", 1)[1])
+    assert len(timeline[0]["y"]) == steps + 1  # one NMR per frame, the start included
+    # Keyframes every 10 steps and the last one (the shipped rho = 1 policy reaches this target in under 10).
+    assert timeline[2]["x"] == [0, steps] and summary.endswith(f"ISS computed at steps 0, {steps}.")
+    at.slider(key="attribution-episode-step").set_value(steps).run()
+    assert f"ISS at step {steps}" in [c["layout"]["title"]["text"] for c in _charts(at)]
 
 
 def test_the_experiment_is_started_from_the_page_as_a_job(sqlite_db):
@@ -69,6 +93,22 @@ def test_the_experiment_is_started_from_the_page_as_a_job(sqlite_db):
     assert job.params["methods"] == ["iss"] and job.params["n_masks"] == 20 and job.params["nmr_frames"] == 1
     assert job.params["policies"] == "shipped"
     assert any(s.value == f"Queued experiment #{job.id}; it appears below." for s in at.success)
+    at.radio(key="attribution-exp-outcome").set_value("ood_mse").run()
+    assert any("NMR vs action error, cue randomised" in c["layout"]["title"]["text"] for c in _charts(at))
+
+
+def test_a_policy_trained_by_a_job_can_be_picked(sqlite_db):
+    from engines.attribution.jobs import TRAIN
+
+    job_id = jobqueue.submit_job(TRAIN, {"rho": 0.5, "seed": 4, "frames": 100, "epochs": 1, "episodes": 5})
+    assert jobqueue.run_job(job_id) == "succeeded", jobqueue.get_job(job_id).error
+    at = page_as(PAGE, "researcher")
+    box = at.selectbox(key="attribution-policy")
+    trained = [o for o in box.options if o.startswith(f"trained by job #{job_id}: rho = 0.5, seed 4")]
+    assert len(trained) == 1
+    box.set_value(jobqueue.get_job(job_id).result["result_path"]).run()
+    assert not at.exception, at.exception
+    assert "rho=0.5" in " ".join(c.value for c in at.caption)  # the scene follows the policy's rho
 
 
 def test_uploaded_weights_of_another_model_and_a_non_image_are_named_in_the_error(tmp_path):
