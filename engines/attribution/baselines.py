@@ -153,8 +153,14 @@ def _last_conv(module: nn.Module) -> nn.Module:
 def rise(policy: Callable[..., torch.Tensor], image: torch.Tensor, *, grid: tuple[int, int] = (7, 7),
          n_masks: int = 500, p_keep: float = 0.3, seed: int = 0, baseline: str = "blur",
          blur_sigma: float = BLUR_SIGMA, batch_size: int = 64) -> torch.Tensor:
-    """RISE's map sum_i D_i M_i(u) / (n_masks p_keep): credit to the pixels *kept* when D is large,
-    with the same masks and D as ISS (which credits the pixels *replaced*)."""
+    """RISE's map E[f | pixel u kept] ~ sum_i f_i M_i(u) / (n_masks p_keep), with the same masks as ISS.
+
+    RISE's score f must be high when the evidence is kept (a class probability in the original);
+    for an action it is the negative divergence, f_i = -D_i: keeping what the policy reads leaves
+    its action close to the original. (With D itself the map would credit the pixels whose keeping
+    goes with the largest changes, the opposite ranking.) With the same masks the map ranks pixels
+    as ISS does, since sum_i D_i M_i = sum_i D_i - sum_i D_i (1 - M_i): RISE here is ISS's
+    kept-side estimate, not an independent method."""
     height, width = image.shape[-2:]
     keeps = bernoulli_grids(n_masks, tuple(grid), p_keep, seed)
     masks = upsample(keeps, (height, width)).to(image.device)
@@ -164,5 +170,5 @@ def rise(policy: Callable[..., torch.Tensor], image: torch.Tensor, *, grid: tupl
     for start in range(0, n_masks, batch_size):
         chunk = masks[start:start + batch_size, None]
         values = divergence(policy(image[0] * chunk + replaced[0] * (1.0 - chunk)), reference)
-        total += torch.einsum("n,nhw->hw", values, chunk[:, 0])
+        total -= torch.einsum("n,nhw->hw", values, chunk[:, 0])
     return (total / (n_masks * p_keep)).cpu()

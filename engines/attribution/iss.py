@@ -119,9 +119,10 @@ def iss(policy: Policy, images: torch.Tensor, *, grid: tuple[int, int] = (7, 7),
     for b in range(batch):
         own = {name: value[b:b + 1] for name, value in context.items()}
         reference = policy(images[b:b + 1], **own)
+        change = images[b] - replaced[b]  # x * M + b(x) * (1 - M) = b(x) + M * (x - b(x)): one fused op per batch
         for start in range(0, n_masks, batch_size):
             chunk = masks[start:start + batch_size, None]  # (n, 1, H, W)
-            intervened = images[b] * chunk + replaced[b] * (1.0 - chunk)
+            intervened = torch.addcmul(replaced[b], chunk, change)
             repeated = {name: value.expand(len(chunk), *value.shape[1:]) for name, value in own.items()}
             actions = policy(intervened, **repeated)
             divergences[b, start:start + len(chunk)] = divergence(actions, reference, action_scale).float().cpu()
@@ -142,8 +143,13 @@ def summarise(divergences: torch.Tensor, keeps: torch.Tensor, masks: torch.Tenso
     grid_map = samples.mean(dim=1)
     spread = samples.std(dim=1, unbiased=True)
     half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df=n_masks - 1)) * spread / n_masks ** 0.5
-    pixel_map = torch.einsum("bn,nhw->bhw", divergences, 1.0 - masks) / (n_masks * (1.0 - p_keep))
     contrast = torch.einsum("bn,ngh->bgh", divergences, dropped / (1.0 - p_keep) - keeps / p_keep) / n_masks
-    contrast_pixels = torch.einsum("bn,nhw->bhw", divergences, (1.0 - masks) / (1.0 - p_keep) - masks / p_keep)
-    return ISSResult(grid_map, pixel_map, grid_map - half, grid_map + half, contrast, contrast_pixels / n_masks,
+    # Both pixel maps from one product D @ M: sum_i D_i (1 - M_i) = sum_i D_i - (D @ M), so no (N, H, W)
+    # temporaries (1 - M) are built; this product is most of the time ISS spends outside the policy.
+    height, width = masks.shape[-2:]
+    kept = (divergences @ masks.reshape(n_masks, height * width)).view(-1, height, width)  # sum_i D_i M_i
+    dropped_sum = divergences.sum(dim=1)[:, None, None] - kept  # sum_i D_i (1 - M_i)
+    pixel_map = dropped_sum / (n_masks * (1.0 - p_keep))
+    contrast_pixels = (dropped_sum / (1.0 - p_keep) - kept / p_keep) / n_masks
+    return ISSResult(grid_map, pixel_map, grid_map - half, grid_map + half, contrast, contrast_pixels,
                      divergences, keeps, dict(config or {}))

@@ -53,15 +53,18 @@ def test_shapley_values_of_the_quadratic_game_are_c_g_times_the_sum():
     assert np.array_equal(values, again)  # seeded: the same permutations every time
 
 
-def test_rise_scores_the_divergence_when_a_cell_is_kept():
+def test_rise_scores_the_negative_divergence_when_a_cell_is_kept():
+    # RISE's score is high when the evidence is kept: f = -D, and
     # E[D | z_u = 1] = q sum_{h != u} c_h^2 + q^2 sum_{h != h', both != u} c_h c_h' (q = 0.7 dropped).
     values, c, _, _ = _map("rise", n_masks=20_000, batch_size=5_000)
     q = 0.7
     expected = []
     for u in range(len(c)):
         others = np.delete(c, u)
-        expected.append(q * np.sum(others ** 2) + q ** 2 * (others.sum() ** 2 - np.sum(others ** 2)))
-    assert np.allclose(values, expected, atol=0.03 * max(expected))
+        expected.append(-(q * np.sum(others ** 2) + q ** 2 * (others.sum() ** 2 - np.sum(others ** 2))))
+    assert np.allclose(values, expected, atol=0.03 * max(abs(e) for e in expected))
+    # The cell with the largest effect |c_u| ranks first: keeping it keeps the action.
+    assert np.argmax(values) == np.argmax(np.abs(c))
 
 
 def test_saliency_and_integrated_gradients_of_a_linear_policy():
