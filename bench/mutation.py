@@ -64,6 +64,8 @@ MODULES: dict[str, list[str]] = {
     "engines/judge/asr.py": ["tests/judge/test_judge_asr.py"],
     "engines/judge/labeling.py": ["tests/judge/test_judge_labeling.py", "tests/judge/test_judge_study.py",
                                   "tests/judge/test_judge_invites.py"],
+    "engines/attribution/iss.py": ["tests/attribution/test_iss_estimator.py", "tests/attribution/test_episode.py"],
+    "engines/attribution/nmr.py": ["tests/attribution/test_nmr.py"],
 }
 # What the tests need besides the mutated package (mutmut copies these next to its mutants).
 ALSO_COPY = ["studies", "pages", "assets", "tests", "bench", "app.py", ".streamlit"]
