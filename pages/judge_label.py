@@ -84,15 +84,18 @@ for column, (score, text) in zip(st.columns(5), SCALE.items(), strict=True):
 
 left, right = st.columns(2)
 with left:
-    reason = st.text_input("Reason to skip", key=f"judge-skip-reason-{shown.claim_id}",
-                           placeholder="e.g. not in English, empty response")
-    if st.button("Skip (S)", shortcut="S", key="judge-label-skip"):
-        try:
-            labeling.skip(shown.claim_id, annotator, reason)
-        except labeling.LabelingError as exc:
-            st.error(str(exc))
-        else:
-            st.rerun()
+    if shown.purpose == "quiz":
+        st.caption("Qualification items cannot be skipped: score each as well as you can.")
+    else:
+        reason = st.text_input("Reason to skip", key=f"judge-skip-reason-{shown.claim_id}",
+                               placeholder="e.g. not in English, empty response")
+        if st.button("Skip (S)", shortcut="S", key="judge-label-skip"):
+            try:
+                labeling.skip(shown.claim_id, annotator, reason)
+            except labeling.LabelingError as exc:
+                st.error(str(exc))
+            else:
+                st.rerun()
 with right:
     if st.button("Undo my last label (U)", shortcut="U", key="judge-label-undo"):
         if labeling.undo_last(slug, annotator) is None:

@@ -467,6 +467,10 @@ def skip(claim_id: int, annotator: str, reason: str, *, session: Session | None 
         claim = _own_open_claim(session, claim_id, annotator)
         if claim.status in ("done", "skipped"):
             return
+        if claim.purpose == "quiz":
+            # A skipped quiz item is never offered again, so the quiz could never be completed, and
+            # an unfinished quiz neither qualifies nor pauses: the queue would open unqualified.
+            raise LabelingError("Qualification items cannot be skipped: score it as well as you can.")
         if claim.status == "open":
             _count(session, claim.item_id, -1)
         session.connection().execute(sql.FINISH_CLAIM, {"claim_id": claim.id, "new_status": "skipped",

@@ -155,6 +155,18 @@ def test_the_quiz_comes_first_and_a_failed_quiz_pauses(any_db):
         labeling.next_item(slug, "a")
 
 
+def test_a_quiz_item_cannot_be_skipped_so_the_queue_never_opens_unqualified(any_db):
+    items = _with_gold(3, 2)
+    slug = _project(items, ProjectSettings(overlap_fraction=0.0, gold_every=0, quiz_size=2, quiz_pass=1.0))
+    shown = labeling.next_item(slug, "a")
+    assert shown.purpose == "quiz"
+    with pytest.raises(labeling.LabelingError, match="Qualification items cannot be skipped"):
+        labeling.skip(shown.claim_id, "a", "not sure")
+    again = labeling.next_item(slug, "a")  # still held: the same quiz item comes back
+    assert again.claim_id == shown.claim_id and again.purpose == "quiz"
+    assert labeling.status_of(slug, "a").quiz_passed is None
+
+
 def test_a_passed_quiz_opens_the_queue(any_db):
     items = _with_gold(3, 2)
     slug = _project(items, ProjectSettings(overlap_fraction=0.0, gold_every=0, quiz_size=2, quiz_pass=1.0))

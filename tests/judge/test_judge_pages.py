@@ -56,6 +56,18 @@ def test_undo_brings_the_last_item_back_and_skip_needs_a_reason(sqlite_db):
     assert next(t for t in _texts(at) if t.startswith("generation")) != first
 
 
+def test_a_qualification_item_offers_no_skip(sqlite_db):
+    gold = [Item(key=f"m/direct/g{i}/0", behavior_id=f"g{i}", behavior="gold", victim_model="m", attack="direct",
+                 generation=f"gold generation {i}", is_gold=True, gold_score=1) for i in range(2)]
+    labeling.create_project("p1", _items(2) + gold, labeling.ProjectSettings(overlap_fraction=0.0, gold_every=0,
+                                                                              quiz_size=2, quiz_pass=0.5))
+    at, _ = _open(LABEL)
+    assert not at.exception, at.exception
+    assert any(t.startswith("gold generation") for t in _texts(at))
+    assert "judge-label-skip" not in [b.key for b in at.button]
+    assert "Qualification items cannot be skipped: score each as well as you can." in [c.value for c in at.caption]
+
+
 def test_a_reload_shows_the_same_item(sqlite_db):
     labeling.create_project("p1", _items(3), labeling.ProjectSettings(overlap_fraction=0.0, gold_every=0, quiz_size=0))
     at, identity = _open(LABEL)
