@@ -108,7 +108,11 @@ def prepare_copy(workdir: Path, module: str, tests: list[str]) -> Path:
 def run_mutmut(copy: Path, children: int, tests: list[str]) -> None:
     # The test files in their listed order (unit tests first): tests/conftest.py runs a mutant's
     # covering tests in that order, so the cheap ones that kill most mutants come first.
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HAI_MUTATION_TEST_ORDER": ",".join(tests)}
+    # One thread for torch and BLAS: mutmut limits each mutant's CPU time (RLIMIT_CPU, counted over
+    # all threads), and idle OpenMP workers spinning in a forked child used it up, so torch modules'
+    # mutants ran into the limit and were scored as timeouts (caught) without any test failing.
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HAI_MUTATION_TEST_ORDER": ",".join(tests),
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(children)], cwd=copy, env=env,
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
