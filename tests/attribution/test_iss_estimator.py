@@ -12,9 +12,10 @@ import itertools
 import numpy as np
 import pytest
 import torch
-from scipy import ndimage
+from scipy import ndimage, stats
 
 from engines.attribution import iss
+from engines.attribution.iss import bernoulli_grids, divergence, summarise, upsample
 from engines.attribution.replacements import gaussian_blur
 
 P_KEEP = 0.3
@@ -144,3 +145,76 @@ def test_the_blur_is_scipys_gaussian_filter_with_mirrored_borders():
     theirs = np.stack([ndimage.gaussian_filter(image[0, c].double().numpy(), 2.5, mode="mirror", truncate=3.0)
                        for c in range(3)])
     assert np.allclose(ours, theirs, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 8, 8), (1, 4, 8, 8)])
+def test_images_with_other_than_three_channels_are_refused(shape):
+    with pytest.raises(ValueError, match=r"images must be \(B, 3, H, W\)"):
+        iss(lambda x: x.mean(dim=(1, 2, 3)).reshape(-1, 1, 1), torch.zeros(shape))
+
+
+@pytest.mark.parametrize("p_keep", [0.0, -0.1, 1.5])
+def test_a_keep_probability_outside_the_open_interval_is_refused(p_keep):
+    with pytest.raises(ValueError, match="p_keep must be strictly between 0 and 1"):
+        iss(lambda x: x.mean(dim=(1, 2, 3)).reshape(-1, 1, 1), torch.zeros(1, 3, 2, 2), p_keep=p_keep)
+
+
+def test_the_smallest_valid_settings_run_a_one_row_grid_with_two_masks():
+    image, weights = _setup(5, size=2)
+    result = iss(_linear_policy(weights), image[None], grid=(1, 2), n_masks=2, baseline="mean")
+    assert result.grid_map.shape == (1, 1, 2) and result.keeps.shape == (2, 1, 2)
+    assert result.pixel_map.shape == (1, 2, 2)
+
+
+def test_a_cell_is_kept_exactly_when_its_uniform_draw_is_below_p_keep():
+    # bernoulli_grids keeps a cell iff u < p for u ~ U[0, 1) from a generator seeded with ``seed``;
+    # with p set to the draw itself the cell is dropped (u < u is false), so P(keep) is exactly p.
+    draws = torch.rand((1, 1, 3), generator=torch.Generator().manual_seed(11))
+    assert bernoulli_grids(1, (1, 3), float(draws[0, 0, 1]), seed=11)[0, 0, 1].item() == 0.0
+
+
+def test_masks_are_upsampled_with_half_pixel_centres_as_opencv_does():
+    # cv2.resize INTER_LINEAR of [0, 1] to 4 pixels samples at source x = (x + 0.5) / 2 - 0.5 =
+    # -0.25, 0.25, 0.75, 1.25 (clamped): 0, 0.25, 0.75, 1; corner-aligned sampling would give thirds.
+    out = upsample(torch.tensor([[[0.0, 1.0]]]), (1, 4))
+    assert torch.allclose(out, torch.tensor([[[0.0, 0.25, 0.75, 1.0]]]))
+
+
+def test_the_action_scale_follows_the_actions_device_and_precision():
+    # A scale kept on the CPU must still divide actions that live elsewhere (here the meta device).
+    on_meta = torch.zeros((2, 1, 2), device="meta")
+    assert divergence(on_meta, on_meta, torch.tensor([1.0, 2.0])).device.type == "meta"
+    # A float64 scale does not promote float32 actions: D stays in the actions' precision.
+    actions = torch.tensor([[[2.0, 4.0]]])
+    d = divergence(actions, torch.zeros_like(actions), torch.tensor([2.0, 4.0], dtype=torch.float64))
+    assert d.dtype == torch.float32 and d.item() == pytest.approx(1.0)  # ((2/2)^2 + (4/4)^2) / 2
+
+
+def test_summarise_by_hand_on_three_masks_of_two_cells():
+    # p = 0.5, D = (2, 4, 6) for one image and (1, 1, 1) for another, keep grids (1 = kept):
+    # Z1 = [1, 0], Z2 = [0, 1], Z3 = [0, 0]; the image is as large as the grid, so M_i = Z_i.
+    keeps = torch.tensor([[[1.0, 0.0]], [[0.0, 1.0]], [[0.0, 0.0]]])
+    divergences = torch.tensor([[2.0, 4.0, 6.0], [1.0, 1.0, 1.0]])
+    result = summarise(divergences, keeps, keeps.clone(), 0.5)
+    # Y_i(g) = D_i (1 - Z_ig) / 0.5: cell 0 -> (0, 8, 12), cell 1 -> (4, 0, 12); image 2: (0, 2, 2), (2, 0, 2).
+    y = torch.tensor([[[0.0, 8.0, 12.0], [4.0, 0.0, 12.0]], [[0.0, 2.0, 2.0], [2.0, 0.0, 2.0]]])
+    mean = y.mean(dim=-1)
+    sd = ((y - mean[..., None]) ** 2).sum(dim=-1).div(3 - 1).sqrt()  # per cell, N - 1 in the denominator
+    half = stats.t.ppf(0.975, df=2) * sd / 3 ** 0.5  # t with N - 1 = 2 degrees of freedom
+    assert torch.allclose(result.grid_map[:, 0], torch.tensor([[20 / 3, 16 / 3], [4 / 3, 4 / 3]]))
+    assert torch.allclose(result.ci_low[:, 0], mean - half) and torch.allclose(result.ci_high[:, 0], mean + half)
+    # dISS(g) = mean_i D_i ((1 - Z_ig) / 0.5 - Z_ig / 0.5): cell 0 -> (-4 + 8 + 12) / 3, cell 1 -> (4 - 8 + 12) / 3.
+    contrast = torch.tensor([[16 / 3, 8 / 3], [2 / 3, 2 / 3]])
+    assert torch.allclose(result.contrast_grid_map[:, 0], contrast)
+    # With M = Z the pixel maps are the grid maps.
+    assert torch.allclose(result.pixel_map[:, 0], result.grid_map[:, 0])
+    assert torch.allclose(result.contrast_pixel_map[:, 0], contrast)
+
+
+def test_the_contrast_pixel_map_weighs_kept_and_dropped_masses_by_their_own_probabilities():
+    # p = 0.25, one mask Z = [1, 0], D = 3 (N = 1 is fine for summarise): dropped cell 3 / 0.75 = 4,
+    # kept cell -3 / 0.25 = -12; a second mask Z = [0, 0], D = 0 adds nothing but makes N = 2.
+    keeps = torch.tensor([[[1.0, 0.0]], [[0.0, 0.0]]])
+    result = summarise(torch.tensor([[3.0, 0.0]]), keeps, keeps.clone(), 0.25)
+    assert torch.allclose(result.contrast_pixel_map[0, 0], torch.tensor([-12.0 / 2, 4.0 / 2]))
+    assert torch.allclose(result.pixel_map[0, 0], torch.tensor([0.0, 2.0]))
