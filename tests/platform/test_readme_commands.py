@@ -90,6 +90,8 @@ SKIPPED = {
                              "runs the same target on the default 127.0.0.1",
     "make mutation": "mutation testing of every core module takes about 40 minutes (bench/results/mutation.json)",
     "make mutation-changed": "re-tests the core modules changed since their recorded run: seconds to 40 minutes",
+    "python -m engines.attribution experiment": "the experiment on the shipped policies with every method takes about "
+                                                "a minute; tests/attribution/test_experiment.py runs its --quick variant",
     "make lock": "rewrites the repository's lock files from the package index (minutes, network); "
                  "tests/platform/test_lock_files.py checks the locks it wrote",
 }
