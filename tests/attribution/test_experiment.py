@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+from dataclasses import asdict
 
 import numpy as np
 import pytest
 
-from engines.attribution.experiment import ExperimentConfig, spearman
+from engines.attribution.experiment import ExperimentConfig, add_arguments, run_experiment, spearman
 
 
 def test_spearman_matches_scipy_with_an_exact_permutation_p_value():
@@ -47,3 +49,23 @@ def test_the_quick_experiment_runs_end_to_end(tmp_path):
     for policy in result["policies"]:
         assert all(v is None or 0.0 <= v <= 1.0 for v in policy["nmr"].values())
     assert json.loads(out.read_text())["summary"] == result["summary"]
+
+
+def test_by_default_the_experiment_loads_the_shipped_policies_and_their_figures_hold():
+    from engines.attribution.experiment import config_from_args
+    from engines.attribution.policy_set import SHIPPED_DIR
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    config = config_from_args(parser.parse_args(["--rhos", "0", "1", "--seeds", "0", "1", "--methods", "iss"]))
+    assert config.policy_dir == str(SHIPPED_DIR)
+    assert config_from_args(parser.parse_args(["--train"])).policy_dir is None
+    # One loaded policy per (rho, seed), evaluated on the report's episodes: its success is the report's.
+    small = ExperimentConfig(**{**asdict(config), "rhos": (0.0, 1.0), "seeds": (0, 1), "nmr_frames": 1,
+                                "n_masks": 20, "permutations": 10, "bootstrap": 10})
+    result = run_experiment(small)
+    assert {p["policy"] for p in result["policies"]} == {"loaded"}
+    report = {(r["rho"], r["seed"]): r["evaluation"] for r in json.loads((SHIPPED_DIR / "report.json").read_text())["policies"]}
+    for policy in result["policies"]:
+        expected = report[(policy["rho"], policy["seed"])]
+        assert abs(policy["ood_success"] - expected["random"]["success"]) <= 0.02
