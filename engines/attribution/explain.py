@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from engines.attribution.baselines import METHODS as BASELINES
 from engines.attribution.baselines import attribute
 from engines.attribution.env import Scene, TaskConfig, relevance_mask, render, sample_scene
 from engines.attribution.episode import iss_episode
@@ -26,7 +27,6 @@ from engines.attribution.nmr import NMRValue, chance_level, nmr, nmr_value, nmr_
 from engines.attribution.policies import ReachPolicy, torch_policy
 from engines.attribution.replacements import replacement
 
-BASELINES = ("occlusion", "feature_ablation", "shapley", "rise", "saliency", "integrated_gradients", "grad_cam")
 MAX_UPLOAD_PIXELS = 4096 * 4096  # larger images are refused before decoding (a decompression bomb)
 
 
