@@ -142,7 +142,7 @@ else:
     metrics = st.columns(3)
     for column, label, value in ((metrics[0], "NMR, contrast map (mass)", result.nmr_mass),
                                  (metrics[1], "NMR@10, ISS map (upstream)", result.nmr_at_k)):
-        column.metric(label, explain.nmr_text(value).split(" (")[0])
+        column.metric(label, explain.nmr_point(value))
         column.caption(explain.nmr_detail(value))
     metrics[2].metric("Predicted first move", f"({result.action[0][0]:+.2f}, {result.action[0][1]:+.2f}) steps")
     if frame.relevance is not None:

@@ -172,12 +172,17 @@ def explain_episode(model: ReachPolicy, scene: Scene, *, time_stride: int = 10, 
         [chance_level(relevant[t]) for t in range(len(frames))], success, len(frames) - 1)
 
 
+def nmr_point(value: NMRValue | None) -> str:
+    """'0.42', or 'n/a' when there is no relevance mask or no mass."""
+    return "n/a" if value is None or math.isnan(value.value) else f"{value.value:.2f}"
+
+
 def nmr_text(value: NMRValue | None) -> str:
     """'0.42 (95% CI 0.35-0.50; chance 0.91)' or 'n/a' when there is no relevance mask or no mass."""
     if value is None or math.isnan(value.value):
         return "n/a"
     interval = "" if value.ci_low is None else f"95% CI {value.ci_low:.2f}–{value.ci_high:.2f}; "
-    return f"{value.value:.2f} ({interval}chance {value.chance:.2f})"
+    return f"{nmr_point(value)} ({interval}chance {value.chance:.2f})"
 
 
 def nmr_detail(value: NMRValue | None) -> str:
