@@ -63,7 +63,7 @@ MODULES: dict[str, list[str]] = {
     "engines/judge/agreement.py": ["tests/judge/test_judge_agreement.py"],
     "engines/judge/asr.py": ["tests/judge/test_judge_asr.py"],
     "engines/judge/labeling.py": ["tests/judge/test_judge_labeling_units.py", "tests/judge/test_judge_labeling.py",
-                                  "tests/judge/test_judge_study.py",
+                                  "tests/judge/test_judge_labeling_locks.py", "tests/judge/test_judge_study.py",
                                   "tests/judge/test_judge_invites.py"],
     "engines/attribution/iss.py": ["tests/attribution/test_iss_estimator.py", "tests/attribution/test_episode.py"],
     "engines/attribution/nmr.py": ["tests/attribution/test_nmr.py"],

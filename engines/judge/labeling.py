@@ -267,10 +267,11 @@ def _count(session: Session, item_id: int, change: int) -> None:
 
 
 def _release_stale(session: Session, project) -> bool:
-    """Release the project's claims held past ``release_after_minutes``; whether there were any.
+    """Release the project's queue claims held past ``release_after_minutes``; whether there were any.
 
     An item whose annotator went away goes back to the queue (for others: the claim row stays,
-    so it never comes back to the same person)."""
+    so it never comes back to the same person). Quiz and gold claims are kept (see
+    ``sql.STALE_CLAIMS``): the annotator finds the same item after a long pause."""
     connection = session.connection()
     limit = utcnow() - timedelta(minutes=project.release_after_minutes)
     stale = connection.execute(sql.STALE_CLAIMS, {"project_id": project.id, "older_than": limit}).all()

@@ -24,10 +24,12 @@ PROJECT = select(PROJECT_T).where(PROJECT_T.c.slug == bindparam("slug"))
 LOCK_ANNOTATOR = select(func.pg_advisory_xact_lock(cast(bindparam("project_id"), Integer),
                                                    cast(bindparam("annotator_key"), Integer)))
 
-# Claims held too long, row-locked and skipping those another request is releasing; a row that
-# was released meanwhile is re-checked as no longer open once locked.
+# Queue claims held too long, row-locked and skipping those another request is releasing; a row
+# that was released meanwhile is re-checked as no longer open once locked. Quiz and gold claims
+# stay: every annotator answers those items, so they hold no place someone else needs, and a
+# released one would never be offered to its annotator again (an unfinishable quiz).
 STALE_CLAIMS = select(CLAIM_T.c.id, CLAIM_T.c.item_id).where(
-    CLAIM_T.c.project_id == bindparam("project_id"), CLAIM_T.c.status == "open",
+    CLAIM_T.c.project_id == bindparam("project_id"), CLAIM_T.c.status == "open", CLAIM_T.c.purpose == "queue",
     CLAIM_T.c.claimed_at < bindparam("older_than")).with_for_update(skip_locked=True)
 RELEASE_CLAIMS = update(CLAIM_T).where(CLAIM_T.c.id.in_(bindparam("claim_ids", expanding=True))).values(
     status="released", finished_at=bindparam("now"))

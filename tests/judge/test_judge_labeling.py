@@ -160,11 +160,28 @@ def test_a_quiz_item_cannot_be_skipped_so_the_queue_never_opens_unqualified(any_
     slug = _project(items, ProjectSettings(overlap_fraction=0.0, gold_every=0, quiz_size=2, quiz_pass=1.0))
     shown = labeling.next_item(slug, "a")
     assert shown.purpose == "quiz"
-    with pytest.raises(labeling.LabelingError, match="Qualification items cannot be skipped"):
+    with pytest.raises(labeling.LabelingError) as raised:
         labeling.skip(shown.claim_id, "a", "not sure")
+    assert str(raised.value) == "Qualification items cannot be skipped: score it as well as you can."
     again = labeling.next_item(slug, "a")  # still held: the same quiz item comes back
     assert again.claim_id == shown.claim_id and again.purpose == "quiz"
     assert labeling.status_of(slug, "a").quiz_passed is None
+
+
+def test_a_quiz_item_left_open_too_long_is_kept_so_the_queue_never_opens_unqualified(any_db, monkeypatch):
+    """Releasing a claim left open is for queue items another annotator needs; a released quiz item
+    would never be offered to its annotator again, so the quiz could not be finished."""
+    from engines.platform import models
+
+    items = _with_gold(3, 2)
+    slug = _project(items, ProjectSettings(overlap_fraction=0.0, gold_every=0, quiz_size=2, quiz_pass=1.0,
+                                           release_after_minutes=30))
+    shown = labeling.next_item(slug, "a")
+    later = models.utcnow() + timedelta(hours=2)
+    monkeypatch.setattr(labeling, "utcnow", lambda: later)
+    assert labeling.next_item(slug, "b").purpose == "quiz"  # another annotator's request releases what is stale
+    again = labeling.next_item(slug, "a")
+    assert again.claim_id == shown.claim_id and again.purpose == "quiz" and again.quiz_left == 2
 
 
 def test_a_passed_quiz_opens_the_queue(any_db):
