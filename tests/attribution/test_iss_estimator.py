@@ -180,6 +180,21 @@ def test_masks_are_upsampled_with_half_pixel_centres_as_opencv_does():
     assert torch.allclose(out, torch.tensor([[[0.0, 0.25, 0.75, 1.0]]]))
 
 
+@pytest.mark.parametrize(("grid", "size"), [((7, 7), (64, 64)), ((5, 9), (48, 80)), ((3, 2), (3, 2)), ((4, 4), (2, 7))])
+def test_masks_match_torchs_own_bilinear_resizing_in_both_directions(grid, size):
+    # A second method: F.interpolate's 2-D bilinear kernel (half-pixel centres), also when a side shrinks.
+    keeps = bernoulli_grids(6, grid, 0.3, seed=4)
+    expected = torch.nn.functional.interpolate(keeps[:, None], size=size, mode="bilinear", align_corners=False)[:, 0]
+    out = upsample(keeps, size)
+    assert out.shape == (6, *size) and torch.allclose(out, expected, atol=1e-6)
+
+
+def test_a_second_row_of_cells_is_spread_over_its_own_rows():
+    # Rows and columns weigh separately: a grid of two rows [0; 1] resized to 4 x 1 is 0, 0.25, 0.75, 1 down the column.
+    out = upsample(torch.tensor([[[0.0], [1.0]]]), (4, 1))
+    assert torch.allclose(out, torch.tensor([[[0.0], [0.25], [0.75], [1.0]]]))
+
+
 def test_the_action_scale_follows_the_actions_device_and_precision():
     # A scale kept on the CPU must still divide actions that live elsewhere (here the meta device).
     on_meta = torch.zeros((2, 1, 2), device="meta")
