@@ -1,0 +1,299 @@
+"""Frame-accurate frames of a video at given times, with PyAV.
+
+The frame shown at time t is frame ``floor(t * fps)``: the last one whose presentation time is
+at or before t. Seeking with OpenCV's ``CAP_PROP_POS_FRAMES`` can land on a neighbouring frame
+(opencv/opencv #9053, #4890, #26827; upstream VideoSEAL seeks about a second early and reads
+forward), so this module seeks the demuxer to the keyframe at or before the target and decodes
+forward until the target's presentation time: exact also just before and after keyframes and for
+streams with B-frames, since the decoder hands frames out in presentation order.
+
+Many times at once (:meth:`VideoReader.frames_at`) are grouped by the keyframe before them (a
+keyframe index read from the packets, without decoding), so that each group of pictures is decoded
+once, and the groups are decoded in threads, each with its own container (PyAV containers are not
+thread-safe; FFmpeg's decoding releases the GIL). ``shared/specs/video.md`` §3.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+
+from engines.video.spans import Span
+
+# Times are floats; a time meant to be exactly a frame boundary (k / fps) may come out a hair
+# below it (0.3 * 10 = 2.9999999999999996), which must not fall back to the previous frame.
+_EPSILON_FRAMES = 1e-6
+DEFAULT_THREADS = 4
+
+
+class VideoError(ValueError):
+    """A file that is not a readable video, or a time outside it; the message names the file."""
+
+
+class _MissedSeek(Exception):
+    """A seek that did not land at or before the wanted frame."""
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """What a reader knows about its video. ``n_frames`` is counted from the packets when the
+    container does not store it."""
+
+    path: str
+    duration_s: float
+    fps: float
+    n_frames: int
+    width: int
+    height: int
+    codec: str
+    keyframes: int
+
+
+@dataclass(frozen=True)
+class _Stream:
+    fps: Fraction
+    time_base: Fraction
+    start_pts: int
+
+
+def open_video(path: str | Path, *, threads: int = DEFAULT_THREADS) -> VideoReader:
+    """A reader of the video at ``path``. Raises :class:`VideoError` when the file is missing, is
+    not a video PyAV can read, or has no video stream."""
+    return VideoReader(path, threads=threads)
+
+
+class VideoReader:
+    """Frames of one video by time. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, path: str | Path, *, threads: int = DEFAULT_THREADS) -> None:
+        self.path = str(path)
+        if not Path(self.path).is_file():
+            raise VideoError(f"{self.path}: no such file")
+        self._threads = max(1, threads)
+        self._local = threading.local()
+        self._containers: list[av.container.InputContainer] = []
+        self._lock = threading.Lock()
+        container = self._container()
+        stream = container.streams.video[0]
+        rate = stream.average_rate or stream.guessed_rate
+        if not rate:
+            raise VideoError(f"{self.path}: the video stream has no frame rate")
+        self._stream = _Stream(Fraction(rate), Fraction(stream.time_base), stream.start_time or 0)
+        self._keyframe_pts, n_frames = self._scan_packets()
+        if n_frames == 0:
+            raise VideoError(f"{self.path}: the video stream holds no frames")
+        self.info = VideoInfo(self.path, n_frames / float(self._stream.fps), float(self._stream.fps), n_frames,
+                              stream.codec_context.width, stream.codec_context.height, stream.codec_context.name,
+                              len(self._keyframe_pts))
+
+    # ------------------------------------------------------------------ containers
+
+    def _container(self) -> av.container.InputContainer:
+        """This thread's open container (opened on first use)."""
+        container = getattr(self._local, "container", None)
+        if container is None:
+            try:
+                container = av.open(self.path)
+            except av.error.FFmpegError as error:
+                raise VideoError(f"{self.path}: not a video PyAV can read ({error})") from error
+            if not container.streams.video:
+                container.close()
+                raise VideoError(f"{self.path}: the file has no video stream")
+            container.streams.video[0].thread_type = "AUTO"
+            self._local.container = container
+            with self._lock:
+                self._containers.append(container)
+        return container
+
+    def _scan_packets(self) -> tuple[list[int], int]:
+        """Keyframe presentation times and the number of frames, from the packets (no decoding)."""
+        container = self._container()
+        stream = container.streams.video[0]
+        keyframes, count = [], 0
+        try:
+            for packet in container.demux(stream):
+                if packet.size == 0 or packet.pts is None:
+                    continue  # the flush packet at the end, or a packet without a time
+                count += 1
+                if packet.is_keyframe:
+                    keyframes.append(packet.pts)
+        except av.error.FFmpegError as error:
+            raise VideoError(f"{self.path}: the file is corrupt after {count} frames ({error})") from error
+        container.seek(0, stream=stream)  # back to the start for the first decode
+        return sorted(keyframes), count
+
+    def close(self) -> None:
+        with self._lock:
+            for container in self._containers:
+                container.close()
+            self._containers.clear()
+        self._local = threading.local()
+
+    def __enter__(self) -> VideoReader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ times and frame numbers
+
+    def index_at(self, t: float) -> int:
+        """The number of the frame shown at ``t`` seconds: ``floor(t * fps)``."""
+        if not math.isfinite(t) or t < 0:
+            raise VideoError(f"{self.path}: time {t!r} is not a time in the video (seconds, 0 or more)")
+        index = math.floor(t * self._stream.fps + _EPSILON_FRAMES)
+        if index >= self.info.n_frames:
+            raise VideoError(f"{self.path}: time {t:.3f} s lies beyond the end of the video "
+                             f"({self.info.n_frames} frames, {self.info.duration_s:.3f} s)")
+        return index
+
+    def _pts_of(self, index: int) -> int:
+        seconds = Fraction(index) / self._stream.fps
+        return self._stream.start_pts + round(seconds / self._stream.time_base)
+
+    def _index_of(self, pts: int) -> int:
+        return round((pts - self._stream.start_pts) * self._stream.time_base * self._stream.fps)
+
+    # ------------------------------------------------------------------ frames
+
+    def frame_at(self, t: float, *, size: tuple[int, int] | None = None) -> np.ndarray:
+        """The RGB frame (H, W, 3) uint8 shown at ``t`` seconds; ``size`` (width, height) rescales it."""
+        return self.frames_at([t], size=size)[0]
+
+    def frames_at(self, times: Sequence[float], *, size: tuple[int, int] | None = None) -> list[np.ndarray]:
+        """The frames shown at each of ``times`` (any order, repeats allowed), in that order.
+
+        Targets are grouped by the keyframe before them; each group is one seek and one forward
+        decode, and groups run in threads."""
+        indices = [self.index_at(t) for t in times]
+        groups: dict[int, list[int]] = {}
+        for index in sorted(set(indices)):
+            groups.setdefault(self._keyframe_before(index), []).append(index)
+        runs = list(groups.items())
+        if len(runs) == 1 or self._threads == 1:
+            decoded = [self._decode_run(keyframe, wanted, size) for keyframe, wanted in runs]
+        else:
+            with ThreadPoolExecutor(max_workers=min(self._threads, len(runs))) as pool:
+                decoded = list(pool.map(lambda run: self._decode_run(run[0], run[1], size), runs))
+        frames = {index: frame for part in decoded for index, frame in part.items()}
+        return [frames[index] for index in indices]
+
+    def _keyframe_before(self, index: int) -> int:
+        """The presentation time of the last keyframe at or before frame ``index``."""
+        position = bisect.bisect_right(self._keyframe_pts, self._pts_of(index)) - 1
+        return self._keyframe_pts[max(position, 0)]
+
+    def _decode_run(self, keyframe_pts: int, wanted: list[int], size: tuple[int, int] | None) -> dict[int, np.ndarray]:
+        """Seek to the keyframe and decode forward, keeping the ``wanted`` frame numbers (sorted).
+
+        Some demuxers (MPEG-TS) cannot seek by a stream's time and land at the end, or past the
+        target; then the run starts again from the beginning of the file, slower but exact."""
+        try:
+            return self._decode_from(keyframe_pts, wanted, size)
+        except _MissedSeek:
+            return self._decode_from(None, wanted, size)
+
+    def _decode_from(self, keyframe_pts: int | None, wanted: list[int],
+                     size: tuple[int, int] | None) -> dict[int, np.ndarray]:
+        container = self._container()
+        stream = container.streams.video[0]
+        found: dict[int, np.ndarray] = {}
+        position, last = 0, None
+        try:
+            if keyframe_pts is None:
+                container.seek(0)
+            else:
+                container.seek(keyframe_pts, stream=stream, backward=True)
+            for frame in container.decode(stream):
+                if frame.pts is None:
+                    continue
+                index = self._index_of(frame.pts)
+                # Frames up to each wanted one: the frame shown at the wanted time is the last one
+                # whose time is at or before it (a missing frame number shows its predecessor).
+                while position < len(wanted) and index > wanted[position]:
+                    if last is None:
+                        if keyframe_pts is None:
+                            raise VideoError(f"{self.path}: the stream starts after frame {wanted[position]}")
+                        raise _MissedSeek
+                    found[wanted[position]] = self._picture(last, size)
+                    position += 1
+                if position == len(wanted):
+                    break
+                last = frame
+                if index == wanted[position]:
+                    found[index] = self._picture(frame, size)
+                    position += 1
+                    if position == len(wanted):
+                        break
+        except av.error.FFmpegError as error:
+            raise VideoError(f"{self.path}: decoding failed near frame {wanted[position]} ({error}); "
+                             "the file may be truncated or corrupt") from error
+        while position < len(wanted) and last is not None and self._index_of(last.pts) <= wanted[position]:
+            found[wanted[position]] = self._picture(last, size)  # the stream ended: its last frame stays shown
+            position += 1
+        if last is None and keyframe_pts is not None:
+            raise _MissedSeek
+        if position < len(wanted):
+            raise VideoError(f"{self.path}: the stream ends before frame {wanted[position]}; "
+                             "the file is shorter than its packets say (truncated?)")
+        return found
+
+    @staticmethod
+    def _picture(frame: av.VideoFrame, size: tuple[int, int] | None) -> np.ndarray:
+        if size is None:
+            return frame.to_ndarray(format="rgb24")
+        return frame.to_ndarray(format="rgb24", width=size[0], height=size[1], interpolation="AREA")
+
+    # ------------------------------------------------------------------ sampling
+
+    def sample(self, spans: Iterable[Span] | None = None, *, fps: float = 2.0, max_frames: int = 48,
+               pixel_budget: int | None = None) -> tuple[list[float], list[np.ndarray]]:
+        """Frames at ``fps`` inside ``spans`` (default: the whole video), at most ``max_frames`` in
+        all, shared between the spans by length (each gets at least one), and scaled so that all
+        of them together hold at most ``pixel_budget`` pixels. Returns the times and the frames."""
+        spans = list(spans) if spans is not None else [Span(0.0, self.info.duration_s)]
+        times = sample_times(spans, fps=fps, max_frames=max_frames, duration=self.info.duration_s)
+        size = budget_size(self.info.width, self.info.height, len(times), pixel_budget)
+        return times, self.frames_at(times, size=size)
+
+
+def sample_times(spans: Sequence[Span], *, fps: float, max_frames: int, duration: float) -> list[float]:
+    """Sorted times at ``fps`` inside each span (centred in their 1/fps slots), at most ``max_frames``
+    in all: when the spans would take more, each gets a share proportional to its length, at least one.
+
+    >>> sample_times([Span(0, 2)], fps=2, max_frames=48, duration=10)
+    [0.25, 0.75, 1.25, 1.75]
+    """
+    if fps <= 0 or max_frames < 1:
+        raise ValueError(f"fps must be positive and max_frames at least 1, got {fps} and {max_frames}")
+    spans = [Span(min(s.start, duration), min(s.end, duration)) for s in spans]
+    spans = [s for s in spans if s.start < duration] or [Span(0.0, duration)]
+    wanted = [max(1, math.floor(s.length * fps + _EPSILON_FRAMES)) for s in spans]
+    if sum(wanted) > max_frames:
+        total = sum(s.length for s in spans) or 1.0
+        wanted = [max(1, min(w, math.floor(max_frames * s.length / total))) for w, s in zip(wanted, spans, strict=True)]
+        while sum(wanted) > max_frames and max(wanted) > 1:
+            wanted[wanted.index(max(wanted))] -= 1
+    times = []
+    for span, n in zip(spans, wanted, strict=True):
+        step = span.length / n
+        times.extend(min(span.start + (k + 0.5) * step, duration - 1e-6) for k in range(n))
+    return sorted(times)[:max_frames]
+
+
+def budget_size(width: int, height: int, n_frames: int, pixel_budget: int | None) -> tuple[int, int] | None:
+    """(width, height) for ``n_frames`` frames to hold at most ``pixel_budget`` pixels together, the
+    aspect kept and both sides even; None when the frames fit as they are."""
+    if pixel_budget is None or n_frames * width * height <= pixel_budget:
+        return None
+    scale = math.sqrt(pixel_budget / (n_frames * width * height))
+    return max(2, int(width * scale) // 2 * 2), max(2, int(height * scale) // 2 * 2)

@@ -1,0 +1,336 @@
+"""The project's synthetic long-video benchmark: scripted events at known spans, with questions in
+LVBench's format, so that the video area runs offline.
+
+A video runs for minutes to an hour at low resolution (160 x 120, 4 fps, H.264 with B-frames; an
+hour is a few megabytes). Its script is a sequence of **events**: a group of objects of one shape
+and colour on screen for 8-24 s, some drifting, some with a burned-in word. A narrator's subtitles
+(an ``.srt`` beside the video) run throughout; during a **key event** two lines name its topic (a
+place: "the lighthouse"), and a question asks about what is on screen then: the objects' colour,
+shape, number, direction, or the word. **Distractor events** show the same shape in other colours
+and counts elsewhere, and the narrator also names the topic once outside its event ("we will come
+back to the lighthouse later"), so a text search finds a wrong place too and only looking at the
+frames settles the answer. Some questions name their time instead of a topic (LVBench's
+fixed-range questions). The ground-truth evidence span of a question is its event's span.
+
+Written to ``DIR``: ``<video_id>.mp4``, ``<video_id>.srt``, ``<video_id>.script.json`` (the events,
+for tests and for training the inspector), ``questions.jsonl`` (the flat LVBench form that
+``python -m engines.video run --questions`` reads) and ``manifest.json`` (the settings and seed).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import av
+
+from engines.video.render import COLOURS, DIRECTIONS, HEIGHT, SHAPES, WIDTH, WORDS, Objects, Scene, render
+from engines.video.spans import Span, format_time
+
+TOPICS = ("lighthouse", "volcano", "orchard", "harbour", "glacier", "market", "library", "desert", "festival",
+          "workshop", "canyon", "island", "bakery", "observatory", "vineyard", "monastery", "waterfall", "bazaar",
+          "shipyard", "greenhouse", "quarry", "stadium", "aquarium", "cathedral", "ferry", "windmill", "lagoon",
+          "railway", "meadow", "fortress", "tannery", "foundry", "pagoda", "marsh", "summit", "arcade", "bridge",
+          "theatre", "dairy", "citadel", "vault", "garage", "chapel", "plaza", "reef", "mill", "tunnel", "pier",
+          "studio", "kiln", "terrace", "forge", "granary", "ravine", "beacon", "cellar", "dock", "rampart", "spring",
+          "courtyard", "kitchen", "museum", "tower", "hangar")
+FILLER = ("The light changes slowly here.", "Nothing much happens for a while.", "The camera keeps rolling.",
+          "We pause for a moment.", "Let us look around a little.", "The day goes on.",
+          "Another quiet stretch follows.", "The wind picks up outside.", "Time passes without a sound.",
+          "We keep moving along the route.")
+QUESTION_KINDS = ("colour", "shape", "count", "direction", "word")
+LVBENCH_TYPES = {"colour": ["entity recognition"], "shape": ["entity recognition"], "count": ["key information retrieval"],
+                 "direction": ["event understanding"], "word": ["key information retrieval"]}
+SCRIPT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class SyntheticConfig:
+    """Settings of one benchmark. The defaults make an hour-long video in about a minute."""
+
+    minutes: float = 10.0
+    videos: int = 1
+    seed: int = 0
+    fps: int = 4
+    keyframe_interval_s: float = 4.0  # a keyframe every 4 s: seeking decodes at most 16 frames
+    b_frames: int = 2
+    crf: int = 30
+    questions_per_video: int | None = None  # None: one per key event
+    fixed_range_share: float = 0.2  # questions that name their time instead of a topic
+
+    def __post_init__(self) -> None:
+        if not 1.0 <= self.minutes <= 180.0:
+            raise ValueError(f"minutes must be from 1 to 180, got {self.minutes}")
+        if not 1 <= self.videos <= 1000:
+            raise ValueError(f"videos must be from 1 to 1000, got {self.videos}")
+        if not 1 <= self.fps <= 30:
+            raise ValueError(f"fps must be from 1 to 30, got {self.fps}")
+
+
+@dataclass(frozen=True)
+class Event:
+    """What is on screen over ``span``; ``topic`` is set for key events (None: a distractor)."""
+
+    span: Span
+    shape: str
+    colour: str
+    count: int
+    direction: str | None
+    word: str | None
+    topic: str | None
+    seed: int
+
+    def objects(self) -> Objects:
+        return Objects(self.shape, self.colour, self.count, self.direction, self.span.start, self.seed)
+
+
+@dataclass(frozen=True)
+class Subtitle:
+    span: Span
+    text: str
+
+
+@dataclass
+class Script:
+    """Everything in one video, in time order."""
+
+    video_id: str
+    duration_s: float
+    fps: int
+    scenes: list[tuple[Span, Scene]]
+    events: list[Event]
+    subtitles: list[Subtitle]
+    questions: list[dict] = field(default_factory=list)
+
+    def event_at(self, t: float) -> Event | None:
+        return next((e for e in self.events if e.span.start <= t < e.span.end), None)
+
+    def scene_at(self, t: float) -> Scene:
+        return next((scene for span, scene in self.scenes if span.start <= t < span.end), self.scenes[-1][1])
+
+
+# ------------------------------------------------------------------ the script
+
+
+def _scenes(duration: float, rng: random.Random) -> list[tuple[Span, Scene]]:
+    scenes, t = [], 0.0
+    while t < duration:
+        length = rng.uniform(40, 90)
+        top = tuple(rng.randint(30, 110) for _ in range(3))
+        bottom = tuple(rng.randint(30, 110) for _ in range(3))
+        scenes.append((Span(t, min(duration, t + length)), Scene(top, bottom, rng.randrange(1 << 30))))
+        t += length
+    return scenes
+
+
+def _events(duration: float, rng: random.Random) -> list[Event]:
+    """Key events and distractors in turn, 20-60 s apart; each key event gets its own topic."""
+    topics = list(TOPICS)
+    rng.shuffle(topics)
+    events, t, key = [], rng.uniform(8, 20), True
+    while True:
+        length = rng.uniform(8, 24)
+        if t + length > duration - 2 or (key and not topics):
+            break
+        events.append(Event(Span(round(t, 2), round(t + length, 2)), rng.choice(SHAPES), rng.choice(list(COLOURS)),
+                            rng.randint(1, 4), rng.choice([*DIRECTIONS, None]),
+                            rng.choice(WORDS) if rng.random() < 0.6 else None,
+                            topics.pop() if key else None, rng.randrange(1 << 30)))
+        t += length + rng.uniform(20, 60)
+        key = not key
+    # A distractor repeats the shape of the key event before it with another colour and number:
+    # what a wrong span shows is a plausible wrong answer.
+    for i in range(1, len(events), 2):
+        before = events[i - 1]
+        colour = rng.choice([c for c in COLOURS if c != before.colour])
+        count = rng.choice([n for n in range(1, 5) if n != before.count])
+        direction = rng.choice([d for d in [*DIRECTIONS, None] if d != before.direction])
+        word = rng.choice([w for w in WORDS if w != before.word])
+        events[i] = Event(events[i].span, before.shape, colour, count, direction, word, None, events[i].seed)
+    return events
+
+
+def _subtitles(duration: float, events: list[Event], rng: random.Random) -> list[Subtitle]:
+    """Filler narration every 5-9 s; two topic lines in each key event; one misleading topic line
+    in the distractor after it (or, without one, in a quiet stretch)."""
+    lines: list[Subtitle] = []
+    mentions: list[tuple[float, str]] = []
+    for i, event in enumerate(events):
+        if event.topic is None:
+            continue
+        mentions.append((event.span.start + 0.5, f"Here we reach the {event.topic}."))
+        mentions.append((event.span.start + event.span.length / 2, f"The {event.topic} is worth a close look."))
+        trap = events[i + 1] if i + 1 < len(events) else None
+        at = trap.span.start + 1.0 if trap is not None else max(0.0, event.span.start - 15.0)
+        mentions.append((at, f"We will come back to the {event.topic} later."))
+    mentions.sort()
+    t, cursor = 1.0, 0
+    while t < duration - 3:
+        if cursor < len(mentions) and mentions[cursor][0] <= t + 5:
+            start, text = mentions[cursor]
+            cursor += 1
+            start = max(start, lines[-1].span.end + 0.1 if lines else 0.0)
+        else:
+            start, text = t, rng.choice(FILLER)
+        end = min(duration, start + 3.0)
+        if end <= start:
+            break
+        lines.append(Subtitle(Span(round(start, 2), round(end, 2)), text))
+        t = end + rng.uniform(2, 6)
+    return lines
+
+
+def _options(correct: str, pool: list[str], also: str | None, rng: random.Random) -> tuple[list[str], str]:
+    """Four options: the answer, the distractor's value when it differs, the rest from ``pool``."""
+    others = [v for v in pool if v != correct]
+    rng.shuffle(others)
+    if also is not None and also != correct:
+        others.remove(also)
+        others.insert(0, also)
+    options = [correct, *others[:3]]
+    rng.shuffle(options)
+    return options, "ABCD"[options.index(correct)]
+
+
+def _question(event: Event, distractor: Event | None, kind: str, fixed_range: bool, rng: random.Random) -> dict:
+    when = (f"at {format_time(event.span.start + event.span.length / 2)}" if fixed_range
+            else f"while the narrator talks about the {event.topic}")
+    other = distractor or event
+    if kind == "colour":
+        stem = f"What colour are the {event.shape}s on screen {when}?"
+        options, answer = _options(event.colour, list(COLOURS), other.colour, rng)
+    elif kind == "shape":
+        stem = f"What shape are the {event.colour} objects on screen {when}?"
+        options, answer = _options(event.shape, list(SHAPES), None, rng)
+    elif kind == "count":
+        stem = f"How many {event.shape}s are on screen {when}?"
+        options, answer = _options(str(event.count), ["1", "2", "3", "4"], str(other.count), rng)
+    elif kind == "direction":
+        stem = f"Which way do the {event.colour} {event.shape}s move {when}?"
+        moves = [*DIRECTIONS, "they do not move"]
+        options, answer = _options(event.direction or "they do not move", moves,
+                                   other.direction or "they do not move", rng)
+    else:
+        stem = f"Which word is written on the screen {when}?"
+        options, answer = _options(event.word, list(WORDS), other.word, rng)
+    return {"stem": stem, "options": options, "answer": answer, "kind": kind, "fixed_range": fixed_range}
+
+
+def _lvbench_time(span: Span) -> str:
+    def mmss(seconds: float) -> str:
+        whole = int(seconds)
+        return f"{whole // 60:02d}:{whole % 60:02d}"
+    return f"{mmss(span.start)}-{mmss(math.ceil(span.end))}"
+
+
+def make_script(video_id: str, config: SyntheticConfig, seed: int) -> Script:
+    """The script of one video (no pixels yet): scenes, events, subtitles and questions."""
+    rng = random.Random(seed)
+    duration = config.minutes * 60.0
+    events = _events(duration, rng)
+    script = Script(video_id, duration, config.fps, _scenes(duration, rng), events, _subtitles(duration, events, rng))
+    keys = [(i, e) for i, e in enumerate(events) if e.topic is not None]
+    if config.questions_per_video is not None:
+        keys = sorted(rng.sample(keys, min(config.questions_per_video, len(keys))))
+    for number, (i, event) in enumerate(keys):
+        kind = QUESTION_KINDS[number % len(QUESTION_KINDS)]
+        if kind == "word" and event.word is None:
+            kind = "colour"
+        distractor = events[i + 1] if i + 1 < len(events) else None
+        fixed = rng.random() < config.fixed_range_share
+        q = _question(event, distractor, kind, fixed, rng)
+        text = q["stem"] + "".join(f"\n({letter}) {option}" for letter, option in zip("ABCD", q["options"], strict=True))
+        script.questions.append({
+            "uid": f"{video_id}-q{number:03d}", "video_key": video_id, "question": text, "answer": q["answer"],
+            "question_type": LVBENCH_TYPES[kind], "time_reference": _lvbench_time(event.span),
+            "duration": duration, "kind": kind, "fixed_range": fixed})
+    return script
+
+
+# ------------------------------------------------------------------ writing
+
+
+def encode(script: Script, path: Path, config: SyntheticConfig,
+           progress: Callable[[int, int], None] | None = None) -> None:
+    """Render every frame of ``script`` and encode it as H.264 (yuv420p) with the configured GOP
+    and B-frames. Writes to a temporary name first, so a crash leaves no half video behind."""
+    n_frames = int(script.duration_s * config.fps)
+    keyint = max(1, int(round(config.keyframe_interval_s * config.fps)))
+    partial = path.with_name(path.name + ".partial")
+    with av.open(str(partial), "w", format="mp4") as container:
+        stream = container.add_stream("libx264", rate=config.fps)
+        stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
+        stream.options = {"preset": "veryfast", "crf": str(config.crf),
+                          "x264-params": f"keyint={keyint}:min-keyint={keyint}:scenecut=0:bframes={config.b_frames}"}
+        for index in range(n_frames):
+            t = index / config.fps
+            event = script.event_at(t)
+            image = render(script.scene_at(t), event.objects() if event else None, event.word if event else None,
+                           t, index)
+            frame = av.VideoFrame.from_ndarray(image, format="rgb24")
+            frame.pts = index
+            container.mux(stream.encode(frame))
+            if progress is not None and index % 500 == 0:
+                progress(index, n_frames)
+        container.mux(stream.encode(None))
+    os.replace(partial, path)
+
+
+def write_srt(subtitles: list[Subtitle], path: Path) -> None:
+    def stamp(seconds: float) -> str:
+        millis = int(round(seconds * 1000))
+        return f"{millis // 3_600_000:02d}:{millis // 60_000 % 60:02d}:{millis // 1000 % 60:02d},{millis % 1000:03d}"
+    blocks = [f"{n}\n{stamp(s.span.start)} --> {stamp(s.span.end)}\n{s.text}\n" for n, s in enumerate(subtitles, 1)]
+    _write_text(path, "\n".join(blocks))
+
+
+def _script_json(script: Script) -> dict:
+    def span(s: Span) -> list[float]:
+        return [s.start, s.end]
+    return {"version": SCRIPT_VERSION, "video_id": script.video_id, "duration_s": script.duration_s, "fps": script.fps,
+            "scenes": [{"span": span(s), **asdict(scene)} for s, scene in script.scenes],
+            "events": [{**asdict(e), "span": span(e.span)} for e in script.events],
+            "subtitles": [{"span": span(s.span), "text": s.text} for s in script.subtitles]}
+
+
+def read_script(path: str | Path) -> Script:
+    """A ``<video_id>.script.json`` back as a :class:`Script` (without its questions)."""
+    data = json.loads(Path(path).read_text())
+    scenes = [(Span(*s["span"]), Scene(tuple(s["top"]), tuple(s["bottom"]), s["seed"])) for s in data["scenes"]]
+    events = [Event(Span(*e["span"]), e["shape"], e["colour"], e["count"], e["direction"], e["word"], e["topic"], e["seed"])
+              for e in data["events"]]
+    subtitles = [Subtitle(Span(*s["span"]), s["text"]) for s in data["subtitles"]]
+    return Script(data["video_id"], data["duration_s"], data["fps"], scenes, events, subtitles)
+
+
+def _write_text(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
+
+
+def generate(out: str | Path, config: SyntheticConfig = SyntheticConfig(),
+             progress: Callable[[str, int, int], None] | None = None) -> list[Script]:
+    """Write ``config.videos`` videos with their subtitles, scripts and questions into ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    scripts = []
+    for number in range(config.videos):
+        video_id = f"synthetic-{config.seed:04d}-{number:03d}"
+        script = make_script(video_id, config, seed=config.seed * 1_000_003 + number)
+        encode(script, out / f"{video_id}.mp4", config,
+               progress=(lambda done, total, v=video_id: progress(v, done, total)) if progress else None)
+        write_srt(script.subtitles, out / f"{video_id}.srt")
+        _write_text(out / f"{video_id}.script.json", json.dumps(_script_json(script)))
+        scripts.append(script)
+    lines = [json.dumps(q) for script in scripts for q in script.questions]
+    _write_text(out / "questions.jsonl", "\n".join(lines) + "\n")
+    _write_text(out / "manifest.json", json.dumps({"generator": "engines.video.synthetic", "version": SCRIPT_VERSION,
+                                                   "config": asdict(config), "synthetic": True,
+                                                   "videos": [s.video_id for s in scripts]}, indent=2))
+    return scripts
