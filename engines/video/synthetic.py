@@ -246,7 +246,8 @@ def make_script(video_id: str, config: SyntheticConfig, seed: int) -> Script:
         q = _question(event, distractor, kind, fixed, rng)
         text = q["stem"] + "".join(f"\n({letter}) {option}" for letter, option in zip("ABCD", q["options"], strict=True))
         script.questions.append({
-            "uid": f"{video_id}-q{number:03d}", "video_key": video_id, "question": text, "answer": q["answer"],
+            "uid": f"{video_id}-q{number:03d}", "video_key": video_id, "benchmark": "synthetic", "question": text,
+            "answer": q["answer"],
             "question_type": LVBENCH_TYPES[kind], "time_reference": _lvbench_time(event.span),
             "duration": duration, "kind": kind, "fixed_range": fixed})
     return script
