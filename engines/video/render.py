@@ -30,7 +30,7 @@ DIRECTIONS = ("left", "right", "up", "down")
 WORDS = ("APPLE", "RIVER", "CLOCK", "TIGER", "PIANO", "CANDLE", "ROCKET", "GARDEN",
          "MIRROR", "BRIDGE", "PENCIL", "WINDOW")
 OBJECT_SIZE = 18
-SPEED_PX_S = 4.0  # how fast a moving group drifts: visible between frames a second apart
+SPEED_PX_S = 8.0  # how fast a moving group drifts: 4 pixels between frames half a second apart
 _VELOCITY = {"left": (-1.0, 0.0), "right": (1.0, 0.0), "up": (0.0, -1.0), "down": (0.0, 1.0)}
 
 

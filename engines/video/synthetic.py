@@ -23,11 +23,12 @@ import json
 import math
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import av
+import numpy as np
 
 from engines.video.render import COLOURS, DIRECTIONS, HEIGHT, SHAPES, WIDTH, WORDS, Objects, Scene, render
 from engines.video.spans import Span, format_time
@@ -256,11 +257,10 @@ def make_script(video_id: str, config: SyntheticConfig, seed: int) -> Script:
 # ------------------------------------------------------------------ writing
 
 
-def encode(script: Script, path: Path, config: SyntheticConfig,
-           progress: Callable[[int, int], None] | None = None) -> None:
-    """Render every frame of ``script`` and encode it as H.264 (yuv420p) with the configured GOP
-    and B-frames. Writes to a temporary name first, so a crash leaves no half video behind."""
-    n_frames = int(script.duration_s * config.fps)
+def encode_frames(frames: Iterable[np.ndarray], path: Path, config: SyntheticConfig,
+                  progress: Callable[[int], None] | None = None) -> None:
+    """Encode RGB frames (H, W, 3) uint8 as H.264 (yuv420p) with the configured rate, GOP and
+    B-frames. Writes to a temporary name first, so a crash leaves no half video behind."""
     keyint = max(1, int(round(config.keyframe_interval_s * config.fps)))
     partial = path.with_name(path.name + ".partial")
     with av.open(str(partial), "w", format="mp4") as container:
@@ -268,18 +268,29 @@ def encode(script: Script, path: Path, config: SyntheticConfig,
         stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
         stream.options = {"preset": "veryfast", "crf": str(config.crf),
                           "x264-params": f"keyint={keyint}:min-keyint={keyint}:scenecut=0:bframes={config.b_frames}"}
-        for index in range(n_frames):
-            t = index / config.fps
-            event = script.event_at(t)
-            image = render(script.scene_at(t), event.objects() if event else None, event.word if event else None,
-                           t, index)
+        for index, image in enumerate(frames):
             frame = av.VideoFrame.from_ndarray(image, format="rgb24")
             frame.pts = index
             container.mux(stream.encode(frame))
             if progress is not None and index % 500 == 0:
-                progress(index, n_frames)
+                progress(index)
         container.mux(stream.encode(None))
     os.replace(partial, path)
+
+
+def encode(script: Script, path: Path, config: SyntheticConfig,
+           progress: Callable[[int, int], None] | None = None) -> None:
+    """Render every frame of ``script`` and encode it (:func:`encode_frames`)."""
+    n_frames = int(script.duration_s * config.fps)
+
+    def frames() -> Iterator[np.ndarray]:
+        for index in range(n_frames):
+            t = index / config.fps
+            event = script.event_at(t)
+            yield render(script.scene_at(t), event.objects() if event else None, event.word if event else None,
+                         t, index)
+
+    encode_frames(frames(), path, config, (lambda done: progress(done, n_frames)) if progress else None)
 
 
 def write_srt(subtitles: list[Subtitle], path: Path) -> None:
