@@ -19,7 +19,9 @@ precision           |A ∩ G| / |A| (0.0 when A is empty)
 retrieval_recall    |R ∩ G| / |G|
 best_span_f1        max over every retrieved or inspected span P of the F1 of |P ∩ G|/|P| and
                     |P ∩ G|/|G|, = 2|P ∩ G| / (|P| + |G|) (upstream ``tool_time_f1_best``)
-TG                  |A ∩ G| > 0; TG_soft = clip(tIoU / 0.05, 0, 1) (the upstream soft gate)
+TG                  tIoU >= 0.05, upstream's hard gate ``1[IoU_max >= 0.05]``; TG_soft = clip(tIoU /
+                    0.05, 0, 1), its soft gate. (The spec's |A ∩ G| > 0 would call an answer
+                    from an inspection of the whole video grounded whatever it looked at.)
 SG                  the judge finds the authorising verdict's evidence supports "answer = option
                     text", the evidence cites a time inside A (± 1 s), and the final answer is the
                     verdict's answer; None without an answer
@@ -175,7 +177,7 @@ def question_metrics(trajectory: Trajectory, *, judge: Judge = keyword_support) 
         inspected, retrieved = t.inspected_spans, t.retrieved_spans
         t_iou = max((iou(a, g) for a in authorising for g in gt), default=0.0)
         overlap_a = intersection_length(authorising, gt)
-        tg: bool | None = overlap_a > 0
+        tg: bool | None = t_iou >= TG_SOFT_IOU
         tg_soft = min(1.0, max(0.0, t_iou / TG_SOFT_IOU))
         coverage = intersection_length(inspected, gt) / gt_length
         length_a = total_length(authorising)

@@ -32,6 +32,7 @@ import numpy as np
 
 from engines.video.render import COLOURS, DIRECTIONS, HEIGHT, SHAPES, WIDTH, WORDS, Objects, Scene, render
 from engines.video.spans import Span, format_time
+from engines.video.subtitles import Subtitle, write_srt
 
 TOPICS = ("lighthouse", "volcano", "orchard", "harbour", "glacier", "market", "library", "desert", "festival",
           "workshop", "canyon", "island", "bakery", "observatory", "vineyard", "monastery", "waterfall", "bazaar",
@@ -88,12 +89,6 @@ class Event:
 
     def objects(self) -> Objects:
         return Objects(self.shape, self.colour, self.count, self.direction, self.span.start, self.seed)
-
-
-@dataclass(frozen=True)
-class Subtitle:
-    span: Span
-    text: str
 
 
 @dataclass
@@ -291,14 +286,6 @@ def encode(script: Script, path: Path, config: SyntheticConfig,
                          t, index)
 
     encode_frames(frames(), path, config, (lambda done: progress(done, n_frames)) if progress else None)
-
-
-def write_srt(subtitles: list[Subtitle], path: Path) -> None:
-    def stamp(seconds: float) -> str:
-        millis = int(round(seconds * 1000))
-        return f"{millis // 3_600_000:02d}:{millis // 60_000 % 60:02d}:{millis // 1000 % 60:02d},{millis % 1000:03d}"
-    blocks = [f"{n}\n{stamp(s.span.start)} --> {stamp(s.span.end)}\n{s.text}\n" for n, s in enumerate(subtitles, 1)]
-    _write_text(path, "\n".join(blocks))
 
 
 def _script_json(script: Script) -> dict:

@@ -155,7 +155,16 @@ def test_tiny_overlap_gives_soft_tg_below_one():
     m = question_metrics(traj)
     assert m.tIoU == pytest.approx(1 / 29)
     assert m.TG_soft == pytest.approx(20 / 29)
-    assert m.TG is True
+    assert m.TG is False  # 1/29 < 0.05: upstream's hard gate does not count a one-second brush as grounded
+
+
+def test_an_answer_from_the_whole_video_is_not_temporally_grounded():
+    # A = [0, 600] (the full-video fallback), G = [15, 30]: tIoU = 15 / 600 = 0.025 < 0.05 -> TG False, TG_soft 0.5.
+    traj = make([inspect(1, [Span(0.0, 600.0)], said("B", "a red car at 00:00:20", [20.0]))],
+                Final("B", 1, "full_video_fallback"))
+    m = question_metrics(traj)
+    assert m.tIoU == pytest.approx(0.025) and m.TG_soft == pytest.approx(0.5)
+    assert (m.TG, m.grounded, m.misaligned_correct) == (False, False, True)
 
 
 def test_coupled_answer_backed_by_the_inspection_it_saw_is_grounded():

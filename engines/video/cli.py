@@ -1,0 +1,204 @@
+"""The video area's commands: generate a benchmark, train the inspector, run the agent, score runs.
+
+Each is ``add_*_arguments(parser)`` / ``run_*(args) -> dict`` for ``engines.platform.area_cli``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from pathlib import Path
+
+from engines.video.agent import AGENTS, AgentConfig
+
+
+class _Bar:
+    """A tqdm progress bar on stderr, or nothing with ``--no-progress``."""
+
+    def __init__(self, enabled: bool, total: int, desc: str, unit: str) -> None:
+        self.bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, unit=unit)
+
+    def to(self, done: int) -> None:
+        if self.bar is not None:
+            self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+# ------------------------------------------------------------------ generate
+
+
+def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
+    from engines.video.synthetic import SyntheticConfig
+
+    defaults = SyntheticConfig()
+    parser.add_argument("--out", type=Path, required=True, help="folder to write the videos and questions.jsonl into")
+    parser.add_argument("--minutes", type=float, default=defaults.minutes, help="length of each video")
+    parser.add_argument("--videos", type=int, default=defaults.videos)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--questions-per-video", type=int, default=None, help="default: one per key event")
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def run_generate(args: argparse.Namespace) -> dict:
+    """Write a synthetic long-video benchmark: videos, subtitles, scripts and LVBench questions."""
+    from engines.video.synthetic import SyntheticConfig, generate
+
+    config = SyntheticConfig(minutes=args.minutes, videos=args.videos, seed=args.seed,
+                             questions_per_video=args.questions_per_video)
+    frames_per_video = int(config.minutes * 60 * config.fps)
+    bar = _Bar(not args.no_progress, config.videos * frames_per_video, "rendering", "frame")
+    finished: list[str] = []
+
+    def progress(video_id: str, done: int, total: int) -> None:
+        if video_id not in finished:
+            finished.append(video_id)
+        bar.to((len(finished) - 1) * frames_per_video + done)
+
+    scripts = generate(args.out, config, progress)
+    bar.close()
+    questions = sum(len(s.questions) for s in scripts)
+    return {"out": str(args.out), "videos": [s.video_id for s in scripts], "questions": questions,
+            "config": asdict(config),
+            "summary": f"{len(scripts)} video(s) of {config.minutes:g} min and {questions} questions in {args.out}"}
+
+
+# ------------------------------------------------------------------ train-inspector
+
+
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    from engines.video.backends import FRAME_MODEL
+    from engines.video.train_inspector import InspectorTrainConfig
+
+    defaults = InspectorTrainConfig()
+    parser.add_argument("--out", type=Path, default=FRAME_MODEL, help="weights file (REPORT.md is written beside it)")
+    parser.add_argument("--clips", type=int, default=defaults.clips)
+    parser.add_argument("--epochs", type=int, default=defaults.epochs)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--quick", action="store_true", help="a small run for tests: 120 clips, 1 epoch")
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def run_train(args: argparse.Namespace) -> dict:
+    """Train the offline inspector's frame model on clips through the benchmark's codec."""
+    from engines.video.train_inspector import InspectorTrainConfig, train_and_save
+
+    config = InspectorTrainConfig(clips=120 if args.quick else args.clips, held_out_clips=40 if args.quick else 300,
+                                  epochs=1 if args.quick else args.epochs, seed=args.seed)
+    bar = _Bar(not args.no_progress, config.epochs, "training the frame model", "epoch")
+    report = train_and_save(config, args.out, lambda stage, done, total, loss: bar.to(done))
+    bar.close()
+    accuracy = ", ".join(f"{name} {value:.0%}" for name, value in report["held_out_accuracy"].items())
+    return {**report, "path": str(args.out), "summary": f"wrote {args.out}; held-out accuracy: {accuracy}"}
+
+
+# ------------------------------------------------------------------ run
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    from engines.video.index import SEARCH_MODES
+
+    defaults = AgentConfig()
+    parser.add_argument("--videos", type=Path, required=True, help="folder of <video_key>.mp4 (and .srt) files")
+    parser.add_argument("--questions", type=Path, required=True,
+                        help="questions, one per line in LVBench's flat shape (uid, question, answer, "
+                             "question_type, time_reference, video_key)")
+    parser.add_argument("--agent", choices=AGENTS, default=defaults.agent)
+    parser.add_argument("--max-steps", type=int, default=defaults.max_steps)
+    parser.add_argument("--max-frames", type=int, default=defaults.max_frames)
+    parser.add_argument("--fps", type=float, default=defaults.fps, help="frames per second an inspection samples")
+    parser.add_argument("--tau", type=float, default=defaults.tau, help="the gate's confidence threshold")
+    parser.add_argument("--planner", default=None, help="default: heuristic (coupled-heuristic for --agent coupled)")
+    parser.add_argument("--inspector", default="frame-model")
+    parser.add_argument("--captioner", default="frame-model")
+    parser.add_argument("--frame-model", type=Path, default=None,
+                        help="weights of the frame-model inspector and captioner (default: the shipped ones)")
+    parser.add_argument("--search", choices=SEARCH_MODES, default="bm25")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    parser.add_argument("--out", type=Path, required=True, help="trajectories, one JSON object per line")
+    parser.add_argument("--resume", action="store_true", help="keep the trajectories already in --out, run the rest")
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def roles_for(planner_name: str, inspector_name: str, captioner_name: str, search: str,
+              frame_model: Path | None = None):
+    """The roles of a run; each video's index is built once (and cached beside the video)."""
+    from engines.video import backends
+    from engines.video.index import Retriever, load_or_build
+
+    weights = {"weights": frame_model} if frame_model is not None else {}
+    captioner = backends.captioner(captioner_name, **(weights if captioner_name == "frame-model" else {}))
+    retrievers: dict[str, Retriever] = {}
+
+    def retriever_for(video_path: str) -> Retriever:
+        if video_path not in retrievers:
+            retrievers[video_path] = Retriever(load_or_build(video_path, captioner), mode=search)
+        return retrievers[video_path]
+
+    inspector = backends.inspector(inspector_name, **(weights if inspector_name == "frame-model" else {}))
+    return backends.Roles(backends.planner(planner_name), inspector, retriever_for)
+
+
+def run_agent(args: argparse.Namespace) -> dict:
+    """Answer the questions with the agent and write one trajectory per question."""
+    from engines.video.agent import run_all
+    from engines.video.metrics import summarise, with_metrics
+    from engines.video.questions import read_questions
+    from engines.video.trajectory import append_jsonl, read_jsonl
+
+    config = AgentConfig(agent=args.agent, max_steps=args.max_steps, max_frames=args.max_frames, fps=args.fps,
+                         tau=args.tau)
+    questions = read_questions(args.questions)[:args.limit]
+    missing = sorted({q.video_id for q in questions if not (args.videos / f"{q.video_id}.mp4").is_file()})
+    if missing:
+        raise ValueError(f"{args.videos}: no video for {len(missing)} question video key(s), e.g. "
+                         f"{missing[0]}.mp4")
+    done = read_jsonl(args.out) if args.resume and args.out.is_file() else []
+    if not args.resume and args.out.exists():
+        args.out.unlink()
+    finished = {t.uid for t in done}
+    todo = [q for q in questions if q.uid not in finished]
+    planner_name = args.planner or ("coupled-heuristic" if args.agent == "coupled" else "heuristic")
+    roles = roles_for(planner_name, args.inspector, args.captioner, args.search, args.frame_model)
+    bar = _Bar(not args.no_progress, len(todo), f"{args.agent} agent", "question")
+    new = run_all(todo, lambda q: str(args.videos / f"{q.video_id}.mp4"), roles, config, progress=lambda d, t: bar.to(d),
+                  on_done=lambda t: append_jsonl(with_metrics(t), args.out))
+    bar.close()
+    summary = summarise(done + new)
+    return {"out": str(args.out), "questions": len(questions), "ran": len(new), "config": asdict(config),
+            "planner": planner_name, "inspector": args.inspector, "metrics": summary,
+            "summary": _line(summary, f"{args.agent} agent, {len(new)} question(s) run; trajectories in {args.out}")}
+
+
+# ------------------------------------------------------------------ eval
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trajectories", type=Path, help="a trajectories file written by run")
+
+
+def run_eval(args: argparse.Namespace) -> dict:
+    """Accuracy and groundedness of a run, overall and by budget."""
+    from engines.video.metrics import by_budget, summarise
+    from engines.video.trajectory import read_jsonl
+
+    trajectories = read_jsonl(args.trajectories)
+    overall = summarise(trajectories)
+    budgets = {f"steps={steps},frames={frames}": value for (steps, frames), value in by_budget(trajectories).items()}
+    return {"trajectories": str(args.trajectories), "overall": overall, "by_budget": budgets,
+            "summary": _line(overall, str(args.trajectories))}
+
+
+def _line(summary: dict, head: str) -> str:
+    def pct(key: str) -> str:
+        value = summary.get(key)
+        return "n/a" if value is None else f"{value:.0%}"
+    return (f"{head}: {summary['n']} questions, accuracy {pct('accuracy')}, grounded accuracy "
+            f"{pct('grounded_accuracy')}, misaligned-correct {pct('misaligned_correct_rate')}, "
+            f"TG {pct('TG_rate')}, SG {pct('SG_rate')}")

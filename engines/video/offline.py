@@ -1,0 +1,310 @@
+"""The offline defaults of the video agent's roles: a heuristic planner (and the coupled baseline's
+planner), and an inspector and a captioner built on the project's frame model.
+
+They run with no network, on the CPU, on the synthetic benchmark (``engines.video.synthetic``):
+the inspector answers questions whose options are the things the frame model reads (a colour, a
+shape, a number of objects, a direction, a burned-in word), and asks to search more on anything
+else. Labelled as such in the UI: they stand in for an LLM planner and a VLM inspector
+(``engines.video.adapters``) so that the agent, its gate and its metrics can be studied offline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from engines.video import frame_model
+from engines.video.backends import FRAME_MODEL, Finalize, Inspect, Inspection, Retrieve, register
+from engines.video.decode import VideoReader, sample_times
+from engines.video.questions import Question
+from engines.video.render import COLOURS, SHAPES
+from engines.video.spans import Span, format_time, merge, parse_time
+from engines.video.trajectory import FrameRef, Step, Verdict
+
+INSPECTOR_TAU = 0.95  # the upstream inspector prompt: letters only at confidence >= 0.95
+PRESENT = 0.5  # P(objects on screen) above which a frame counts as showing objects
+STILL = "they do not move"
+
+
+@lru_cache(maxsize=4)
+def _model(path: str):
+    return frame_model.load(path)
+
+
+def _pairs(reader: VideoReader, times: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Frames at ``times`` and half a second later (the frame model's pairs)."""
+    end = reader.info.duration_s - 1e-3
+    later = [min(t + frame_model.PAIR_GAP_S, end) for t in times]
+    frames = reader.frames_at([*times, *later])
+    return np.stack(frames[:len(times)]), np.stack(frames[len(times):])
+
+
+@dataclass(frozen=True)
+class FrameReading:
+    """What the frame model sees at one time: the most likely value of each head and P(objects)."""
+
+    t: float
+    present: float
+    count: str
+    shape: str
+    colour: str
+    direction: str
+    word: str
+
+
+def read_frames(model, reader: VideoReader, times: Sequence[float]) -> tuple[list[FrameReading], dict[str, np.ndarray]]:
+    """The frame model's readings at ``times`` and its probabilities per head (N, classes)."""
+    first, second = _pairs(reader, times)
+    probabilities = frame_model.predict(model, first, second)
+    readings = []
+    for i, t in enumerate(times):
+        best = {name: frame_model.HEADS[name][int(probabilities[name][i].argmax())] for name in frame_model.HEADS}
+        readings.append(FrameReading(t, float(1.0 - probabilities["count"][i][0]), best["count"], best["shape"],
+                                     best["colour"], best["direction"], best["word"]))
+    return readings, probabilities
+
+
+def describe(reading: FrameReading) -> str:
+    """A frame in words, as a caption: "3 green diamonds drifting left; the word ROCKET"."""
+    parts = []
+    if reading.present >= PRESENT and reading.count != "0":
+        n = int(reading.count)
+        noun = reading.shape + ("s" if n > 1 else "")
+        motion = "standing still" if reading.direction == "still" else f"drifting {reading.direction}"
+        parts.append(f"{n} {reading.colour} {noun} {motion}")
+    if reading.word != "none":
+        parts.append(f"the word {reading.word} on screen")
+    return "; ".join(parts) or "an empty scene"
+
+
+# ------------------------------------------------------------------ captioner
+
+
+@register("captioner", "frame-model")
+class FrameModelCaptioner:
+    """Captions a clip with what most of its frames (1 fps) show, and anything else seen in at least
+    a quarter of them."""
+
+    def __init__(self, weights: str | Path = FRAME_MODEL) -> None:
+        self.model = _model(str(weights))
+        # The index cache is keyed by the captioner's name: other weights, other captions.
+        self.name = f"frame-model:{hashlib.sha256(Path(weights).read_bytes()).hexdigest()[:12]}"
+
+    def caption_clips(self, reader: VideoReader, clips: Sequence[Span]) -> list[str]:
+        times_per_clip = [sample_times([clip], fps=1.0, max_frames=64, duration=reader.info.duration_s)
+                          for clip in clips]
+        everything = [t for times in times_per_clip for t in times]
+        readings, _ = read_frames(self.model, reader, everything) if everything else ([], {})
+        captions, cursor = [], 0
+        for times in times_per_clip:
+            texts = [describe(r) for r in readings[cursor:cursor + len(times)]]
+            cursor += len(times)
+            counts: dict[str, int] = {}
+            for text in texts:
+                counts[text] = counts.get(text, 0) + 1
+            ranked = sorted(counts, key=lambda text: -counts[text])
+            kept = [ranked[0]] + [text for text in ranked[1:] if counts[text] * 4 >= len(texts)]
+            captions.append(". Then ".join(kept) + ".")
+        return captions
+
+
+# ------------------------------------------------------------------ inspector
+
+
+def _asked_head(options: Sequence[str]) -> str | None:
+    """Which thing the frame model reads the options name (all of them), or None."""
+    lowered = [o.strip().lower() for o in options]
+    vocabularies = {"colour": set(COLOURS), "shape": set(SHAPES), "count": {"1", "2", "3", "4"},
+                    "direction": {"left", "right", "up", "down", STILL},
+                    "word": {w.lower() for w in frame_model.WORDS}}
+    for head, words in vocabularies.items():
+        if all(o in words for o in lowered):
+            return head
+    return None
+
+
+def _conditions(stem: str) -> dict[str, str]:
+    """The colour and shape a question's stem names ("the blue diamonds"): frames must show them."""
+    words = re.findall(r"[a-z]+", stem.lower())
+    found = {}
+    for word in words:
+        if word in COLOURS:
+            found["colour"] = word
+        singular = word[:-1] if word.endswith("s") else word
+        if singular in SHAPES:
+            found["shape"] = singular
+    return found
+
+
+def _option_value(head: str, option: str) -> str:
+    value = option.strip().lower()
+    if head == "direction" and value == STILL:
+        return "still"
+    return value.upper() if head == "word" else value
+
+
+def _evidence(head: str, value: str, readings: Sequence[FrameReading]) -> str:
+    times = ", ".join(format_time(r.t) for r in readings)
+    if head == "word":
+        return f"The word {value} is written on the screen at {times}."
+    sample = readings[0]
+    noun = sample.shape + "s"
+    if head == "colour":
+        return f"At {times} the {noun} on screen are {value}."
+    if head == "shape":
+        return f"At {times} the {sample.colour} objects on screen are {value}s ({value} shapes)."
+    if head == "count":
+        return f"At {times} there are {value} {sample.colour} {noun} on screen."
+    if value == "still":
+        return f"At {times} the {sample.colour} {noun} do not move: {STILL} (they stay in place)."
+    return f"At {times} the {sample.colour} {noun} move {value}."
+
+
+@register("inspector", "frame-model")
+class FrameModelInspector:
+    """Answers from the frame model's readings of the inspected frames.
+
+    The relevant frames are those showing objects of the colour and shape the stem names (or, for a
+    word question, showing a word). Each option's support is the mean probability the model gives
+    its value over those frames; the best option's support is the confidence. Below 0.95 (and not
+    ``answer_only``), or with no relevant frame, the verdict is SEARCH_MORE: SPAN_MISMATCH when
+    nothing relevant was seen, PARTIAL_EVIDENCE when it was seen too little or unclearly, and
+    VISUAL_UNCLEAR for a question it cannot read at all. Evidence cites the frames that agree.
+    """
+
+    name = "frame-model"
+
+    def __init__(self, weights: str | Path = FRAME_MODEL, tau: float = INSPECTOR_TAU) -> None:
+        self.model = _model(str(weights))
+        self.tau = tau
+
+    def inspect(self, reader: VideoReader, spans: Sequence[Span], question: Question, *, context: str = "",
+                fps: float = 2.0, max_frames: int = 48, answer_only: bool = False) -> Inspection:
+        times = sample_times(list(spans), fps=fps, max_frames=max_frames, duration=reader.info.duration_s)
+        readings, probabilities = read_frames(self.model, reader, times)
+        frames = [FrameRef(t, None) for t in times]
+        head = _asked_head(question.options)
+        where = ", ".join(span.label() for span in merge(spans))
+        if head is None:
+            return self._search_more(frames, "VISUAL_UNCLEAR", "the question asks about something these frames "
+                                     "cannot show", question, answer_only)
+        wanted = _conditions(question.question)
+        relevant = [i for i, r in enumerate(readings)
+                    if (r.word != "none" if head == "word" else
+                        r.present >= PRESENT and all(getattr(r, k) == v for k, v in wanted.items()))]
+        if not relevant:
+            missing = ("no written word" if head == "word" else
+                       "no " + " ".join([wanted.get("colour", ""), wanted.get("shape", "object")]).strip() + "s")
+            return self._search_more(frames, "SPAN_MISMATCH", f"{missing} seen in {where}", question, answer_only)
+        classes = frame_model.HEADS[head]
+        support = {}
+        for letter, option in zip(question.letters, question.options, strict=True):
+            value = _option_value(head, option)
+            column = classes.index(value) if value in classes else None
+            support[letter] = float(probabilities[head][relevant, column].mean()) if column is not None else 0.0
+        letter = max(support, key=support.get)
+        confidence = round(support[letter], 4)
+        value = _option_value(head, question.option_text(letter))
+        agreeing = [readings[i] for i in relevant if getattr(readings[i], head) == value] or [readings[relevant[0]]]
+        cited = agreeing[:: max(1, len(agreeing) // 3)][:3]
+        shown = question.option_text(letter).strip()
+        if confidence < self.tau and not answer_only:
+            return Inspection(Verdict("SEARCH_MORE", None, confidence, _evidence(head, shown, cited),
+                                      tuple(r.t for r in cited), missing=f"the frames do not settle it "
+                                      f"(best option {letter}: {confidence:.2f})", next_queries=(),
+                                      search_more_type="PARTIAL_EVIDENCE"), frames)
+        return Inspection(Verdict("ANSWER", letter, confidence, _evidence(head, shown, cited),
+                                  tuple(r.t for r in cited)), frames)
+
+    @staticmethod
+    def _search_more(frames, kind: str, missing: str, question: Question, answer_only: bool) -> Inspection:
+        if answer_only:  # a forced answer with nothing seen: the first option, with no confidence
+            return Inspection(Verdict("ANSWER", question.letters[0], 0.0, f"Nothing relevant seen: {missing}.",
+                                      ()), frames)
+        return Inspection(Verdict("SEARCH_MORE", None, 0.0, "", (), missing=missing,
+                                  next_queries=(question.question,), search_more_type=kind), frames)
+
+
+# ------------------------------------------------------------------ planners
+
+
+def _named_time(stem: str) -> float | None:
+    match = re.search(r"\b(\d{1,2}:\d\d(?::\d\d)?)\b", stem)
+    return parse_time(match.group(1)) if match else None
+
+
+def _inspected(history: Sequence[Step]) -> list[Span]:
+    return [span for step in history if step.action == "inspect" for span in step.spans]
+
+
+def _candidates(history: Sequence[Step]) -> list[Span]:
+    """Hit spans of every search so far, best first within each search, newest search first,
+    without those already inspected."""
+    seen = _inspected(history)
+    spans = []
+    for step in reversed(history):
+        if step.action == "retrieve":
+            for hit in step.hits:
+                if not any(hit.span.start < s.end and hit.span.end > s.start for s in seen + spans):
+                    spans.append(hit.span)
+    return spans
+
+
+@register("planner", "heuristic")
+class HeuristicPlanner:
+    """Search with the question, then inspect the hits one at a time, best first; search again with
+    what an inspection says is missing; finish when nothing is left to look at.
+
+    A question that names a time is inspected there first (LVBench's fixed-range questions)."""
+
+    name = "heuristic"
+
+    def act(self, question: Question, history: Sequence[Step], steps_left: int) -> Retrieve | Inspect | Finalize:
+        named = _named_time(question.question)
+        if named is not None and not _inspected(history):
+            return Inspect((Span(max(0.0, named - 2.0), named + 2.0),), question.question,
+                           f"The question names {format_time(named)}: look there.")
+        searches = [step for step in history if step.action == "retrieve"]
+        if not searches:
+            return Retrieve(question.question, "Search the captions and dialogue for the question.")
+        candidates = _candidates(history)
+        last = history[-1]
+        if last.action == "inspect" and last.verdict is not None and last.verdict.next_queries:
+            asked = {step.args.get("query") for step in searches}
+            fresh = [q for q in last.verdict.next_queries if q not in asked]
+            if fresh and not candidates:
+                return Retrieve(fresh[0], "The inspector names what to search for next.")
+        if candidates:
+            return Inspect((candidates[0],), question.question,
+                           f"Look at the best hit not yet inspected, {candidates[0].label()}.")
+        options_query = question.question + " " + " ".join(question.options)
+        if options_query not in {step.args.get("query") for step in searches}:
+            return Retrieve(options_query, "Nothing left from the searches: search with the options too.")
+        return Finalize("Nothing left to search or inspect.")
+
+
+@register("planner", "coupled-heuristic")
+class CoupledHeuristicPlanner(HeuristicPlanner):
+    """The coupled baseline's planner: after a search it answers by itself when the best hit's text
+    names exactly one option; otherwise it inspects and answers with the inspector's best letter,
+    without a gate."""
+
+    name = "coupled-heuristic"
+
+    def act(self, question: Question, history: Sequence[Step], steps_left: int) -> Retrieve | Inspect | Finalize:
+        last = history[-1] if history else None
+        if last is not None and last.action == "retrieve" and last.hits:
+            text = last.hits[0].text.lower()
+            named = [letter for letter, option in zip(question.letters, question.options, strict=True)
+                     if re.search(rf"\b{re.escape(option.strip().lower())}s?\b", text)]
+            if len(named) == 1:
+                return Finalize(f"The best hit says {question.option_text(named[0])!r}.", answer=named[0])
+        if last is not None and last.action == "inspect" and last.verdict is not None and last.verdict.answer:
+            return Finalize("The inspector's best reading.", answer=last.verdict.answer)
+        return super().act(question, history, steps_left)
