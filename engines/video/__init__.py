@@ -14,5 +14,9 @@ Modules, one job each:
 - ``decode``: frame-accurate frames at given times with PyAV (seek to the keyframe, decode forward);
 - ``synthetic``: the project's synthetic long-video benchmark (scripted events, LVBench questions);
 - ``questions``: benchmark loaders (LVBench, LongVideoBench, Video-MME, MLVU, EgoSchema);
-- ``trajectory``: the run record (``lvqa-traj/1``), ``gate``: the answer gate, ``metrics``: accuracy and groundedness.
+- ``trajectory``: the run record (``lvqa-traj/1``), ``gate``: the answer gate, ``metrics``: accuracy and groundedness;
+- ``subtitles`` (SRT), ``index`` (clip captions and dialogue, BM25 and embedding search);
+- ``roles`` (planner, inspector and captioner protocols), ``offline`` (their offline defaults on the
+  ``frame_model`` that ``train_inspector`` trains), ``backends`` (the roles by name);
+- ``agent`` (the gated loop and the coupled baseline), ``cli`` and ``__main__`` (``python -m engines.video``).
 """

@@ -25,10 +25,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from engines.video.backends import Inspect, Retrieve, Roles, hit_summary
 from engines.video.decode import VideoReader
 from engines.video.gate import gate
 from engines.video.questions import Question
+from engines.video.roles import Inspect, Retrieve, Roles, hit_summary
 from engines.video.spans import Span, merge, widen
 from engines.video.trajectory import Final, Step, Trajectory
 

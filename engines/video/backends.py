@@ -1,133 +1,32 @@
-"""The model roles of the video agent, behind protocols, and the registry that names them.
+"""The video agent's model roles by name: the offline defaults and the adapters register
+themselves (``engines.video.offline``, ``engines.video.adapters``); this module looks them up.
 
-- **Planner** (text only, upstream ``agents/tool_agent.py``): chooses the next action from the
-  question and what it has seen so far: search the index, inspect time spans, or finish. It never
-  sees pixels and never gives the answer: the gated agent ignores any answer a planner states.
-- **Inspector** (upstream ``VisualInspectAliasTool``): looks at the frames of the spans it is given
-  and returns a :class:`~engines.video.trajectory.Verdict`: a letter with a confidence, evidence
-  citing times, or SEARCH_MORE with what is missing. In ``answer_only`` mode (the forced last step,
-  the full-video fallback, the coupled baseline) it always names its best letter.
-- **Captioner**: describes each 16 s clip for the index (``engines.video.index``).
-
-Offline defaults (``engines.video.offline``): a heuristic planner and an inspector and captioner
-built on the project's frame model (``assets/video/frame_model.pt``). Names resolve through
-:func:`planner`, :func:`inspector` and :func:`captioner`.
+The roles and their protocols are described in ``engines.video.roles``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Protocol
-
-from engines.video.decode import VideoReader
-from engines.video.index import Captioner, Retriever
-from engines.video.questions import Question
-from engines.video.spans import Span
-from engines.video.trajectory import FrameRef, Hit, Step, Verdict
-
-ASSETS = Path(__file__).resolve().parents[2] / "assets" / "video"
-FRAME_MODEL = ASSETS / "frame_model.pt"
-
-
-@dataclass(frozen=True)
-class Retrieve:
-    query: str
-    thought: str = ""
-
-
-@dataclass(frozen=True)
-class Inspect:
-    spans: tuple[Span, ...]
-    context: str = ""
-    thought: str = ""
-
-
-@dataclass(frozen=True)
-class Finalize:
-    thought: str = ""
-    answer: str | None = None  # only the coupled baseline's planner answers; the gated agent ignores it
-
-
-Action = Retrieve | Inspect | Finalize
-
-
-@dataclass
-class Inspection:
-    """What an inspector returns: its verdict, the frames it looked at, and its raw reply."""
-
-    verdict: Verdict
-    frames: list[FrameRef] = field(default_factory=list)
-    raw: str = ""
-
-
-class Planner(Protocol):
-    name: str
-
-    def act(self, question: Question, history: Sequence[Step], steps_left: int) -> Action: ...
-
-
-class Inspector(Protocol):
-    name: str
-
-    def inspect(self, reader: VideoReader, spans: Sequence[Span], question: Question, *, context: str = "",
-                fps: float = 2.0, max_frames: int = 48, answer_only: bool = False) -> Inspection: ...
-
-
-@dataclass
-class Roles:
-    """The planner, inspector and retriever one run uses."""
-
-    planner: Planner
-    inspector: Inspector
-    retriever_for: Callable[[str], Retriever]  # video path -> its retriever
-    hits_shown: int = 5  # how many hits a retrieve shows the planner
-
-
-_PLANNERS: dict[str, Callable[..., Planner]] = {}
-_INSPECTORS: dict[str, Callable[..., Inspector]] = {}
-_CAPTIONERS: dict[str, Callable[..., Captioner]] = {}
-
-
-def register(kind: str, name: str):
-    """Register a factory of a planner, inspector or captioner under ``name``."""
-    table = {"planner": _PLANNERS, "inspector": _INSPECTORS, "captioner": _CAPTIONERS}[kind]
-
-    def decorate(factory):
-        table[name] = factory
-        return factory
-    return decorate
+from engines.video import offline  # noqa: F401  (registers the offline defaults)
+from engines.video.roles import CAPTIONERS, INSPECTORS, PLANNERS, Captioner, Inspector, Planner
 
 
 def _make(table: dict, kind: str, name: str, **options):
-    _load_builtins()
     if name not in table:
         raise ValueError(f"unknown {kind} {name!r}; choose one of {', '.join(sorted(table))}")
     return table[name](**options)
 
 
 def planner(name: str = "heuristic", **options) -> Planner:
-    return _make(_PLANNERS, "planner", name, **options)
+    return _make(PLANNERS, "planner", name, **options)
 
 
 def inspector(name: str = "frame-model", **options) -> Inspector:
-    return _make(_INSPECTORS, "inspector", name, **options)
+    return _make(INSPECTORS, "inspector", name, **options)
 
 
 def captioner(name: str = "frame-model", **options) -> Captioner:
-    return _make(_CAPTIONERS, "captioner", name, **options)
+    return _make(CAPTIONERS, "captioner", name, **options)
 
 
 def names(kind: str) -> list[str]:
-    _load_builtins()
-    return sorted({"planner": _PLANNERS, "inspector": _INSPECTORS, "captioner": _CAPTIONERS}[kind])
-
-
-def _load_builtins() -> None:
-    import engines.video.offline  # noqa: F401  (registers the offline defaults)
-
-
-def hit_summary(hits: Sequence[Hit]) -> str:
-    """What the planner reads after a search: the hits' times and text, best first."""
-    return "\n".join(f"[{h.span.label()}] score {h.score:.3f}: {h.text.replace(chr(10), ' | ')}" for h in hits)
+    return sorted({"planner": PLANNERS, "inspector": INSPECTORS, "captioner": CAPTIONERS}[kind])

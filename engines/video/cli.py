@@ -73,7 +73,7 @@ def run_generate(args: argparse.Namespace) -> dict:
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
-    from engines.video.backends import FRAME_MODEL
+    from engines.video.roles import FRAME_MODEL
     from engines.video.train_inspector import InspectorTrainConfig
 
     defaults = InspectorTrainConfig()
@@ -131,6 +131,7 @@ def roles_for(planner_name: str, inspector_name: str, captioner_name: str, searc
     """The roles of a run; each video's index is built once (and cached beside the video)."""
     from engines.video import backends
     from engines.video.index import Retriever, load_or_build
+    from engines.video.roles import Roles
 
     weights = {"weights": frame_model} if frame_model is not None else {}
     captioner = backends.captioner(captioner_name, **(weights if captioner_name == "frame-model" else {}))
@@ -142,7 +143,7 @@ def roles_for(planner_name: str, inspector_name: str, captioner_name: str, searc
         return retrievers[video_path]
 
     inspector = backends.inspector(inspector_name, **(weights if inspector_name == "frame-model" else {}))
-    return backends.Roles(backends.planner(planner_name), inspector, retriever_for)
+    return Roles(backends.planner(planner_name), inspector, retriever_for)
 
 
 def run_agent(args: argparse.Namespace) -> dict:

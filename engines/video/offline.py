@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from engines.video import frame_model
-from engines.video.backends import FRAME_MODEL, Finalize, Inspect, Inspection, Retrieve, register
 from engines.video.decode import VideoReader, sample_times
 from engines.video.questions import Question
 from engines.video.render import COLOURS, SHAPES
+from engines.video.roles import FRAME_MODEL, Finalize, Inspect, Inspection, Retrieve, register
 from engines.video.spans import Span, format_time, merge, parse_time
 from engines.video.trajectory import FrameRef, Step, Verdict
 
