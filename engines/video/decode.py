@@ -46,7 +46,7 @@ class _MissedSeek(Exception):
 @dataclass(frozen=True)
 class VideoInfo:
     """What a reader knows about its video. ``n_frames`` is counted from the packets when the
-    container does not store it."""
+    container does not store it; the keyframes are :meth:`VideoReader.keyframe_times`."""
 
     path: str
     duration_s: float
@@ -55,7 +55,6 @@ class VideoInfo:
     width: int
     height: int
     codec: str
-    keyframes: int
 
 
 @dataclass(frozen=True)
@@ -88,12 +87,16 @@ class VideoReader:
         if not rate:
             raise VideoError(f"{self.path}: the video stream has no frame rate")
         self._stream = _Stream(Fraction(rate), Fraction(stream.time_base), stream.start_time or 0)
-        self._keyframe_pts, n_frames = self._scan_packets()
+        # MP4 and MOV store the frame count; other containers (MPEG-TS, Matroska) are counted from
+        # their packets, which also gives the keyframes (otherwise read only when asked for).
+        self._keyframe_pts: list[int] | None = None
+        n_frames = stream.frames
+        if n_frames <= 0:
+            self._keyframe_pts, n_frames = self._scan_packets()
         if n_frames == 0:
             raise VideoError(f"{self.path}: the video stream holds no frames")
         self.info = VideoInfo(self.path, n_frames / float(self._stream.fps), float(self._stream.fps), n_frames,
-                              stream.codec_context.width, stream.codec_context.height, stream.codec_context.name,
-                              len(self._keyframe_pts))
+                              stream.codec_context.width, stream.codec_context.height, stream.codec_context.name)
 
     # ------------------------------------------------------------------ containers
 
@@ -130,6 +133,12 @@ class VideoReader:
             raise VideoError(f"{self.path}: the file is corrupt after {count} frames ({error})") from error
         container.seek(0, stream=stream)  # back to the start for the first decode
         return sorted(keyframes), count
+
+    def keyframe_times(self) -> list[float]:
+        """Presentation times (s) of the keyframes, read from the packets on first use."""
+        if self._keyframe_pts is None:
+            self._keyframe_pts, _ = self._scan_packets()
+        return [float((pts - self._stream.start_pts) * self._stream.time_base) for pts in self._keyframe_pts]
 
     def close(self) -> None:
         with self._lock:
@@ -175,10 +184,7 @@ class VideoReader:
         Targets are grouped by the keyframe before them; each group is one seek and one forward
         decode, and groups run in threads."""
         indices = [self.index_at(t) for t in times]
-        groups: dict[int, list[int]] = {}
-        for index in sorted(set(indices)):
-            groups.setdefault(self._keyframe_before(index), []).append(index)
-        runs = list(groups.items())
+        runs = self._runs(sorted(set(indices)))
         if len(runs) == 1 or self._threads == 1:
             decoded = [self._decode_run(keyframe, wanted, size) for keyframe, wanted in runs]
         else:
@@ -187,13 +193,28 @@ class VideoReader:
         frames = {index: frame for part in decoded for index, frame in part.items()}
         return [frames[index] for index in indices]
 
-    def _keyframe_before(self, index: int) -> int:
-        """The presentation time of the last keyframe at or before frame ``index``."""
-        position = bisect.bisect_right(self._keyframe_pts, self._pts_of(index)) - 1
-        return self._keyframe_pts[max(position, 0)]
+    def _runs(self, wanted: list[int]) -> list[tuple[int, list[int]]]:
+        """Sorted frame numbers grouped into runs, each (where to seek, its frames): by the keyframe
+        before them when the keyframes are known; else a frame less than two seconds after the
+        previous one is decoded on to rather than sought (a keyframe is rarely closer)."""
+        runs: list[tuple[int, list[int]]] = []
+        if self._keyframe_pts is not None:
+            groups: dict[int, list[int]] = {}
+            for index in wanted:
+                position = bisect.bisect_right(self._keyframe_pts, self._pts_of(index)) - 1
+                groups.setdefault(self._keyframe_pts[max(position, 0)], []).append(index)
+            return list(groups.items())
+        near = max(1, round(2 * float(self._stream.fps)))
+        for index in wanted:
+            if runs and index - runs[-1][1][-1] <= near:
+                runs[-1][1].append(index)
+            else:
+                runs.append((self._pts_of(index), [index]))
+        return runs
 
     def _decode_run(self, keyframe_pts: int, wanted: list[int], size: tuple[int, int] | None) -> dict[int, np.ndarray]:
-        """Seek to the keyframe and decode forward, keeping the ``wanted`` frame numbers (sorted).
+        """Seek to the keyframe at or before ``keyframe_pts`` and decode forward, keeping the
+        ``wanted`` frame numbers (sorted).
 
         Some demuxers (MPEG-TS) cannot seek by a stream's time and land at the end, or past the
         target; then the run starts again from the beginning of the file, slower but exact."""

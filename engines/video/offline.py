@@ -22,7 +22,7 @@ import numpy as np
 from engines.video import frame_model
 from engines.video.decode import VideoReader, sample_times
 from engines.video.questions import Question
-from engines.video.render import COLOURS, SHAPES
+from engines.video.render import ARENA_BOTTOM, ARENA_TOP, COLOURS, SHAPES
 from engines.video.roles import FRAME_MODEL, Finalize, Inspect, Inspection, Retrieve, register
 from engines.video.spans import Span, format_time, merge, parse_time
 from engines.video.trajectory import FrameRef, Step, Verdict
@@ -58,16 +58,51 @@ class FrameReading:
     word: str
 
 
+MAX_SHIFT = 8  # pixels searched each way: objects drift 4 px in the half second between a pair's frames
+MOVING = 2  # a shift of at least this many pixels is a drift; less is standing still
+
+
+def direction_of(first: np.ndarray, second: np.ndarray, colour: str) -> str:
+    """Which way the objects of ``colour`` moved from ``first`` to ``second`` (frames (H, W, 3)):
+    the shift along one axis that best lays the first frame's pixels of that colour onto the
+    second's (objects that wrap around an edge are a minority of the pixels). "still" below 2 px."""
+    palette = np.asarray(COLOURS[colour], np.float32)
+
+    def mask(frame: np.ndarray) -> np.ndarray:
+        arena = frame[ARENA_TOP:ARENA_BOTTOM].astype(np.float32)
+        return np.linalg.norm(arena - palette, axis=-1) < 60
+
+    a, b = mask(first), mask(second)
+    if a.sum() < 20:
+        return "still"
+    best, overlap = (0, 0), -1
+    for dx, dy in [(d, 0) for d in range(-MAX_SHIFT, MAX_SHIFT + 1)] + [(0, d) for d in range(-MAX_SHIFT, MAX_SHIFT + 1)]:
+        moved = np.roll(a, (dy, dx), axis=(0, 1))
+        score = int((moved & b).sum())
+        if score > overlap:
+            best, overlap = (dx, dy), score
+    dx, dy = best
+    if max(abs(dx), abs(dy)) < MOVING:
+        return "still"
+    if abs(dx) >= abs(dy):
+        return "right" if dx > 0 else "left"
+    return "down" if dy > 0 else "up"
+
+
 def read_frames(model, reader: VideoReader, times: Sequence[float]) -> tuple[list[FrameReading], dict[str, np.ndarray]]:
-    """The frame model's readings at ``times`` and its probabilities per head (N, classes)."""
+    """The frame model's readings at ``times`` and its probabilities per head (N, classes); the
+    direction is measured from each pair (:func:`direction_of`) and given as a one-hot "head"."""
     first, second = _pairs(reader, times)
     probabilities = frame_model.predict(model, first, second)
     readings = []
+    directions = np.zeros((len(times), len(frame_model.MOVES)), np.float32)
     for i, t in enumerate(times):
         best = {name: frame_model.HEADS[name][int(probabilities[name][i].argmax())] for name in frame_model.HEADS}
-        readings.append(FrameReading(t, float(1.0 - probabilities["count"][i][0]), best["count"], best["shape"],
-                                     best["colour"], best["direction"], best["word"]))
-    return readings, probabilities
+        present = float(1.0 - probabilities["count"][i][0])
+        direction = direction_of(first[i], second[i], best["colour"]) if present >= PRESENT else "still"
+        directions[i, frame_model.MOVES.index(direction)] = 1.0
+        readings.append(FrameReading(t, present, best["count"], best["shape"], best["colour"], direction, best["word"]))
+    return readings, {**probabilities, "direction": directions}
 
 
 def describe(reading: FrameReading) -> str:
@@ -202,7 +237,7 @@ class FrameModelInspector:
             missing = ("no written word" if head == "word" else
                        "no " + " ".join([wanted.get("colour", ""), wanted.get("shape", "object")]).strip() + "s")
             return self._search_more(frames, "SPAN_MISMATCH", f"{missing} seen in {where}", question, answer_only)
-        classes = frame_model.HEADS[head]
+        classes = frame_model.MOVES if head == "direction" else frame_model.HEADS[head]
         support = {}
         for letter, option in zip(question.letters, question.options, strict=True):
             value = _option_value(head, option)

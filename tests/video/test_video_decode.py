@@ -40,9 +40,20 @@ def test_the_stream_really_has_b_frames_when_asked(video):
 def test_metadata_of_a_ninety_second_video(video):
     with open_video(video) as reader:
         info = reader.info
+        keyframes = reader.keyframe_times()
     # 90 s at 4 fps = 360 frames; a keyframe every 2 s = every 8 frames: 45 keyframes; 160 x 120 H.264.
     assert (info.n_frames, info.fps, info.duration_s) == (360, 4.0, 90.0)
-    assert (info.width, info.height, info.codec, info.keyframes) == (160, 120, "h264", 45)
+    assert (info.width, info.height, info.codec) == (160, 120, "h264")
+    assert keyframes[:3] == [0.0, 2.0, 4.0] and len(keyframes) == 45
+
+
+def test_frames_are_exact_also_once_the_keyframes_are_known(video):
+    # With the keyframe index read, runs are grouped by keyframe instead of by distance: same frames.
+    rng = random.Random(9)
+    times = [rng.uniform(0, 90) for _ in range(120)]
+    with open_video(video) as reader:
+        reader.keyframe_times()
+        assert _numbers(reader.frames_at(times)) == [math.floor(t * FPS) for t in times]
 
 
 def test_hundreds_of_random_times_give_exactly_the_frame_shown(video):
