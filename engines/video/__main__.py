@@ -5,6 +5,8 @@
     python -m engines.video run --videos DIR --questions FILE.jsonl [--agent gated|coupled] \\
         [--max-steps S] [--max-frames F] --out traj.jsonl [--json]
     python -m engines.video eval traj.jsonl --json
+    python -m engines.video sweep --videos DIR --questions FILE.jsonl [--budgets 2,4,8] --out DIR
+    python -m engines.video demo [--out assets/video/demo]
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ COMMANDS = {
             "answer questions about long videos with the gated agent or the coupled baseline"),
     "eval": ("engines.video.cli", "add_eval_arguments", "run_eval",
              "accuracy and temporal and semantic groundedness of a run, overall and by budget"),
+    "sweep": ("engines.video.cli", "add_sweep_arguments", "run_sweep_command",
+              "run both agents at several step budgets and check the paper's claims"),
+    "demo": ("engines.video.cli", "add_demo_arguments", "run_demo",
+             "write the shipped demo: synthetic videos, their index, questions and a budget sweep"),
 }
 
 

@@ -6,8 +6,10 @@ The roles and their protocols are described in ``engines.video.roles``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from engines.video import offline  # noqa: F401  (registers the offline defaults)
-from engines.video.roles import CAPTIONERS, INSPECTORS, PLANNERS, Captioner, Inspector, Planner
+from engines.video.roles import CAPTIONERS, INSPECTORS, PLANNERS, Captioner, Inspector, Planner, Roles
 
 
 def _make(table: dict, kind: str, name: str, **options):
@@ -30,3 +32,21 @@ def captioner(name: str = "frame-model", **options) -> Captioner:
 
 def names(kind: str) -> list[str]:
     return sorted({"planner": PLANNERS, "inspector": INSPECTORS, "captioner": CAPTIONERS}[kind])
+
+
+def roles_for(planner_name: str, inspector_name: str, captioner_name: str, search: str,
+              frame_model: Path | None = None):
+    """The roles of a run; each video's index is built once (and cached beside the video)."""
+    from engines.video.index import Retriever, load_or_build
+
+    weights = {"weights": frame_model} if frame_model is not None else {}
+    describe = captioner(captioner_name, **(weights if captioner_name == "frame-model" else {}))
+    retrievers: dict[str, Retriever] = {}
+
+    def retriever_for(video_path: str) -> Retriever:
+        if video_path not in retrievers:
+            retrievers[video_path] = Retriever(load_or_build(video_path, describe), mode=search)
+        return retrievers[video_path]
+
+    look = inspector(inspector_name, **(weights if inspector_name == "frame-model" else {}))
+    return Roles(planner(planner_name), look, retriever_for)

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from engines.video.agent import AGENTS, AgentConfig
+from engines.video.backends import roles_for
 
 
 class _Bar:
@@ -126,26 +127,6 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true")
 
 
-def roles_for(planner_name: str, inspector_name: str, captioner_name: str, search: str,
-              frame_model: Path | None = None):
-    """The roles of a run; each video's index is built once (and cached beside the video)."""
-    from engines.video import backends
-    from engines.video.index import Retriever, load_or_build
-    from engines.video.roles import Roles
-
-    weights = {"weights": frame_model} if frame_model is not None else {}
-    captioner = backends.captioner(captioner_name, **(weights if captioner_name == "frame-model" else {}))
-    retrievers: dict[str, Retriever] = {}
-
-    def retriever_for(video_path: str) -> Retriever:
-        if video_path not in retrievers:
-            retrievers[video_path] = Retriever(load_or_build(video_path, captioner), mode=search)
-        return retrievers[video_path]
-
-    inspector = backends.inspector(inspector_name, **(weights if inspector_name == "frame-model" else {}))
-    return Roles(backends.planner(planner_name), inspector, retriever_for)
-
-
 def run_agent(args: argparse.Namespace) -> dict:
     """Answer the questions with the agent and write one trajectory per question."""
     from engines.video.agent import run_all
@@ -203,3 +184,93 @@ def _line(summary: dict, head: str) -> str:
     return (f"{head}: {summary['n']} questions, accuracy {pct('accuracy')}, grounded accuracy "
             f"{pct('grounded_accuracy')}, misaligned-correct {pct('misaligned_correct_rate')}, "
             f"TG {pct('TG_rate')}, SG {pct('SG_rate')}")
+
+
+# ------------------------------------------------------------------ sweep and the shipped demo
+
+
+def _budgets(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"budgets are step counts joined by commas, e.g. 2,4,8 (got {text!r})") from None
+
+
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    from engines.video.sweep import SweepConfig
+
+    defaults = SweepConfig()
+    parser.add_argument("--videos", type=Path, required=True, help="folder of <video_key>.mp4 (and .srt) files")
+    parser.add_argument("--questions", type=Path, required=True, help="questions in LVBench's flat shape")
+    parser.add_argument("--budgets", type=_budgets, default=defaults.budgets, help="step budgets, e.g. 2,4,8")
+    parser.add_argument("--max-frames", type=int, default=defaults.max_frames)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    parser.add_argument("--out", type=Path, required=True, help="folder for the run files and summary.json")
+    parser.add_argument("--frame-model", type=Path, default=None)
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def _sweep(videos: Path, questions_path: Path, config, out: Path, limit: int | None, frame_model: Path | None,
+           show_progress: bool) -> dict:
+    from engines.video.questions import read_questions
+    from engines.video.sweep import run_sweep
+
+    questions = read_questions(questions_path)[:limit]
+    planners = {"gated": "heuristic", "coupled": "coupled-heuristic"}
+    bar = _Bar(show_progress, len(config.agents) * len(config.budgets) * len(questions), "sweep", "question")
+    summary = run_sweep(questions, lambda q: str(videos / f"{q.video_id}.mp4"),
+                        lambda agent: roles_for(planners[agent], "frame-model", "frame-model", config.search,
+                                                frame_model),
+                        config, out, lambda done, total, label: bar.to(done))
+    bar.close()
+    return summary
+
+
+def _claims_line(summary: dict) -> str:
+    c = summary["claims"]
+    parts = [f"{summary['questions']} questions"]
+    if "gated_grounded_accuracy_higher" in c:
+        g, k = summary["results"]["gated"][str(c["budget_compared"])], summary["results"]["coupled"][str(c["budget_compared"])]
+        parts.append(f"at {c['budget_compared']} steps grounded accuracy gated {g['grounded_accuracy']:.0%} vs coupled "
+                     f"{k['grounded_accuracy']:.0%}, misaligned-correct {g['misaligned_correct_rate']:.0%} vs "
+                     f"{k['misaligned_correct_rate']:.0%}")
+    if "gated_accuracy_by_budget" in c:
+        parts.append("gated accuracy by budget " + ", ".join(f"{b}: {a:.0%}" for b, a in c["gated_accuracy_by_budget"].items()))
+    return "; ".join(parts)
+
+
+def run_sweep_command(args: argparse.Namespace) -> dict:
+    """Run both agents at several step budgets and check the paper's claims."""
+    from engines.video.sweep import SweepConfig
+
+    config = SweepConfig(budgets=args.budgets, max_frames=args.max_frames)
+    summary = _sweep(args.videos, args.questions, config, args.out, args.limit, args.frame_model,
+                     not args.no_progress)
+    return {**summary, "summary": _claims_line(summary)}
+
+
+DEMO_SETTINGS = {"minutes": 10.0, "videos": 3, "seed": 7}
+
+
+def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
+    from engines.video.roles import ASSETS
+
+    parser.add_argument("--out", type=Path, default=ASSETS / "demo", help="folder of the shipped demo")
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def run_demo(args: argparse.Namespace) -> dict:
+    """Write the shipped demo: synthetic videos with their index, questions, and a budget sweep."""
+    from engines.video import backends
+    from engines.video.index import load_or_build
+    from engines.video.roles import FRAME_MODEL
+    from engines.video.sweep import SweepConfig
+    from engines.video.synthetic import SyntheticConfig, generate
+
+    scripts = generate(args.out, SyntheticConfig(**DEMO_SETTINGS))
+    captioner = backends.captioner("frame-model")
+    for script in scripts:
+        load_or_build(args.out / f"{script.video_id}.mp4", captioner)
+    summary = _sweep(args.out, args.out / "questions.jsonl", SweepConfig(), args.out / "runs", None, FRAME_MODEL,
+                     not args.no_progress)
+    return {**summary, "summary": f"demo in {args.out}: " + _claims_line(summary)}

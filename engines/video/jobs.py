@@ -1,0 +1,121 @@
+"""Background jobs of the video area: ``video.ask`` (one question, live, on a shipped or uploaded
+video) and ``video.sweep`` (both agents over the demo questions at several step budgets).
+
+The same functions the command line calls, in the job queue, with progress: a question's
+trajectory lands in the job's folder as ``trajectory.jsonl``, a sweep's run files and summary in
+``sweep/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from engines.platform.jobqueue import JobContext, list_jobs, register_job
+from engines.platform.models import Job
+from engines.video.agent import AgentConfig, answer
+from engines.video.backends import roles_for
+from engines.video.library import DEMO, RunFile, allowed_video
+from engines.video.metrics import with_metrics
+from engines.video.questions import Question, read_questions
+from engines.video.sweep import SweepConfig, run_sweep
+from engines.video.trajectory import write_jsonl
+
+ASK, SWEEP = "video.ask", "video.sweep"
+PLANNERS = {"gated": "heuristic", "coupled": "coupled-heuristic"}
+
+
+class AskParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    video: str = Field(title="A shipped demo video or an uploaded one")
+    question: str = Field(min_length=3, max_length=1000)
+    options: list[str] = Field(min_length=2, max_length=5)
+    agent: Literal["gated", "coupled"] = "gated"
+    max_steps: int = Field(default=8, ge=1, le=32)
+    max_frames: int = Field(default=48, ge=4, le=256)
+
+    @field_validator("options")
+    @classmethod
+    def _filled(cls, value: list[str]) -> list[str]:
+        value = [option.strip() for option in value]
+        if any(not option for option in value):
+            raise ValueError("every option needs a text")
+        return value
+
+    @field_validator("video")
+    @classmethod
+    def _allowed(cls, value: str) -> str:
+        return str(allowed_video(value))
+
+
+def _roles(agent: str):
+    return roles_for(PLANNERS[agent], "frame-model", "frame-model", "bm25")
+
+
+@register_job(ASK, title="Video: ask a question about a long video", params=AskParams)
+def ask_job(ctx: JobContext, **params) -> dict:
+    """Index the video (once), then answer the question with the agent; writes trajectory.jsonl."""
+    p = AskParams(**params)
+    question = Question(uid=f"job-{ctx.job_id}", video_id=Path(p.video).stem, question=p.question,
+                        options=tuple(p.options), answer=None, benchmark="synthetic"
+                        if Path(p.video).parent == DEMO.resolve() else "lvbench")
+    ctx.progress(0.05, "indexing the video (captions of every 16 s clip; once per video)")
+    roles = _roles(p.agent)
+    roles.retriever_for(p.video)
+    ctx.progress(0.5, f"the {p.agent} agent is searching and inspecting")
+    trajectory = with_metrics(answer(question, p.video, roles, AgentConfig(agent=p.agent, max_steps=p.max_steps,
+                                                                           max_frames=p.max_frames)))
+    out = ctx.result_dir / "trajectory.jsonl"
+    write_jsonl([trajectory], out)
+    letter = trajectory.final.answer
+    said = f"{letter} ({question.option_text(letter)})" if letter in question.letters else "no answer"
+    return {"result_path": str(out), "answer": letter, "mode": trajectory.final.mode,
+            "summary": f"{said}, {trajectory.final.mode.replace('_', ' ')}, after {len(trajectory.steps)} steps"}
+
+
+class SweepParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    budgets: list[int] = Field(default=[2, 4, 8], min_length=1, max_length=6)
+    limit: int | None = Field(default=None, ge=1, le=1000, title="Only the first N demo questions")
+
+    @field_validator("budgets")
+    @classmethod
+    def _steps(cls, value: list[int]) -> list[int]:
+        if any(not 1 <= b <= 32 for b in value):
+            raise ValueError("every budget is a number of steps from 1 to 32")
+        return sorted(set(value))
+
+
+@register_job(SWEEP, title="Video: both agents at several step budgets", params=SweepParams)
+def sweep_job(ctx: JobContext, **params) -> dict:
+    """The sweep of ``python -m engines.video sweep`` over the shipped demo; writes sweep/."""
+    p = SweepParams(**params)
+    questions = read_questions(DEMO / "questions.jsonl")[:p.limit]
+    summary = run_sweep(questions, lambda q: str(DEMO / f"{q.video_id}.mp4"), _roles,
+                        SweepConfig(budgets=tuple(p.budgets)), ctx.result_dir / "sweep",
+                        lambda done, total, label: ctx.progress(0.98 * done / total, label))
+    return {"result_path": str(ctx.result_dir / "sweep"), "claims": summary["claims"],
+            "summary": f"{len(questions)} questions at budgets {', '.join(map(str, p.budgets))}"}
+
+
+def video_jobs(*, limit: int = 20) -> list[Job]:
+    """The newest jobs of this area (any status)."""
+    return list_jobs(kinds=[ASK, SWEEP], limit=limit)
+
+
+def job_runs(*, limit: int = 50) -> list[RunFile]:
+    """Trajectories files of finished jobs that are still there, newest first."""
+    runs = []
+    for job in list_jobs(kinds=[ASK, SWEEP], limit=limit):
+        if job.status != "succeeded" or not job.result:
+            continue
+        path = Path(job.result.get("result_path", ""))
+        if job.kind == ASK and path.is_file():
+            runs.append(RunFile(f"job #{job.id}: {job.result.get('summary', '')}", path))
+        elif job.kind == SWEEP and path.is_dir():
+            runs += [RunFile(f"job #{job.id}: {p.stem}", p) for p in sorted(path.glob("*.jsonl"))]
+    return runs

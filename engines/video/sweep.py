@@ -1,0 +1,90 @@
+"""Budget scaling: both agents over a set of questions at several step budgets.
+
+The paper's claims at small scale, on the synthetic benchmark: the gated, decoupled agent has
+higher grounded accuracy and a lower misaligned-correct rate than the coupled baseline, and its
+accuracy rises with the step budget. A sweep writes one trajectories file per (agent, budget),
+``<agent>-steps<S>.jsonl``, and ``summary.json`` with the metrics of each and the claims checked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from engines.video.agent import AGENTS, AgentConfig, run_all
+from engines.video.metrics import summarise, with_metrics
+from engines.video.questions import Question
+from engines.video.trajectory import write_jsonl
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    budgets: tuple[int, ...] = (2, 4, 8)
+    agents: tuple[str, ...] = AGENTS
+    max_frames: int = 48
+    search: str = "bm25"
+
+    def __post_init__(self) -> None:
+        if not self.budgets or any(not 1 <= b <= 64 for b in self.budgets):
+            raise ValueError(f"budgets must be step counts from 1 to 64, got {self.budgets}")
+        unknown = [a for a in self.agents if a not in AGENTS]
+        if unknown or not self.agents:
+            raise ValueError(f"agents must be some of {', '.join(AGENTS)}, got {self.agents}")
+
+
+def run_file(folder: Path, agent: str, budget: int) -> Path:
+    return folder / f"{agent}-steps{budget}.jsonl"
+
+
+def claims(results: dict[str, dict[int, dict]]) -> dict:
+    """The paper's three claims checked on a sweep's summaries (None where an agent is missing)."""
+    gated, coupled = results.get("gated"), results.get("coupled")
+    out: dict = {}
+    if gated and coupled:
+        top = max(set(gated) & set(coupled))
+        out["budget_compared"] = top
+        out["gated_grounded_accuracy_higher"] = gated[top]["grounded_accuracy"] > coupled[top]["grounded_accuracy"]
+        out["gated_misaligned_correct_lower"] = (gated[top]["misaligned_correct_rate"]
+                                                 < coupled[top]["misaligned_correct_rate"])
+    if gated and len(gated) > 1:
+        budgets = sorted(gated)
+        accuracies = [gated[b]["accuracy"] for b in budgets]
+        out["gated_accuracy_by_budget"] = dict(zip(budgets, accuracies, strict=True))
+        out["gated_accuracy_rises_with_budget"] = accuracies[-1] > accuracies[0] and all(
+            later >= earlier - 1e-9 for earlier, later in zip(accuracies, accuracies[1:], strict=False))
+    return out
+
+
+def run_sweep(questions: list[Question], video_for: Callable[[Question], str], roles_for: Callable[[str], object],
+              config: SweepConfig, out: Path, progress: Callable[[int, int, str], None] | None = None) -> dict:
+    """Run every agent at every budget; ``roles_for(agent)`` gives that agent's roles. Writes the run
+    files and summary.json into ``out``; returns the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    total, done = len(config.agents) * len(config.budgets) * len(questions), 0
+    results: dict[str, dict[int, dict]] = {}
+    for agent in config.agents:
+        roles = roles_for(agent)
+        for budget in config.budgets:
+            label = f"{agent} agent, {budget} steps"
+
+            def step(number: int, count: int, label=label, base=done) -> None:
+                if progress is not None:
+                    progress(base + number, total, label)
+
+            trajectories = [with_metrics(t) for t in run_all(questions, video_for, roles,
+                                                             AgentConfig(agent=agent, max_steps=budget,
+                                                                         max_frames=config.max_frames),
+                                                             progress=step)]
+            done += len(questions)
+            write_jsonl(trajectories, run_file(out, agent, budget))
+            results.setdefault(agent, {})[budget] = summarise(trajectories)
+    summary = {"config": asdict(config), "questions": len(questions),
+               "results": {agent: {str(b): s for b, s in by.items()} for agent, by in results.items()},
+               "claims": claims(results)}
+    partial = out / "summary.json.partial"
+    partial.write_text(json.dumps(summary, indent=1, default=str))
+    os.replace(partial, out / "summary.json")
+    return summary
