@@ -201,13 +201,28 @@ def _evidence(head: str, value: str, readings: Sequence[FrameReading]) -> str:
     return f"At {times} the {sample.colour} {noun} move {value}."
 
 
+MIN_RELEVANCE = 0.2  # a frame whose relevance weight is below this does not count at all
+
+
+def _relevance(head: str, wanted: dict[str, str], probabilities: dict[str, np.ndarray]) -> np.ndarray:
+    """How much each frame is about what the question asks (N,): for a word question, P(a word is
+    shown); else P(objects on screen) times P(their colour and shape are the ones the stem names).
+    Soft weights rather than the model's single best reading: a frame it is unsure of counts less."""
+    if head == "word":
+        return 1.0 - probabilities["word"][:, frame_model.WORD_CLASSES.index("none")]
+    weights = 1.0 - probabilities["count"][:, 0]
+    for name, value in wanted.items():
+        weights = weights * probabilities[name][:, frame_model.HEADS[name].index(value)]
+    return weights
+
+
 @register("inspector", "frame-model")
 class FrameModelInspector:
     """Answers from the frame model's readings of the inspected frames.
 
-    The relevant frames are those showing objects of the colour and shape the stem names (or, for a
-    word question, showing a word). Each option's support is the mean probability the model gives
-    its value over those frames; the best option's support is the confidence. Below 0.95 (and not
+    Each frame is weighted by how surely it shows objects of the colour and shape the stem names (or,
+    for a word question, a word); each option's support is the weighted mean probability the model
+    gives its value; the best option's support is the confidence. Below 0.95 (and not
     ``answer_only``), or with no relevant frame, the verdict is SEARCH_MORE: SPAN_MISMATCH when
     nothing relevant was seen, PARTIAL_EVIDENCE when it was seen too little or unclearly, and
     VISUAL_UNCLEAR for a question it cannot read at all. Evidence cites the frames that agree.
@@ -230,19 +245,21 @@ class FrameModelInspector:
             return self._search_more(frames, "VISUAL_UNCLEAR", "the question asks about something these frames "
                                      "cannot show", question, answer_only)
         wanted = _conditions(question.question)
-        relevant = [i for i, r in enumerate(readings)
-                    if (r.word != "none" if head == "word" else
-                        r.present >= PRESENT and all(getattr(r, k) == v for k, v in wanted.items()))]
-        if not relevant:
+        weights = _relevance(head, wanted, probabilities)
+        relevant = [i for i in np.argsort(-weights, kind="stable") if weights[i] >= MIN_RELEVANCE]
+        if weights.sum() < 1.0 or not relevant:
             missing = ("no written word" if head == "word" else
                        "no " + " ".join([wanted.get("colour", ""), wanted.get("shape", "object")]).strip() + "s")
             return self._search_more(frames, "SPAN_MISMATCH", f"{missing} seen in {where}", question, answer_only)
+        relevant = sorted(relevant)
         classes = frame_model.MOVES if head == "direction" else frame_model.HEADS[head]
+        w = weights[relevant]
         support = {}
         for letter, option in zip(question.letters, question.options, strict=True):
             value = _option_value(head, option)
             column = classes.index(value) if value in classes else None
-            support[letter] = float(probabilities[head][relevant, column].mean()) if column is not None else 0.0
+            support[letter] = float((w * probabilities[head][relevant, column]).sum() / w.sum()) \
+                if column is not None else 0.0
         letter = max(support, key=support.get)
         confidence = round(support[letter], 4)
         value = _option_value(head, question.option_text(letter))

@@ -9,6 +9,7 @@ span is a horizontal bar carrying ``[start, end]`` as customdata, so a click can
 
 from __future__ import annotations
 
+import pandas as pd
 import plotly.graph_objects as go
 
 from engines.video.spans import Span, format_time
@@ -110,3 +111,16 @@ def search_more_figure(counts: dict[str, int]) -> go.Figure:
     figure.update_layout(title="Why the inspector asked to search more", height=320,
                          margin={"l": 10, "r": 10, "t": 40, "b": 40})
     return figure
+
+
+def jobs_frame(jobs: list) -> pd.DataFrame:
+    """The area's jobs as the Jobs table shows them: what each does, status, progress, message."""
+    def what(job) -> str:
+        params = job.params or {}
+        if job.kind.endswith(".ask"):
+            return f"ask ({params.get('agent', 'gated')}): {str(params.get('question', ''))[:50]}"
+        return f"sweep at budgets {', '.join(map(str, params.get('budgets', [2, 4, 8])))}"
+
+    return pd.DataFrame([{"id": j.id, "job": what(j), "status": j.status, "progress": j.progress,
+                          "message": j.message, "created": j.created_at} for j in jobs],
+                        columns=["id", "job", "status", "progress", "message", "created"])

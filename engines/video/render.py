@@ -29,7 +29,7 @@ SHAPES = ("circle", "square", "triangle", "diamond")
 DIRECTIONS = ("left", "right", "up", "down")
 WORDS = ("APPLE", "RIVER", "CLOCK", "TIGER", "PIANO", "CANDLE", "ROCKET", "GARDEN",
          "MIRROR", "BRIDGE", "PENCIL", "WINDOW")
-OBJECT_SIZE = 18
+OBJECT_SIZE = 24  # 12 pixels at the frame model's half resolution: shapes stay legible
 SPEED_PX_S = 8.0  # how fast a moving group drifts: 4 pixels between frames half a second apart
 _VELOCITY = {"left": (-1.0, 0.0), "right": (1.0, 0.0), "up": (0.0, -1.0), "down": (0.0, 1.0)}
 

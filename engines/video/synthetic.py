@@ -8,8 +8,8 @@ and colour on screen for 8-24 s, some drifting, some with a burned-in word. A na
 place: "the lighthouse"), and a question asks about what is on screen then: the objects' colour,
 shape, number, direction, or the word. **Distractor events** show the same shape in other colours
 and counts elsewhere, and the narrator also names the topic once outside its event ("we will come
-back to the lighthouse later"), so a text search finds a wrong place too and only looking at the
-frames settles the answer. Some questions name their time instead of a topic (LVBench's
+back to the lighthouse later"), during the distractor or in the quiet stretch after it, so a text
+search finds a wrong place too and only looking at the frames settles the answer. Some questions name their time instead of a topic (LVBench's
 fixed-range questions). The ground-truth evidence span of a question is its event's span.
 
 Written to ``DIR``: ``<video_id>.mp4``, ``<video_id>.srt``, ``<video_id>.script.json`` (the events,
@@ -153,7 +153,7 @@ def _events(duration: float, rng: random.Random) -> list[Event]:
 
 def _subtitles(duration: float, events: list[Event], rng: random.Random) -> list[Subtitle]:
     """Filler narration every 5-9 s; two topic lines in each key event; one misleading topic line
-    in the distractor after it (or, without one, in a quiet stretch)."""
+    in the distractor after it or in the quiet stretch after that (half the time each)."""
     lines: list[Subtitle] = []
     mentions: list[tuple[float, str]] = []
     for i, event in enumerate(events):
@@ -162,7 +162,12 @@ def _subtitles(duration: float, events: list[Event], rng: random.Random) -> list
         mentions.append((event.span.start + 0.5, f"Here we reach the {event.topic}."))
         mentions.append((event.span.start + event.span.length / 2, f"The {event.topic} is worth a close look."))
         trap = events[i + 1] if i + 1 < len(events) else None
-        at = trap.span.start + 1.0 if trap is not None else max(0.0, event.span.start - 15.0)
+        if trap is not None and rng.random() < 0.5:
+            at = trap.span.start + 1.0  # during the distractor: its objects answer the question wrongly
+        elif trap is not None and trap.span.end + 8.0 < duration - 5.0:
+            at = trap.span.end + 8.0  # in the quiet stretch after it: nothing to see there
+        else:
+            at = max(0.0, event.span.start - 15.0)
         mentions.append((at, f"We will come back to the {event.topic} later."))
     mentions.sort()
     t, cursor = 1.0, 0

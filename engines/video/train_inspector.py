@@ -35,9 +35,9 @@ FRAMES_PER_CLIP = 4  # one second; pairs (0, 2) and (1, 3) are half a second apa
 
 @dataclass(frozen=True)
 class InspectorTrainConfig:
-    clips: int = 2000
+    clips: int = 3000
     held_out_clips: int = 300
-    epochs: int = 12
+    epochs: int = 14
     batch_size: int = 64
     learning_rate: float = 2e-3
     seed: int = 0

@@ -73,7 +73,7 @@ def test_the_answer_colour_is_on_screen_in_the_evidence_span_and_the_other_optio
             frame = reader.frame_at((span.start + span.end) / 2)
         options = _options(q["question"])
         counts = {letter: _colour_pixels(frame, colour) for letter, colour in options.items()}
-        assert counts[q["answer"]] > 100, (q["uid"], counts)  # an object is 18 x 18 pixels, at least ~160 covered
+        assert counts[q["answer"]] > 100, (q["uid"], counts)  # an object is 24 x 24 pixels, at least ~280 covered
         assert all(n < 30 for letter, n in counts.items() if letter != q["answer"]), (q["uid"], counts)
         checked += 1
     assert checked >= 2
