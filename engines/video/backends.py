@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engines.video import offline  # noqa: F401  (registers the offline defaults)
+from engines.video import adapters, offline  # noqa: F401  (register the adapters and the offline defaults)
 from engines.video.roles import CAPTIONERS, INSPECTORS, PLANNERS, Captioner, Inspector, Planner, Roles
 
 
@@ -35,8 +35,11 @@ def names(kind: str) -> list[str]:
 
 
 def roles_for(planner_name: str, inspector_name: str, captioner_name: str, search: str,
-              frame_model: Path | None = None):
-    """The roles of a run; each video's index is built once (and cached beside the video)."""
+              frame_model: Path | None = None, *, planner_options: dict | None = None,
+              inspector_options: dict | None = None):
+    """The roles of a run; each video's index is built once (and cached beside the video).
+    ``*_options`` are passed to the role's factory (an endpoint's ``base_url`` and ``model``, a
+    model folder's ``path``)."""
     from engines.video.index import Retriever, load_or_build
 
     weights = {"weights": frame_model} if frame_model is not None else {}
@@ -48,5 +51,6 @@ def roles_for(planner_name: str, inspector_name: str, captioner_name: str, searc
             retrievers[video_path] = Retriever(load_or_build(video_path, describe), mode=search)
         return retrievers[video_path]
 
-    look = inspector(inspector_name, **(weights if inspector_name == "frame-model" else {}))
-    return Roles(planner(planner_name), look, retriever_for)
+    look = inspector(inspector_name, **(weights if inspector_name == "frame-model" else {}),
+                     **(inspector_options or {}))
+    return Roles(planner(planner_name, **(planner_options or {})), look, retriever_for)

@@ -115,8 +115,14 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-frames", type=int, default=defaults.max_frames)
     parser.add_argument("--fps", type=float, default=defaults.fps, help="frames per second an inspection samples")
     parser.add_argument("--tau", type=float, default=defaults.tau, help="the gate's confidence threshold")
-    parser.add_argument("--planner", default=None, help="default: heuristic (coupled-heuristic for --agent coupled)")
-    parser.add_argument("--inspector", default="frame-model")
+    parser.add_argument("--planner", default=None, help="default: heuristic (coupled-heuristic for --agent coupled); "
+                        "llm-endpoint or llm-transformers with --planner-arg")
+    parser.add_argument("--planner-arg", action="append", default=[], metavar="KEY=VALUE",
+                        help="an option of the planner, e.g. base_url=http://127.0.0.1:8000/v1, model=NAME, path=DIR")
+    parser.add_argument("--inspector", default="frame-model",
+                        help="frame-model (offline), clip or vlm-transformers (with --inspector-arg path=DIR)")
+    parser.add_argument("--inspector-arg", action="append", default=[], metavar="KEY=VALUE",
+                        help="an option of the inspector, e.g. path=DIR")
     parser.add_argument("--captioner", default="frame-model")
     parser.add_argument("--frame-model", type=Path, default=None,
                         help="weights of the frame-model inspector and captioner (default: the shipped ones)")
@@ -125,6 +131,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="trajectories, one JSON object per line")
     parser.add_argument("--resume", action="store_true", help="keep the trajectories already in --out, run the rest")
     parser.add_argument("--no-progress", action="store_true")
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"a role option is KEY=VALUE, got {pair!r}")
+        options[key.strip()] = value
+    return options
 
 
 def run_agent(args: argparse.Namespace) -> dict:
@@ -147,7 +163,8 @@ def run_agent(args: argparse.Namespace) -> dict:
     finished = {t.uid for t in done}
     todo = [q for q in questions if q.uid not in finished]
     planner_name = args.planner or ("coupled-heuristic" if args.agent == "coupled" else "heuristic")
-    roles = roles_for(planner_name, args.inspector, args.captioner, args.search, args.frame_model)
+    roles = roles_for(planner_name, args.inspector, args.captioner, args.search, args.frame_model,
+                      planner_options=_options(args.planner_arg), inspector_options=_options(args.inspector_arg))
     bar = _Bar(not args.no_progress, len(todo), f"{args.agent} agent", "question")
     new = run_all(todo, lambda q: str(args.videos / f"{q.video_id}.mp4"), roles, config, progress=lambda d, t: bar.to(d),
                   on_done=lambda t: append_jsonl(with_metrics(t), args.out))
