@@ -158,3 +158,61 @@ def test_the_planner_options_reach_the_factory_from_the_command_line(server, vid
     assert _options(["base_url=http://x/v1", "model=m=1"]) == {"base_url": "http://x/v1", "model": "m=1"}
     with pytest.raises(ValueError, match="a role option is KEY=VALUE, got 'model'"):
         _options(["model"])
+
+
+def tiny_llava():
+    """A randomly initialised LLaVA (CLIP vision tower of 16 x 16 images, one Llama layer) with a
+    word-level tokenizer and a chat template: an image-text-to-text model as the VLM inspector loads."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+        PreTrainedTokenizerFast,
+    )
+
+    words = ["[UNK]", "[PAD]", "[EOS]", "<image>", "Answer:", "A", "B", "C", "SEARCH_MORE", "Evidence:",
+             "Confidence:", "0.97", "user", "assistant"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", eos_token="[EOS]")
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
+    template = ("{% for m in messages %}{{ m['role'] }} {% for c in m['content'] %}{% if c['type'] == 'image' %}"
+                "<image> {% else %}{{ c['text'] }} {% endif %}{% endfor %}{% endfor %}"
+                "{% if add_generation_prompt %}assistant {% endif %}")
+    processor = LlavaProcessor(image_processor=CLIPImageProcessor(size={"shortest_edge": 16},
+                                                                  crop_size={"height": 16, "width": 16}),
+                               tokenizer=tokenizer, patch_size=8, vision_feature_select_strategy="default",
+                               chat_template=template, num_additional_image_tokens=1)
+    torch.manual_seed(0)
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                       image_size=16, patch_size=8),
+        text_config=LlamaConfig(vocab_size=len(words), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=1024,
+                                pad_token_id=1, eos_token_id=2, bos_token_id=0),
+        image_token_index=3, vision_feature_select_strategy="default", vision_feature_layer=-1)
+    return LlavaForConditionalGeneration(config), processor
+
+
+def test_the_vlm_inspector_tags_frames_with_times_and_parses_the_reply(video):
+    from engines.video.decode import open_video
+
+    model, processor = tiny_llava()
+    inspector = backends.inspector("vlm-transformers", path="tiny", model=model, processor=processor)
+    messages = inspector.messages([1.0, 2.5], QUESTION, "look for circles")
+    content = messages[0]["content"]
+    assert [c.get("text") for c in content[:4]] == ["[1.000 second]", None, "[2.500 second]", None]
+    assert "(A) red\n(B) blue\n(C) green" in content[-1]["text"] and "look for circles" in content[-1]["text"]
+    with open_video(video) as reader:
+        seen = inspector.inspect(reader, [Span(20, 30)], QUESTION, max_frames=4)
+        forced = inspector.inspect(reader, [Span(20, 30)], QUESTION, max_frames=4, answer_only=True)
+    # The reply is kept and read by upstream's parser as it is; a forced inspection always names a letter.
+    from engines.video.gate import parse_verdict
+
+    assert seen.raw and len(seen.frames) == 4 and seen.verdict == parse_verdict(seen.raw)
+    assert forced.verdict.status == "ANSWER" and forced.verdict.answer in QUESTION.letters
