@@ -99,13 +99,15 @@ def _word_patch(word: str) -> tuple[np.ndarray, int, int]:
 
 
 def object_positions(objects: Objects, t: float) -> list[tuple[int, int]]:
-    """Top-left corners of the group's objects at ``t``: spread on a row from seeded places, then
-    drifting, wrapping around the arena so that they never leave the screen."""
+    """Top-left corners of the group's objects at ``t``: each in its own column slot (so they never
+    overlap and can be counted), at seeded places, then drifting together, wrapping around the
+    arena so that they never leave the screen."""
     rng = np.random.default_rng(objects.seed)
     span_x = WIDTH - OBJECT_SIZE
     span_y = ARENA_BOTTOM - ARENA_TOP - OBJECT_SIZE
+    slot = span_x / max(objects.count, 4)
     slots = rng.permutation(max(objects.count, 4))[:objects.count]
-    xs = (slots + rng.uniform(0.2, 0.8, objects.count)) * span_x / max(objects.count, 4)
+    xs = slots * slot + rng.uniform(0.0, slot - OBJECT_SIZE, objects.count)  # within its slot: never overlapping
     ys = ARENA_TOP + rng.uniform(0, span_y, objects.count)
     dx, dy = _VELOCITY.get(objects.direction, (0.0, 0.0)) if objects.direction else (0.0, 0.0)
     moved = max(0.0, t - objects.since) * SPEED_PX_S

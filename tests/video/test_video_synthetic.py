@@ -133,3 +133,14 @@ def test_settings_out_of_range_are_refused(settings, message):
     with pytest.raises(ValueError) as raised:
         SyntheticConfig(**settings)
     assert str(raised.value) == message
+
+
+def test_objects_of_a_group_never_overlap_so_they_can_be_counted():
+    from engines.video.render import OBJECT_SIZE, WIDTH, Objects, object_positions
+
+    for seed in range(300):
+        for t in (0.0, 7.3, 19.9):
+            xs = sorted(x for x, _ in object_positions(Objects("square", "red", 4, "left", 0.0, seed), t))
+            # Neighbours at least an object apart, also across the wrap from the right edge to the left.
+            gaps = [b - a for a, b in zip(xs, xs[1:], strict=False)] + [xs[0] + (WIDTH - OBJECT_SIZE) - xs[-1]]
+            assert min(gaps) >= OBJECT_SIZE - 1, (seed, t, xs)
