@@ -38,8 +38,13 @@ class RunFile:
 
 
 def demo_runs() -> list[RunFile]:
-    """The shipped demo's runs (``python -m engines.video demo``), the gated agent's first."""
-    runs = sorted((DEMO / "runs").glob("*.jsonl"), key=lambda p: (not p.name.startswith("gated"), p.name))
+    """The shipped demo's runs (``python -m engines.video demo``): the gated agent's first, the
+    largest step budget first."""
+    def order(path: Path) -> tuple[bool, int]:
+        budget = path.stem.rpartition("-steps")[2]
+        return not path.name.startswith("gated"), -int(budget) if budget.isdigit() else 0
+
+    runs = sorted((DEMO / "runs").glob("*.jsonl"), key=order)
     return [RunFile(f"demo: {p.stem.replace('-steps', ' agent, ')} steps", p) for p in runs]
 
 

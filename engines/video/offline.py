@@ -25,6 +25,7 @@ from engines.video.questions import Question
 from engines.video.render import ARENA_BOTTOM, ARENA_TOP, COLOURS, SHAPES
 from engines.video.roles import FRAME_MODEL, Finalize, Inspect, Inspection, Retrieve, register
 from engines.video.spans import Span, format_time, merge, parse_time
+from engines.video.subtitles import read_srt
 from engines.video.trajectory import FrameRef, Step, Verdict
 
 INSPECTOR_TAU = 0.95  # the upstream inspector prompt: letters only at confidence >= 0.95
@@ -202,6 +203,34 @@ def _evidence(head: str, value: str, readings: Sequence[FrameReading]) -> str:
 
 
 MIN_RELEVANCE = 0.2  # a frame whose relevance weight is below this does not count at all
+# Words that put a narrator's mention of a place in the future or the past, not here and now.
+NOT_HERE = ("later", "will", "earlier", "come back", "before", "already")
+
+
+def _narrated_topic(stem: str) -> str | None:
+    """The place a question's stem says the narrator talks about ("... talks about the kiln?")."""
+    match = re.search(r"narrator talks about the ([a-z]+)", stem.lower())
+    return match.group(1) if match else None
+
+
+def _narration(video_path: str, spans: Sequence[Span]) -> list[str] | None:
+    """The subtitle lines heard during ``spans`` (from ``<video>.srt``), or None without subtitles."""
+    srt = Path(video_path).with_suffix(".srt")
+    if not srt.is_file():
+        return None
+    return [cue.text for cue in _subtitles(str(srt)) if any(cue.span.start < s.end and cue.span.end > s.start
+                                                            for s in spans)]
+
+
+@lru_cache(maxsize=32)
+def _subtitles(path: str):
+    return read_srt(path)
+
+
+def _talks_about(lines: Sequence[str], topic: str) -> bool:
+    """Whether a line names ``topic`` as what is here now, not as a place to come back to or seen
+    before: a keyword rule standing in for a VLM that reads the subtitles with the frames."""
+    return any(topic in line.lower() and not any(marker in line.lower() for marker in NOT_HERE) for line in lines)
 
 
 def _relevance(head: str, wanted: dict[str, str], probabilities: dict[str, np.ndarray]) -> np.ndarray:
@@ -220,6 +249,10 @@ def _relevance(head: str, wanted: dict[str, str], probabilities: dict[str, np.nd
 class FrameModelInspector:
     """Answers from the frame model's readings of the inspected frames.
 
+    A question about what is on screen "while the narrator talks about the X" is verified in both
+    its parts, as upstream's inspector prompt asks (every element of the question): the subtitles
+    heard in the inspected spans must name X as the place here and now (a keyword rule:
+    ``NOT_HERE`` marks a promise to come back, or a look back); otherwise SPAN_MISMATCH.
     Each frame is weighted by how surely it shows objects of the colour and shape the stem names (or,
     for a word question, a word); each option's support is the weighted mean probability the model
     gives its value; the best option's support is the confidence. Below 0.95 (and not
@@ -244,6 +277,13 @@ class FrameModelInspector:
         if head is None:
             return self._search_more(frames, "VISUAL_UNCLEAR", "the question asks about something these frames "
                                      "cannot show", question, answer_only)
+        topic = _narrated_topic(question.question)
+        if topic is not None and not answer_only:
+            heard = _narration(reader.path, spans)
+            if heard is not None and not _talks_about(heard, topic):
+                said = "; ".join(line for line in heard if topic in line.lower()) or "nothing about it"
+                return self._search_more(frames, "SPAN_MISMATCH", f"the narrator does not talk about the {topic} "
+                                         f"in {where} (heard: {said})", question, answer_only)
         wanted = _conditions(question.question)
         weights = _relevance(head, wanted, probabilities)
         relevant = [i for i in np.argsort(-weights, kind="stable") if weights[i] >= MIN_RELEVANCE]

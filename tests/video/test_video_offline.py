@@ -125,3 +125,36 @@ def test_the_shipped_inspector_answers_on_the_event_and_searches_more_elsewhere(
         quiet = Span(0.0, script.events[0].span.start - 1.0)
         nothing = inspector.inspect(reader, [quiet], QUESTION)
         assert (nothing.verdict.status, nothing.verdict.search_more_type) == ("SEARCH_MORE", "SPAN_MISMATCH")
+
+
+def test_a_span_where_the_narrator_only_promises_to_come_back_is_not_the_answer(tmp_path):
+    # Find a key event whose misleading mention falls inside the distractor after it: there the same
+    # shape is on screen in another colour, and only the narration tells the two apart.
+    for seed in range(40):
+        out = tmp_path / str(seed)
+        [script] = generate(out, SyntheticConfig(minutes=3, seed=seed))
+        for i, event in enumerate(script.events[:-1]):
+            after = script.events[i + 1]
+            promise = [s for s in script.subtitles if event.topic and event.topic in s.text and "later" in s.text]
+            if event.topic and promise and after.span.contains(promise[0].span.start):
+                break
+        else:
+            continue
+        break
+    else:
+        pytest.fail("no distractor with the misleading mention in 40 seeds")
+    colours = [event.colour, after.colour] + [c for c in ("red", "blue", "green", "purple", "yellow", "orange")
+                                              if c not in (event.colour, after.colour)][:2]
+    question = Question(uid="q", video_id=script.video_id, question=f"What colour are the {event.shape}s on screen "
+                        f"while the narrator talks about the {event.topic}?", options=tuple(colours), answer="A",
+                        benchmark="synthetic")
+    inspector = backends.inspector()
+    with open_video(out / f"{script.video_id}.mp4") as reader:
+        there = inspector.inspect(reader, [after.span], question)
+        here = inspector.inspect(reader, [event.span], question)
+        forced = inspector.inspect(reader, [after.span], question, answer_only=True)
+    assert there.verdict.status == "SEARCH_MORE" and there.verdict.search_more_type == "SPAN_MISMATCH"
+    assert f"the narrator does not talk about the {event.topic}" in there.verdict.missing
+    assert "come back to the" in there.verdict.missing  # what was heard instead
+    assert (here.verdict.status, here.verdict.answer) == ("ANSWER", "A")
+    assert forced.verdict.answer == "B"  # forced, it reads the frames alone: the distractor's colour
