@@ -14,7 +14,8 @@ Three measures, on a shipped reaching policy (reach-cnn, 64 x 64 frames) on the 
   Wilcoxon test of ISS against each baseline on the deletion area. Reported as measured, where
   ISS loses too.
 
-Median of ``--repeats`` timings, after a warm-up. Prints one JSON line, writes the same object to
+Median of ``--repeats`` timings after a warm-up, the three timed works run in turn within each
+repeat (so a shared machine's drift shifts them alike). Prints one JSON line, writes the same object to
 ``bench/results/attribution.json`` (or ``--out``), progress on stderr.
 
     python bench/attribution.py            # 5 repeats, 12 frames for faithfulness
@@ -48,67 +49,69 @@ QUICK = {"repeats": 1, "frames": 2, "baselines": ("occlusion", "saliency")}
 POLICY = "reach-rho1-seed0.pt"  # the shipped policy that leans on the cue
 
 
-def _median_seconds(work, repeats: int) -> float:
-    work()  # warm-up: first calls allocate
-    times = []
+def round_robin_medians(works: dict, repeats: int) -> dict[str, float]:
+    """Median seconds of each work, run in turn within every repeat (ISS, raw, FeatureAblation, ISS,
+    ...), after one warm-up of each: a machine that speeds up or slows down meanwhile (a shared
+    CPU) shifts all of them alike, so their ratios hold."""
+    for work in works.values():
+        work()  # warm-up: first calls allocate and pick convolution kernels
+    times: dict[str, list[float]] = {name: [] for name in works}
     for _ in range(repeats):
-        started = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        for name, work in works.items():
+            started = time.perf_counter()
+            work()
+            times[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
-def iss_map_seconds(model, image, repeats: int) -> float:
-    """Median time of one 500-mask ISS map of ``image`` (the figure both comparisons use)."""
+def timed_works(model, image) -> dict:
+    """The three timed works: a 500-mask ISS map, as many raw batched forward passes, and Captum
+    FeatureAblation with as many evaluations on the same grid."""
+    import torch
+    from captum.attr import FeatureAblation
+
+    from engines.attribution.baselines import DivergenceModel, cell_mask
     from engines.attribution.iss import iss
     from engines.attribution.policies import torch_policy
+    from engines.attribution.replacements import replacement
 
     policy = torch_policy(model)
-    return _median_seconds(lambda: iss(policy, image, grid=GRID, n_masks=N_MASKS, batch_size=BATCH), repeats)
-
-
-def throughput(model, image, iss_s: float, repeats: int) -> dict:
-    """ISS's mask evaluations per second against raw batched forward passes of the same batch size."""
-    import torch
-
     batch = image.expand(BATCH, -1, -1, -1).contiguous()
     passes = -(-N_MASKS // BATCH)
+    cells = cell_mask(GRID, tuple(image.shape[-2:]))
+    replaced = replacement(image, "blur")
+    ablation = FeatureAblation(DivergenceModel(model, image))
+    rounds = N_MASKS // (GRID[0] * GRID[1] + 1)  # each call evaluates the 49 ablations and the input itself
 
     def raw() -> None:
         with torch.no_grad():
             for _ in range(passes):
                 model(batch)
 
-    raw_s = _median_seconds(raw, repeats)
-    raw_rate, iss_rate = passes * BATCH / raw_s, N_MASKS / iss_s
-    return {"raw_forward_per_s": round(raw_rate, 1), "iss_masks_per_s": round(iss_rate, 1),
-            "ratio": round(iss_rate / raw_rate, 3), "goal_at_least": GOAL_THROUGHPUT_RATIO,
-            "meets_goal": iss_rate / raw_rate >= GOAL_THROUGHPUT_RATIO, "iss_map_s": round(iss_s, 4)}
-
-
-def against_feature_ablation(model, image, iss_s: float, repeats: int) -> dict:
-    """A 500-mask ISS map against Captum FeatureAblation with 500 forward evaluations on the same grid."""
-    from captum.attr import FeatureAblation
-
-    from engines.attribution.baselines import DivergenceModel, cell_mask
-    from engines.attribution.replacements import replacement
-
-    cells = cell_mask(GRID, tuple(image.shape[-2:]))
-    replaced = replacement(image, "blur")
-    ablation = FeatureAblation(DivergenceModel(model, image))
-    per_call = GRID[0] * GRID[1] + 1  # each call evaluates the 49 ablations and the input itself
-    rounds = N_MASKS // per_call
-
     def captum() -> None:
-        import torch
-
         with torch.no_grad():
             for _ in range(rounds):
                 ablation.attribute(image, baselines=replaced, feature_mask=cells, perturbations_per_eval=BATCH)
 
-    captum_s = _median_seconds(captum, repeats)
+    return {"iss": lambda: iss(policy, image, grid=GRID, n_masks=N_MASKS, batch_size=BATCH), "raw": raw,
+            "feature_ablation": captum}
+
+
+def throughput(seconds: dict[str, float]) -> dict:
+    """ISS's mask evaluations per second against raw batched forward passes of the same batch size."""
+    passes = -(-N_MASKS // BATCH)
+    raw_rate, iss_rate = passes * BATCH / seconds["raw"], N_MASKS / seconds["iss"]
+    return {"raw_forward_per_s": round(raw_rate, 1), "iss_masks_per_s": round(iss_rate, 1),
+            "ratio": round(iss_rate / raw_rate, 3), "goal_at_least": GOAL_THROUGHPUT_RATIO,
+            "meets_goal": iss_rate / raw_rate >= GOAL_THROUGHPUT_RATIO, "iss_map_s": round(seconds["iss"], 4)}
+
+
+def against_feature_ablation(seconds: dict[str, float]) -> dict:
+    """A 500-mask ISS map against Captum FeatureAblation with 500 forward evaluations on the same grid."""
+    per_call = GRID[0] * GRID[1] + 1
+    iss_s, captum_s = seconds["iss"], seconds["feature_ablation"]
     return {"iss_s": round(iss_s, 4), "feature_ablation_s": round(captum_s, 4),
-            "feature_ablation_evaluations": rounds * per_call, "ratio": round(iss_s / captum_s, 3),
+            "feature_ablation_evaluations": (N_MASKS // per_call) * per_call, "ratio": round(iss_s / captum_s, 3),
             "goal_at_most": GOAL_TIME_RATIO, "meets_goal": iss_s / captum_s <= GOAL_TIME_RATIO}
 
 
@@ -170,10 +173,10 @@ def run(args: argparse.Namespace) -> dict:
     frames, _, _ = dataset(settings["frames"], 1.0, seed=70_000)
     frames = torch.from_numpy(np.ascontiguousarray(frames)).to(device)
     image = frames[:1]
-    print("ISS, raw forward passes, FeatureAblation…", file=sys.stderr, flush=True)
-    iss_s = iss_map_seconds(model, image, repeats)  # one measurement for both ratios
-    speed = throughput(model, image, iss_s, repeats)
-    versus = against_feature_ablation(model, image, iss_s, repeats)
+    print("ISS, raw forward passes, FeatureAblation, in turn…", file=sys.stderr, flush=True)
+    seconds = round_robin_medians(timed_works(model, image), repeats)  # one ISS figure for both ratios
+    speed = throughput(seconds)
+    versus = against_feature_ablation(seconds)
     print("faithfulness…", file=sys.stderr, flush=True)
     faithful = faithfulness(model, frames, settings["baselines"])
     return {
