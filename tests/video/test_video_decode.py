@@ -188,3 +188,10 @@ def test_a_truncated_stream_without_an_index_reads_up_to_where_it_ends(tmp_path)
         assert read_frame_code(reader.frame_at(1.0)) == 4
         with pytest.raises(VideoError, match="beyond the end of the video"):
             reader.frame_at(29.0)
+
+
+def test_sample_scales_frames_to_the_pixel_budget(video):
+    with open_video(video) as reader:
+        times, frames = reader.sample([Span(10, 14)], fps=2.0, max_frames=48, pixel_budget=8 * 80 * 60)
+    # 8 frames of 160 x 120 would hold 4x the budget: each is scaled to 80 x 60, the picture kept.
+    assert len(times) == 8 and all(f.shape == (60, 80, 3) for f in frames)

@@ -70,3 +70,18 @@ def test_asking_a_question_queues_a_job_with_the_form_values(sqlite_db):
     [job] = jobqueue.list_jobs(kind=ASK)
     assert job.params["options"] == ["red", "blue", "green"] and job.params["agent"] == "gated"
     assert job.params["video"].endswith(".mp4") and job.params["max_steps"] == 8
+
+
+def test_an_upload_too_large_is_refused_before_anything_is_kept(sqlite_db, monkeypatch):
+    monkeypatch.setattr(library, "MAX_UPLOAD_MB", 1)
+    with pytest.raises(library.UploadError, match=r"big.mp4: 2 MB is more than the 1 MB allowed"):
+        library.save_upload("big.mp4", b"\0" * 2_000_000)
+    assert library.uploaded_videos() == []
+
+
+def test_a_real_video_upload_is_kept_once(sqlite_db):
+    data = library.demo_videos()[0].read_bytes()
+    first = library.save_upload("clip.MP4", data)
+    again = library.save_upload("another name.mp4", data)
+    assert first == again and first.suffix == ".mp4" and library.uploaded_videos() == [first]
+    assert library.allowed_video(first) == first.resolve()
