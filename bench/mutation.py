@@ -67,6 +67,9 @@ MODULES: dict[str, list[str]] = {
                                   "tests/judge/test_judge_invites.py"],
     "engines/attribution/iss.py": ["tests/attribution/test_iss_estimator.py", "tests/attribution/test_episode.py"],
     "engines/attribution/nmr.py": ["tests/attribution/test_nmr.py"],
+    "engines/video/spans.py": ["tests/video/test_video_spans.py"],
+    "engines/video/gate.py": ["tests/video/test_video_gate.py"],
+    "engines/video/metrics.py": ["tests/video/test_video_metrics.py"],
 }
 # What the tests need besides the mutated package (mutmut copies these next to its mutants).
 ALSO_COPY = ["studies", "pages", "assets", "tests", "bench", "app.py", ".streamlit"]
