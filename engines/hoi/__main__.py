@@ -1,0 +1,30 @@
+"""Command line of the HOI-Edit area: ``python -m engines.hoi --help``.
+
+    python -m engines.hoi score --benchmark DIR --records FILE --json
+    python -m engines.hoi ratings --votes FILE --json
+"""
+
+from __future__ import annotations
+
+from engines.platform.area_cli import run_command
+
+# name: (module, its add_arguments, its run, help)
+COMMANDS = {
+    "score": ("engines.hoi.cli", "add_score_arguments", "run_score",
+              "HOI-Eval's scores of methods' evaluation records: per tag, per level and the paper's table"),
+    "ratings": ("engines.hoi.cli", "add_ratings_arguments", "run_ratings",
+                "Elo or Bradley-Terry ratings from arena votes, with bootstrap intervals and win rates"),
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    from engines.hoi.benchmark import BenchmarkFormatError
+    from engines.hoi.ratings import VoteFormatError
+    from engines.hoi.scoring import RecordFormatError
+
+    run_command("python -m engines.hoi", __doc__.splitlines()[0], COMMANDS, argv,
+                errors=(BenchmarkFormatError, RecordFormatError, VoteFormatError, ValueError, FileNotFoundError))
+
+
+if __name__ == "__main__":
+    main()
