@@ -250,3 +250,131 @@ def test_cited_times_skips_non_times():
 )
 def test_parse_answer_only(reply, expected):
     assert parse_answer_only(reply, LETTERS) == expected
+
+
+# --- edges pinned by mutation testing -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("verdict", "kw", "reason"),
+    [
+        # tau and tolerance_s accept their bounds: tau = 0 and tau = 1, tolerance 0 and a fraction of a second.
+        (answer(confidence=0.0), {"tau": 0.0}, "passed"),
+        (answer(confidence=1.0), {"tau": 1.0}, "passed"),
+        (answer(confidence=0.99), {"tau": 1.0}, "confidence 0.99 is below 1.00"),
+        (answer(cited=(20.0,)), {"tolerance_s": 0.0}, "passed"),  # the span's own end, no tolerance needed
+        # 20.5 s is 0.5 s past the end of [10, 20]: outside with no tolerance, inside with 0.5 s.
+        (answer(cited=(20.5,)), {"tolerance_s": 0.0}, "cited time 00:00:20 lies outside the inspected spans"),
+        (answer(cited=(20.5,)), {"tolerance_s": 0.5}, "passed"),
+    ],
+)
+def test_gate_parameter_bounds(verdict, kw, reason):
+    assert gate(verdict, LETTERS, SPANS, **kw).reason == reason
+
+
+def test_gate_describes_three_consecutive_letters_as_a_range():
+    # A, B, C are consecutive and more than two: "A-C"; two letters stay a list ("A, B", above).
+    assert gate(answer("D"), ("A", "B", "C"), SPANS).reason == "answer 'D' is not among the options A-C"
+
+
+def test_gate_confidence_is_printed_with_at_most_six_decimals():
+    # 0.9499999 prints "0.95" with 2 decimals, "0.950" with 3, ... "0.950000" with 6 -- all equal to
+    # tau at that precision; the description stops at 6 decimals (7 would give "0.9499999").
+    assert gate(answer(confidence=0.9499999), LETTERS, SPANS).reason == "confidence 0.950000 is below 0.95"
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("Answer: A and C", "A,C"),  # "and" joins letters
+        ("Answer: A / C", "A,C"),
+        ("Answer: (A), (C)", "A,C"),  # brackets around each letter are dropped
+        ("Answer: b.", "B"),  # a lower-case letter with a full stop
+        ("Answer: (b) a red car", "B"),  # a lower-case bracketed letter before the option text
+        ("Answer: X", "X"),  # a letter outside the options is still read as a letter
+        ("Answer: A, X", "A,X"),
+    ],
+)
+def test_parse_more_answer_forms(line, expected):
+    assert parse_verdict(f"{line}\nEvidence: at 00:00:15\nConfidence: 0.99").answer == expected
+
+
+def test_a_letter_outside_the_options_is_rejected_by_name():
+    v = parse_verdict("Answer: X\nEvidence: at 00:00:15\nConfidence: 0.99")
+    assert gate(v, LETTERS, SPANS).reason == "answer 'X' is not among the options A-D"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("95", 0.95),  # a bare number above 1 is a percentage: 95 / 100
+        ("1.5", 0.015),  # just above 1: still a percentage, 1.5 / 100
+        ("100", 1.0),  # 100 / 100
+        ("150%", 0.0),  # 150 % = 1.5: above 1, unreadable
+        ("100.5", 0.0),  # above 100 and no "%": not a percentage, above 1, unreadable
+        ("0", 0.0),
+    ],
+)
+def test_parse_confidence_forms(value, expected):
+    assert parse_verdict(f"Answer: B\nEvidence: at 00:00:15\nConfidence: {value}").confidence == expected
+
+
+def test_parse_reply_without_evidence_has_empty_evidence():
+    assert parse_verdict("Answer: B\nConfidence: 0.99") == Verdict("ANSWER", "B", 0.99, "", ())
+
+
+def test_parse_empty_reply_is_the_unparsable_verdict_with_empty_evidence():
+    assert parse_verdict("") == Verdict("SEARCH_MORE", None, 0.0, "", (), "unparsable inspector reply", (), None)
+
+
+def test_parse_answer_line_of_only_backticks_is_unparsable():
+    raw = "Answer: ``\nEvidence: at 00:00:15\nConfidence: 0.99"
+    # The answer is empty once the backticks are removed: the raw reply is kept as the evidence, the
+    # confidence line is not read, no times are cited.
+    assert parse_verdict(raw) == Verdict("SEARCH_MORE", None, 0.0, raw, (), "unparsable inspector reply", (), None)
+
+
+def test_parse_missing_none_with_full_stop_is_empty():
+    v = parse_verdict("Answer: SEARCH_MORE\nEvidence: nothing\nConfidence: 0.1\nMissing: None.")
+    assert v.missing == ""
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("red car; none", ("red car",)),  # a "none" phrase is dropped, the rest kept
+        ("red car. | N/A", ("red car",)),  # the trailing full stop goes too
+        ("X-ray of a hand; logo of SpaceX", ("X-ray of a hand", "logo of SpaceX")),  # X's are letters
+    ],
+)
+def test_parse_next_search_phrases(value, expected):
+    v = parse_verdict(f"Answer: SEARCH_MORE\nEvidence: nothing\nConfidence: 0.1\nNext search: {value}")
+    assert v.next_queries == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("`PARTIAL_EVIDENCE`.", "PARTIAL_EVIDENCE"),  # backticks and a full stop removed
+        ("'identity-ambiguous'", "IDENTITY_AMBIGUOUS"),
+        ("SPAN_MISMATCHX", None),  # an unknown type (a stray letter) is not guessed
+        ("XREPEATED_FAIL", None),
+    ],
+)
+def test_parse_search_more_type_forms(value, expected):
+    v = parse_verdict(f"Answer: SEARCH_MORE\nEvidence: nothing\nConfidence: 0.1\nSearchMoreType: {value}")
+    assert v.search_more_type == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        # The Answer line decides, though the evidence names another option in brackets.
+        ("Answer: C\nEvidence: (B) is ruled out, the car is blue.", "C"),
+        # The whole reply read as an answer: "B." then the option text (which starts with "A").
+        ("B. A red car drives past", "B"),
+        ("b", "B"),  # a lower-case letter
+    ],
+)
+def test_parse_answer_only_more_forms(reply, expected):
+    assert parse_answer_only(reply, LETTERS) == expected

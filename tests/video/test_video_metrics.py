@@ -3,6 +3,7 @@ hand in the comments (|S| = merged length, G = merged ground truth widened to 15
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from engines.video.metrics import (
@@ -204,6 +205,49 @@ def test_no_gt_spans_gives_na_and_grounded_by_sg_only():
     assert (question_metrics(bad).grounded, question_metrics(bad).misaligned_correct) == (False, True)
 
 
+def test_a_tiny_overlap_still_counts_for_the_best_span_f1():
+    # G = [15, 30] (|G| = 15); the only candidates are retrieval hits.
+    # A 0.5 s hit [20, 20.5] inside G: F1 = 2 * 0.5 / (0.5 + 15) = 1 / 15.5 = 2/31.
+    short_hit = make([retrieve(1, Span(20.0, 20.5))], Final(None, None, "none"))
+    assert question_metrics(short_hit).best_span_f1 == pytest.approx(2 / 31)
+    # A 15.5 s hit [29.5, 45] overlapping G by 0.5 s: F1 = 2 * 0.5 / (15.5 + 15) = 1 / 30.5 = 2/61.
+    brushing_hit = make([retrieve(1, Span(29.5, 45.0))], Final(None, None, "none"))
+    m = question_metrics(brushing_hit)
+    assert m.best_span_f1 == pytest.approx(2 / 61)
+    assert m.retrieval_recall == pytest.approx(0.5 / 15)
+
+
+def test_tg_hard_gate_includes_exactly_five_percent():
+    # A = [0, 300] contains G = [15, 30]: |A∩G| = 15, |A∪G| = 300 -> tIoU 15/300 = 0.05 exactly, which passes
+    # upstream's gate 1[IoU_max >= 0.05]; TG_soft = min(1, 0.05/0.05) = 1.
+    traj = make([inspect(1, [Span(0.0, 300.0)], said("B", "a red car at 00:00:20", [20.0]))],
+                Final("B", 1, "gated"))
+    m = question_metrics(traj)
+    assert m.tIoU == pytest.approx(0.05) and m.TG_soft == pytest.approx(1.0)
+    assert (m.TG, m.SG, m.grounded, m.misaligned_correct) == (True, True, True, False)
+
+
+def test_one_second_inspection_has_full_precision():
+    # A = [20, 21] lies inside G = [15, 30]: precision |A∩G| / |A| = 1 / 1 = 1; tIoU 1/15; coverage 1/15.
+    traj = make([inspect(1, [Span(20.0, 21.0)], said("B", "a red car at 00:00:20", [20.0]))],
+                Final("B", 1, "gated"))
+    m = question_metrics(traj)
+    assert m.precision == pytest.approx(1.0)
+    assert m.tIoU == pytest.approx(1 / 15) and m.coverage == pytest.approx(1 / 15)
+    assert m.TG is True  # 1/15 ≈ 0.067 >= 0.05
+
+
+def test_a_clip_shorter_than_a_second_still_has_gt_spans():
+    # A 0.8 s clip with the reference [0, 0.8]: widening to 15 s is cut to the clip, G = [0, 0.8] (|G| = 0.8 > 0).
+    # Inspecting the whole clip: A = G -> tIoU 1, precision 1, coverage 1, F1 2 * 0.8 / 1.6 = 1.
+    traj = make([inspect(1, [Span(0.0, 0.8)], said("B", "a red car at 00:00:00", [0.0]))],
+                Final("B", 1, "gated"), gt_spans=[Span(0.0, 0.8)], duration=0.8)
+    m = question_metrics(traj)
+    assert m.has_gt_spans is True
+    assert (m.tIoU, m.precision, m.coverage, m.best_span_f1) == pytest.approx((1.0, 1.0, 1.0, 1.0))
+    assert (m.TG, m.SG, m.grounded) == (True, True, True)
+
+
 def test_unanswered_question():
     traj = make([inspect(1, [Span(300.0, 315.0)], search_more())], Final(None, None, "none"))
     m = question_metrics(traj)
@@ -278,6 +322,15 @@ def test_content_words():
         ("three people wait", "3", False),
         ("No, nobody enters.", "No", True),  # no content word: whole-word match
         ("Nobody enters.", "No", False),
+        # 4 content words (man, blue, coat, door): 2/3 rule, 3*found >= 8 -> found >= 3 (not all four).
+        ("a man in a blue coat", "man blue coat door", True),  # 3 found
+        ("a man in a blue shirt", "man blue coat door", False),  # 2 found
+        # 6 content words (man, blue, coat, opens, red, door): 3*found >= 12 -> found >= 4; exactly 2/3 counts.
+        ("a man in a blue coat opens the gate", "man blue coat opens red door", True),  # 4 found
+        ("a man in a blue coat shuts the gate", "man blue coat opens red door", False),  # 3 found
+        # "No one": "no" is short and "one" a stop word, so the whole phrase "no one" must appear.
+        ("No one enters the gate.", "No one", True),
+        ("Nobody enters, one man waits.", "No one", False),
     ],
 )
 def test_keyword_support(evidence, option, supported):
@@ -351,6 +404,64 @@ def test_with_metrics_fills_the_cache():
     traj = with_metrics(grounded_run())
     assert traj.metrics["tIoU"] == pytest.approx(0.25) and traj.metrics["SG"] is True
     assert traj.metrics["correct"] is True
+    # The given judge decides SG: one that never supports makes the same run ungrounded (TG alone is not enough).
+    rejected = with_metrics(grounded_run(), judge=never_supports)
+    assert rejected.metrics["SG"] is False and rejected.metrics["TG"] is True
+    assert (rejected.metrics["grounded"], rejected.metrics["misaligned_correct"]) == (False, True)
+
+
+def never_supports(evidence, question, option_text):
+    return False
+
+
+def test_aggregates_use_the_given_judge():
+    # With a judge that never supports, no answer is semantically grounded: SG_rate 0 over the answered a, b, c,
+    # hallucination 1, grounded accuracy 0, and every correct answer (a, b, c of 4) is misaligned -> 3/4.
+    s = summarise(four_runs(), never_supports)
+    assert (s["SG_rate"], s["semantic_hallucination"], s["grounded_accuracy"]) == (0.0, 1.0, 0.0)
+    assert s["misaligned_correct_rate"] == pytest.approx(0.75)
+    # by_budget passes the judge on: (8, 48) holds a, b (both correct, now misaligned); (16, 64) holds c, d.
+    groups = by_budget(four_runs(), never_supports)
+    assert groups[(8, 48)]["SG_rate"] == 0.0 and groups[(8, 48)]["misaligned_correct_rate"] == 1.0
+    assert groups[(16, 64)]["SG_rate"] == 0.0 and groups[(16, 64)]["grounded_accuracy"] == 0.0
+
+
+def reference_ci(successes, n, *, n_resamples=2000, seed=0, level=0.95):
+    """The docstring's procedure written out with numpy (not the code under test): n_resamples draws of
+    Binomial(n, successes/n)/n from default_rng(seed), cut at the (1 - level)/2 and (1 + level)/2 quantiles."""
+    means = np.random.default_rng(seed).binomial(n, successes / n, size=n_resamples) / n
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return float(low), float(high)
+
+
+def test_summarise_intervals_follow_the_given_resampling():
+    runs = four_runs()
+    # accuracy outcomes a, b, c, d = 1, 1, 1, 0 (3 of 4); grounded outcomes = 1, 0, 1, 0 (2 of 4).
+    s = summarise(runs, n_resamples=7, seed=3)
+    assert s["accuracy_ci"] == pytest.approx(reference_ci(3, 4, n_resamples=7, seed=3))
+    assert s["grounded_accuracy_ci"] == pytest.approx(reference_ci(2, 4, n_resamples=7, seed=3))
+    # These differ from the defaults' intervals, so the arguments visibly matter.
+    assert reference_ci(3, 4, n_resamples=7, seed=3) not in (reference_ci(3, 4, n_resamples=7), reference_ci(3, 4, seed=3))
+    assert reference_ci(2, 4, n_resamples=7, seed=3) not in (reference_ci(2, 4, n_resamples=7), reference_ci(2, 4, seed=3))
+    # One resample: both ends of each interval are that single draw.
+    one = summarise(runs, n_resamples=1)
+    assert one["accuracy_ci"][0] == one["accuracy_ci"][1]
+    assert one["grounded_accuracy_ci"][0] == one["grounded_accuracy_ci"][1]
+    # by_budget passes the resampling on: (16, 64) holds c (correct, grounded) and d (unanswered): 1 of 2.
+    groups = by_budget(runs, n_resamples=7, seed=3)
+    assert groups[(16, 64)]["accuracy_ci"] == pytest.approx(reference_ci(1, 2, n_resamples=7, seed=3))
+    assert groups[(16, 64)]["accuracy_ci"] != pytest.approx(reference_ci(1, 2))
+
+
+def test_summarise_default_intervals():
+    # 13 scored runs: 5 grounded correct answers (grounded_run) and 8 wrong ones (answer A, gt B) -> accuracy
+    # and grounded accuracy 5/13; the defaults are 2000 resamples, seed 0, a 95 % interval.
+    wrong = make([inspect(1, [Span(10.0, 20.0)], said("A", "a blue truck at 00:00:15", [15.0]))], Final("A", 1, "gated"))
+    runs = [grounded_run(uid=f"g{i}") for i in range(5)] + [wrong] * 8
+    s = summarise(runs)
+    assert s["accuracy"] == pytest.approx(5 / 13) and s["grounded_accuracy"] == pytest.approx(5 / 13)
+    assert s["accuracy_ci"] == pytest.approx(reference_ci(5, 13))
+    assert s["grounded_accuracy_ci"] == pytest.approx(reference_ci(5, 13))
 
 
 # --- bootstrap -----------------------------------------------------------------------------------------
@@ -365,5 +476,16 @@ def test_bootstrap_ci():
     assert bootstrap_ci([True] * 7) == (1.0, 1.0)  # no variation to resample
     assert bootstrap_ci([0, 0, 0]) == (0.0, 0.0)
     assert bootstrap_ci([]) is None
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^bootstrap_ci takes 0/1 outcomes \(a rate\)$"):
         bootstrap_ci([0.5, 1.0])
+
+
+def test_bootstrap_ci_defaults_are_the_documented_procedure():
+    # 5 of 13: defaults 2000 resamples, seed 0, level 0.95 (the 2.5 % and 97.5 % quantiles).
+    outcomes = [1] * 5 + [0] * 8
+    assert bootstrap_ci(outcomes) == pytest.approx(reference_ci(5, 13))
+    # The given seed is used: 7 resamples from seed 3 (any other seed would draw differently).
+    assert bootstrap_ci(outcomes, n_resamples=7, seed=3) == pytest.approx(reference_ci(5, 13, n_resamples=7, seed=3))
+    assert reference_ci(5, 13, n_resamples=7, seed=3) != pytest.approx(reference_ci(5, 13, n_resamples=7))
+    # A 50 % interval: the 25 % and 75 % quantiles.
+    assert bootstrap_ci(outcomes, level=0.5) == pytest.approx(reference_ci(5, 13, level=0.5))
