@@ -13,6 +13,8 @@ Modules, one job each:
 - ``scoring``: HOI-Eval's combination of the evaluator's records into per-tag, per-level and
   paper-table scores, as upstream ``evaluation/compute_scoring_final_scores.py``
   (``read_records``, ``compute_scores``, ``Scores.paper_table``);
+- ``judge_replies``: the VLM judge's replies (fenced JSON, numbers as text) read into upstream's
+  record fields; a reply that does not parse becomes the field's ``*_error``, never a zero;
 - ``ratings``: the arena's Elo and Bradley–Terry ratings with bootstrap intervals and the
   win-rate matrix, as GenAI-Arena's ``arena_elo/elo_rating/elo_analysis.py``;
 - ``cli`` and ``__main__``: ``python -m engines.hoi score`` and ``ratings``.
