@@ -124,9 +124,9 @@ def seeking(video: Path, repeats: int, seed: int = 0) -> dict:
 def agent_latency(folder: Path, questions: int) -> dict:
     """Seconds per question of the gated agent and the coupled baseline, the index built first."""
     from engines.video.agent import AgentConfig, answer
-    from engines.video.cli import roles_for
+    from engines.video.backends import roles_for
+    from engines.video.loaders import read_questions
     from engines.video.metrics import summarise
-    from engines.video.questions import read_questions
 
     chosen = read_questions(folder / "questions.jsonl")[:questions]
     result = {}

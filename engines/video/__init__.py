@@ -13,7 +13,7 @@ Modules, one job each:
 - ``spans``: time spans, benchmark time references, the span set arithmetic of the metrics;
 - ``decode``: frame-accurate frames at given times with PyAV (seek to the keyframe, decode forward);
 - ``synthetic``: the project's synthetic long-video benchmark (scripted events, LVBench questions);
-- ``questions``: benchmark loaders (LVBench, LongVideoBench, Video-MME, MLVU, EgoSchema);
+- ``questions``: the Question type; ``loaders``: its readers (LVBench, LongVideoBench, Video-MME, MLVU, EgoSchema);
 - ``trajectory``: the run record (``lvqa-traj/1``), ``gate``: the answer gate, ``metrics``: accuracy and groundedness;
 - ``subtitles`` (SRT), ``index`` (clip captions and dialogue, BM25 and embedding search);
 - ``roles`` (planner, inspector and captioner protocols), ``offline`` (their offline defaults on the

@@ -146,8 +146,8 @@ def _options(pairs: list[str]) -> dict[str, str]:
 def run_agent(args: argparse.Namespace) -> dict:
     """Answer the questions with the agent and write one trajectory per question."""
     from engines.video.agent import run_all
+    from engines.video.loaders import read_questions
     from engines.video.metrics import summarise, with_metrics
-    from engines.video.questions import read_questions
     from engines.video.trajectory import append_jsonl, read_jsonl
 
     config = AgentConfig(agent=args.agent, max_steps=args.max_steps, max_frames=args.max_frames, fps=args.fps,
@@ -229,7 +229,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _sweep(videos: Path, questions_path: Path, config, out: Path, limit: int | None, frame_model: Path | None,
            show_progress: bool) -> dict:
-    from engines.video.questions import read_questions
+    from engines.video.loaders import read_questions
     from engines.video.sweep import run_sweep
 
     questions = read_questions(questions_path)[:limit]

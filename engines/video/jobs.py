@@ -18,8 +18,9 @@ from engines.platform.models import Job
 from engines.video.agent import AgentConfig, answer
 from engines.video.backends import roles_for
 from engines.video.library import DEMO, RunFile, allowed_video
+from engines.video.loaders import read_questions
 from engines.video.metrics import with_metrics
-from engines.video.questions import Question, read_questions
+from engines.video.questions import Question
 from engines.video.sweep import SweepConfig, run_sweep
 from engines.video.trajectory import write_jsonl
 

@@ -1,4 +1,4 @@
-"""Tests of ``engines.video.questions``: each benchmark reader on a tiny file in its upstream shape.
+"""Tests of ``engines.video.questions`` and ``engines.video.loaders``: each benchmark reader on a tiny file in its upstream shape.
 
 The fixture records are written by hand in the shapes of ``shared/specs/video.md`` section 2
 (LVBench ``video_info.meta.jsonl``, LongVideoBench ``lvb_val.json``, Video-MME parquet, MLVU task
@@ -14,11 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engines.video.questions import (
-    Question,
-    QuestionFormatError,
+from engines.video.loaders import (
     detect_format,
-    parse_options,
     read_egoschema,
     read_longvideobench,
     read_lvbench,
@@ -28,6 +25,7 @@ from engines.video.questions import (
     read_videomme,
     write_lvbench_flat,
 )
+from engines.video.questions import Question, QuestionFormatError, parse_options
 from engines.video.spans import Span
 
 # ---------------------------------------------------------------- fixtures in the upstream shapes
