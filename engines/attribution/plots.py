@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from engines.platform import job_table
+
 COLOURS = "Viridis"  # perceptually uniform and readable with colour-blindness
 METHOD_TITLES = {
     "iss": "ISS (upstream's map)",
@@ -190,6 +192,4 @@ def jobs_frame(jobs: list) -> pd.DataFrame:
             return f"train rho={params.get('rho', 0.95):g} seed {params.get('seed', 0)}"
         return f"experiment ({params.get('policies', 'shipped')} policies)"
 
-    return pd.DataFrame([{"id": j.id, "job": what(j), "status": j.status, "progress": j.progress,
-                          "message": j.message, "created": j.created_at} for j in jobs],
-                        columns=["id", "job", "status", "progress", "message", "created"])
+    return job_table.jobs_frame(jobs, what)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from engines.platform import job_table
 from engines.video.spans import Span, format_time
 from engines.video.trajectory import Trajectory
 
@@ -121,6 +122,4 @@ def jobs_frame(jobs: list) -> pd.DataFrame:
             return f"ask ({params.get('agent', 'gated')}): {str(params.get('question', ''))[:50]}"
         return f"sweep at budgets {', '.join(map(str, params.get('budgets', [2, 4, 8])))}"
 
-    return pd.DataFrame([{"id": j.id, "job": what(j), "status": j.status, "progress": j.progress,
-                          "message": j.message, "created": j.created_at} for j in jobs],
-                        columns=["id", "job", "status", "progress", "message", "created"])
+    return job_table.jobs_frame(jobs, what)
