@@ -454,3 +454,22 @@ def test_rate_elo_reports_the_bootstrap_median():
     assert board.ratings == pytest.approx(boot["median"].to_dict())
     with pytest.raises(ValueError, match="method"):
         rate(votes, "glicko")
+
+
+def test_bootstrap_batched_fit_equals_one_fit_per_round():
+    """The bootstrap's batched Newton solve lands on the same maximum as fitting each resample alone
+    with scikit-learn (upstream's way), also when a resample loses a pair (then fitted alone)."""
+    import numpy as np
+
+    from engines.hoi import ratings as r
+
+    votes = [Vote(float(t), f"i{t}", a, b, w) for t, (a, b, w) in enumerate(
+        [("x", "y", "model_a")] * 7 + [("x", "y", "model_b")] * 3 + [("y", "z", "model_a")] * 5
+        + [("y", "z", "tie")] * 2 + [("y", "z", "model_b")] * 2 + [("x", "z", "model_b")] + [("x", "z", "model_a")] * 2)]
+    design = r._bt_design(votes, 10)
+    counts = np.random.default_rng(3).multinomial(len(votes), design.group_votes / len(votes), size=40)
+    _, batched = r._bt_rounds(votes, 40, np.random.default_rng(3), scale=400, base=10, initial=1000)
+    one_by_one = np.stack([r._bt_fit(design, c, scale=400, initial=1000) for c in counts])
+    finite = np.isfinite(one_by_one).all(axis=1) & (np.abs(one_by_one - 1000) < 900).all(axis=1)
+    assert finite.sum() >= 20  # most resamples have a finite maximum
+    assert np.allclose(batched[finite], one_by_one[finite], atol=0.05)
