@@ -376,3 +376,39 @@ def test_grounding_dino_gets_upstreams_caption_and_keeps_its_queries():
     assert len(found) == 10  # one box per query above a threshold of 0
     assert all(0 <= x1 <= x2 <= 64 and 0 <= y1 <= y2 <= 48 for x1, y1, x2, y2 in (d.box for d in found))
     assert grounder.detect(image, "human", box_threshold=1.01) == []
+
+
+# ---------------------------------------------------------------- both adapters in HOI-Eval
+
+
+def test_the_adapters_run_hoi_eval_end_to_end(tiny_owlv2, tmp_path):
+    from engines.hoi.benchmark import ANNOTATION_FILES
+    from engines.hoi.evaluate import evaluate_method
+
+    item = {"instruction": "Make the person lift the cup", "object": "cup", "subject_bounding_box": [4, 4, 30, 44],
+            "object_bounding_box": [36, 20, 56, 40], "generated_question": "Has the person lifted the cup?",
+            "tools": "", "tool_bboxes": [], "tags_v6": "L1-interaction-relation_occur, "
+            "L2-location_understanding-specific_pos_end", "question_v6": ["Is the cup above the table?"]}
+    (tmp_path / "images" / "L1L2").mkdir(parents=True)
+    (tmp_path / "edits" / "L1L2").mkdir(parents=True)
+    (tmp_path / ANNOTATION_FILES["L1L2"]).write_text(json.dumps({"k.png": item}), encoding="utf-8")
+    scene = Image.fromarray(_noise((64, 48), 11))
+    scene.save(tmp_path / "images" / "L1L2" / "k.png")
+    scene.resize((128, 96)).save(tmp_path / "edits" / "L1L2" / "k.png")  # the edit at twice the size
+    # One reply every step reads: the interaction check and QA take answer and confidence, the match its scores.
+    reply = ('{"answer": "yes", "confidence": 0.7, "best_match_id": 0, "identity_score": 1.0, "quality_score": 0.5, '
+             '"reasoning": "lifted"}')
+    model, processor = tiny_owlv2
+    with FakeEndpoint([reply] * 4) as endpoint:
+        result = evaluate_method(tmp_path, "tiny", tmp_path / "edits", TransformersGrounder(model, processor, "owl"),
+                                 _judge(endpoint), out=tmp_path / "records.json")
+    record = result["records"]["L1L2"]["k.png"]
+    # The edit is the scene itself, so the cup's crop is followed to where it was: one pair, four calls
+    # (interaction, person match, cup match, the QA question).
+    assert record["object_box_source"] == "track" and record["object_box"] == [36, 20, 56, 40]
+    assert len(endpoint.requests) == 4
+    assert [len(_images(r)) for r in endpoint.requests] == [2, 2, 2, 1]
+    assert record["max_yes_confidence"] == 0.7 and record["reasoning"] == "lifted"
+    assert record["subject_similarity"] == 0.5 and record["object_similarity"] == 0.5
+    assert record["qa"] == [{"question": "Is the cup above the table?", "answer": "yes", "confidence": 0.7}]
+    assert "L1 0.7000, L2 0.7000" in result["summary"]
