@@ -1,0 +1,540 @@
+"""The image editor and the I2V generator of HOI-Edit through diffusers pipelines, chosen by a config.
+
+HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; spec ``shared/specs/hoi_edit.md`` §3, §6) compares
+image editors (FLUX.1 Kontext, Qwen-Image-Edit, ...) with image-to-video models turned into
+editors by SCPE (upstream: Wan2.2-I2V-A14B). This module runs those models through their diffusers
+pipelines (``huggingface/diffusers``, ``src/diffusers/pipelines/``):
+
+=====================  ======  ==========================================  ===========================================
+``pipeline``           task    diffusers class                             checkpoints (hub ids or local copies)
+=====================  ======  ==========================================  ===========================================
+``wan``                i2v     ``WanImageToVideoPipeline``                 Wan-AI/Wan2.2-I2V-A14B-Diffusers, -TI2V-5B-
+``svd``                i2v     ``StableVideoDiffusionPipeline``            stabilityai/stable-video-diffusion-img2vid-xt
+``cogvideox``          i2v     ``CogVideoXImageToVideoPipeline``           THUDM/CogVideoX-5b-I2V
+``ltx``                i2v     ``LTXImageToVideoPipeline``                 Lightricks/LTX-Video
+``instruct-pix2pix``   edit    ``StableDiffusionInstructPix2PixPipeline``  timbrooks/instruct-pix2pix
+``flux-kontext``       edit    ``FluxKontextPipeline``                     black-forest-labs/FLUX.1-Kontext-dev
+``qwen-image-edit``    edit    ``QwenImageEditPipeline``                   Qwen/Qwen-Image-Edit
+=====================  ======  ==========================================  ===========================================
+
+A config is a JSON object (a file or a dict)::
+
+    {"role": "diffusers", "task": "i2v", "pipeline": "wan", "model": "/models/Wan2.2-TI2V-5B-Diffusers",
+     "dtype": "bfloat16", "device": "cuda", "num_inference_steps": 30, "height": 704, "width": 1280,
+     "guidance_scale": 5.0, "negative_prompt": "...", "offload": true,
+     "call_options": {"max_sequence_length": 512}}
+
+Only ``pipeline`` and ``model`` are required. ``device`` defaults to the ``HAI_DEVICE`` setting
+(``engines.platform.torch_device``); ``dtype`` to float32 (diffusers' usable-anywhere default; say
+bfloat16 on a GPU). Unset sizes, steps and guidance keep the pipeline's own defaults (Wan 480x832,
+50 steps, guidance 5.0). ``call_options`` passes further ``__call__`` arguments (SVD's ``fps``,
+``motion_bucket_id``, ``min_guidance_scale``; InstructPix2Pix's ``image_guidance_scale``; LTX's
+``frame_rate``). Every argument is checked against the pipeline's ``__call__`` before any weight is
+read: a field the pipeline does not take is an error naming it, except the prompt, which a
+prompt-less pipeline (SVD) simply does not receive. Frames come back as PIL images; Wan, CogVideoX
+and LTX round ``num_frames`` to the frame counts their VAEs decode (Wan: 4k + 1).
+
+**Nothing downloads silently.** Weights load with ``from_pretrained(..., local_files_only=True)``
+(a local folder, or a hub id already in the Hugging Face cache) unless the config says
+``"allow_download": true``.
+
+:func:`load_generation_config` reads the config of any role (``"role"``: ``"diffusers"``,
+``"gradio"`` for a model served by ``python -m engines.hoi serve``, ``"offline"`` for the
+deterministic default) and checks it, naming the file and the field on any problem; ``make_role``
+turns it into the role. The diffusers roles are registered as ``i2v``/``editor`` ``"diffusers"``
+in ``engines.hoi.roles``; ``engines.hoi.tiny_pipelines`` builds tiny random pipelines that this
+module loads exactly like real checkpoints (the tests do).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from engines.hoi.roles import make, register
+
+TASKS = ("i2v", "edit")
+ROLES = ("diffusers", "gradio", "offline")
+DTYPES = ("float32", "float16", "bfloat16")
+# The role table a task's role lives in (engines.hoi.roles.KINDS).
+KIND_OF_TASK = {"i2v": "i2v", "edit": "editor"}
+# The endpoint names of ``python -m engines.hoi serve``, the Gradio client's defaults.
+DEFAULT_API_NAMES = {"i2v": "/generate", "edit": "/edit"}
+_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """A diffusers pipeline class behind a config's ``pipeline`` name."""
+
+    task: str
+    class_name: str
+    examples: str  # checkpoints it loads, for error messages
+
+
+PIPELINES: dict[str, PipelineSpec] = {
+    "wan": PipelineSpec("i2v", "WanImageToVideoPipeline", "Wan-AI/Wan2.2-I2V-A14B-Diffusers"),
+    "svd": PipelineSpec("i2v", "StableVideoDiffusionPipeline", "stabilityai/stable-video-diffusion-img2vid-xt"),
+    "cogvideox": PipelineSpec("i2v", "CogVideoXImageToVideoPipeline", "THUDM/CogVideoX-5b-I2V"),
+    "ltx": PipelineSpec("i2v", "LTXImageToVideoPipeline", "Lightricks/LTX-Video"),
+    "instruct-pix2pix": PipelineSpec("edit", "StableDiffusionInstructPix2PixPipeline", "timbrooks/instruct-pix2pix"),
+    "flux-kontext": PipelineSpec("edit", "FluxKontextPipeline", "black-forest-labs/FLUX.1-Kontext-dev"),
+    "qwen-image-edit": PipelineSpec("edit", "QwenImageEditPipeline", "Qwen/Qwen-Image-Edit"),
+}
+
+# Arguments the backend sets on every call: the inputs of the role's method, the seed's generator,
+# and PIL output. A config may not set them (call_options), so one call means one thing.
+_SET_BY_THE_ROLE = ("image", "prompt", "num_frames", "generator", "output_type", "return_dict")
+# Config fields that become __call__ arguments of the same name when set.
+_CALL_FIELDS = ("negative_prompt", "height", "width", "num_inference_steps", "guidance_scale")
+
+
+class GenerationConfigError(ValueError):
+    """A generation config that cannot be used; the message names the source, the field and the problem."""
+
+    def __init__(self, field_name: str | None, problem: str, source: str | None = None) -> None:
+        self.field_name, self.problem, self.source = field_name, problem, source
+        where = f"{source}: " if source else ""
+        super().__init__(f"{where}field {field_name!r} {problem}" if field_name else f"{where}{problem}")
+
+    def located(self, source: str) -> GenerationConfigError:
+        """The same error, said of ``source`` (a file path or a role's name)."""
+        return type(self)(self.field_name, self.problem, source)
+
+
+class PipelineLoadError(GenerationConfigError):
+    """The config is well formed but its ``model`` does not load (missing folder, not cached, wrong class)."""
+
+
+# ---------------------------------------------------------------- field checks
+
+
+def _whole(name: str, value: Any, minimum: int) -> None:
+    # bool is an int in Python, but ``"height": true`` is a mistake, not 1.
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
+        raise GenerationConfigError(name, f"must be a whole number >= {minimum}, got {value!r}")
+
+
+def _number(name: str, value: Any, minimum: float) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum):
+        raise GenerationConfigError(name, f"must be a number >= {minimum}, got {value!r}")
+
+
+def _text(name: str, value: Any, *, required: bool = False) -> None:
+    if (value is None and required) or (value is not None and (not isinstance(value, str) or not value.strip())):
+        raise GenerationConfigError(name, f"must be non-empty text, got {value!r}")
+
+
+def _flag(name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise GenerationConfigError(name, f"must be true or false, got {value!r}")
+
+
+def _choice(name: str, value: Any, choices: tuple[str, ...] | list[str]) -> None:
+    if value not in choices:
+        raise GenerationConfigError(name, f"must be one of {', '.join(map(repr, choices))}, got {value!r}")
+
+
+def _task(value: Any) -> None:
+    if value is None:
+        raise GenerationConfigError("task", 'is missing: say "i2v" (image to video) or "edit" (image editing)')
+    _choice("task", value, TASKS)
+
+
+def _from_dict(cls, data: Any, source: str, **defaults: Any):
+    """``cls(**data)`` for a config dataclass, with unknown or missing fields named and every error
+    said of ``source``."""
+    if not isinstance(data, Mapping):
+        raise GenerationConfigError(None, f"expected a JSON object, got {type(data).__name__}", source)
+    known = [f.name for f in fields(cls)]
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise GenerationConfigError(unknown[0], f"is not a field of a {data.get('role', cls.role)!r} config; "
+                                                f"its fields are {', '.join(known)}", source)
+    values = {**{key: value for key, value in defaults.items() if value is not None}, **data}
+    required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+    for name in required:
+        if name not in values:
+            raise GenerationConfigError(name, "is missing", source)
+    try:
+        return cls(**values)
+    except GenerationConfigError as error:
+        raise error.located(source) from None
+
+
+# ---------------------------------------------------------------- configs
+
+
+@dataclass
+class DiffusersConfig:
+    """A diffusers pipeline as an I2V generator or an image editor (see the module docstring).
+
+    Args:
+        pipeline: a name of :data:`PIPELINES`.
+        model: a local folder or a hub id (loaded from the cache unless ``allow_download``).
+        task: "i2v" or "edit"; inferred from ``pipeline`` when left out, an error when it disagrees.
+        dtype: the weights' dtype ("float32", "float16", "bfloat16").
+        device: "auto", "cpu", "cuda", "cuda:N" or "mps"; default the ``HAI_DEVICE`` setting.
+        num_inference_steps, height, width, guidance_scale, negative_prompt: ``__call__`` arguments
+            (unset: the pipeline's defaults).
+        offload: move each model to the accelerator only while it runs (``enable_model_cpu_offload``):
+            slower, but a 14B Wan fits in about 24 GB.
+        allow_download: let ``from_pretrained`` fetch missing files from the Hugging Face Hub.
+        variant: the weights' file variant (e.g. "fp16" for SVD's half-precision files).
+        call_options: further ``__call__`` arguments by name.
+    """
+
+    pipeline: str
+    model: str
+    task: str | None = None
+    dtype: str = "float32"  # diffusers' default: runs on any device; bfloat16 halves the memory on a GPU
+    device: str | None = None
+    num_inference_steps: int | None = None
+    height: int | None = None
+    width: int | None = None
+    guidance_scale: float | None = None
+    negative_prompt: str | None = None
+    offload: bool = False
+    allow_download: bool = False
+    variant: str | None = None
+    call_options: dict[str, Any] = field(default_factory=dict)
+    role: str = "diffusers"
+
+    def __post_init__(self) -> None:
+        _choice("role", self.role, ("diffusers",))
+        _choice("pipeline", self.pipeline, tuple(PIPELINES))
+        spec = PIPELINES[self.pipeline]
+        if self.task is None:
+            self.task = spec.task
+        _task(self.task)
+        if self.task != spec.task:
+            raise GenerationConfigError("task", f"is {self.task!r} but pipeline {self.pipeline!r} "
+                                                f"({spec.class_name}) does {spec.task!r}")
+        _text("model", self.model, required=True)
+        _choice("dtype", self.dtype, DTYPES)
+        if self.device is not None and not (isinstance(self.device, str) and _DEVICE.match(self.device)):
+            raise GenerationConfigError("device", 'must be "auto", "cpu", "cuda", "cuda:N" or "mps", '
+                                                  f"got {self.device!r}")
+        _whole("num_inference_steps", self.num_inference_steps, 1)
+        _whole("height", self.height, 8)
+        _whole("width", self.width, 8)
+        _number("guidance_scale", self.guidance_scale, 0)
+        _text("negative_prompt", self.negative_prompt)
+        _flag("offload", self.offload)
+        _flag("allow_download", self.allow_download)
+        _text("variant", self.variant)
+        if not isinstance(self.call_options, dict) or not all(isinstance(key, str) for key in self.call_options):
+            raise GenerationConfigError("call_options", "must be an object of argument names, "
+                                                        f"got {self.call_options!r}")
+        for name in self.call_options:
+            if name in _SET_BY_THE_ROLE:
+                raise GenerationConfigError("call_options", f"may not set {name!r}: the role sets it on every call")
+            if name in _CALL_FIELDS:
+                raise GenerationConfigError("call_options", f"sets {name!r}, which is a field of its own; "
+                                                            "set it there")
+
+    @property
+    def kind(self) -> str:
+        return KIND_OF_TASK[self.task]
+
+    def options(self) -> dict[str, Any]:
+        """The keyword arguments of ``make(self.kind, "diffusers", ...)``."""
+        return {key: value for key, value in asdict(self).items() if key != "role"}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "generation config", *,
+                  task: str | None = None) -> DiffusersConfig:
+        return _from_dict(cls, data, source, task=task)
+
+
+@dataclass
+class GradioConfig:
+    """A model served by ``python -m engines.hoi serve`` (or any Gradio app with the same endpoint).
+
+    Args:
+        url: the server's address, e.g. "http://gpu-box:7861".
+        task: "i2v" or "edit".
+        api_name: the endpoint; default "/generate" for i2v, "/edit" for edit.
+        timeout_s: seconds to wait for one result (default: no limit; a video can take minutes).
+    """
+
+    url: str
+    task: str
+    api_name: str | None = None
+    timeout_s: float | None = None
+    role: str = "gradio"
+
+    def __post_init__(self) -> None:
+        _choice("role", self.role, ("gradio",))
+        _task(self.task)
+        if not isinstance(self.url, str) or not re.match(r"^https?://[^\s/]+", self.url):
+            raise GenerationConfigError("url", f'must be an http(s) address such as "http://127.0.0.1:7861", '
+                                               f"got {self.url!r}")
+        if self.api_name is None:
+            self.api_name = DEFAULT_API_NAMES[self.task]
+        if not isinstance(self.api_name, str) or not re.match(r"^/\w+$", self.api_name):
+            raise GenerationConfigError("api_name", 'must be an endpoint name such as "/generate", '
+                                                    f"got {self.api_name!r}")
+        _number("timeout_s", self.timeout_s, 0.001)
+
+    @property
+    def kind(self) -> str:
+        return KIND_OF_TASK[self.task]
+
+    def options(self) -> dict[str, Any]:
+        return {key: value for key, value in asdict(self).items() if key != "role"}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "generation config", *,
+                  task: str | None = None) -> GradioConfig:
+        return _from_dict(cls, data, source, task=task)
+
+
+@dataclass
+class OfflineConfig:
+    """The role's deterministic offline default; any other field is passed to it as an option."""
+
+    task: str
+    extra: dict[str, Any] = field(default_factory=dict)  # the offline role's own options
+    role: str = "offline"
+
+    def __post_init__(self) -> None:
+        _choice("role", self.role, ("offline",))
+        _task(self.task)
+
+    @property
+    def kind(self) -> str:
+        return KIND_OF_TASK[self.task]
+
+    def options(self) -> dict[str, Any]:
+        return dict(self.extra)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "generation config", *,
+                  task: str | None = None) -> OfflineConfig:
+        if not isinstance(data, Mapping):
+            raise GenerationConfigError(None, f"expected a JSON object, got {type(data).__name__}", source)
+        rest = {key: value for key, value in data.items() if key not in ("role", "task")}
+        values = {"role": data.get("role", "offline"), "task": data.get("task", task), "extra": rest}
+        try:
+            return cls(**values)
+        except GenerationConfigError as error:
+            raise error.located(source) from None
+
+
+GenerationConfig = DiffusersConfig | GradioConfig | OfflineConfig
+_CONFIG_CLASSES = {"diffusers": DiffusersConfig, "gradio": GradioConfig, "offline": OfflineConfig}
+# The module that registers each role name (imported by make_role, so a config alone is enough).
+_ROLE_MODULES = {"diffusers": "engines.hoi.generation", "gradio": "engines.hoi.serve",
+                 "offline": "engines.hoi.offline"}
+
+
+def load_generation_config(source: str | Path | Mapping[str, Any], *, task: str | None = None) -> GenerationConfig:
+    """The checked config of an editor or I2V role, from a JSON file or a dict.
+
+    Args:
+        source: a path to a JSON object, or the object itself. ``"role"`` picks the config:
+            ``"diffusers"`` (:class:`DiffusersConfig`), ``"gradio"`` (:class:`GradioConfig`) or
+            ``"offline"`` (:class:`OfflineConfig`).
+        task: the task the caller needs ("i2v" for SCPE's ``--i2v``); fills a config that does not
+            say, and is an error against one that says otherwise.
+
+    Raises:
+        GenerationConfigError: the file is missing or not JSON, the role is unknown, or a field is
+            missing, unknown or wrong; the message names the file and the field.
+
+    Example::
+
+        config = load_generation_config("configs/wan.json", task="i2v")
+        i2v = make_role(config)
+    """
+    if isinstance(source, Mapping):
+        data, label = dict(source), "generation config"
+    else:
+        path = Path(source)
+        label = str(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8-sig"))
+        except OSError as exc:
+            raise GenerationConfigError(None, f"cannot read the generation config ({exc.strerror or exc})",
+                                        label) from None
+        except json.JSONDecodeError as exc:
+            raise GenerationConfigError(None, f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+                                        label) from None
+    if not isinstance(data, dict):
+        raise GenerationConfigError(None, f'expected a JSON object such as {{"role": "diffusers", ...}}, '
+                                          f"got {type(data).__name__}", label)
+    role = data.get("role")
+    if role not in _CONFIG_CLASSES:
+        raise GenerationConfigError("role", f"must be one of {', '.join(map(repr, ROLES))}, got {role!r}", label)
+    if task is not None:
+        _choice("task", task, TASKS)
+        if data.get("task", task) != task:
+            raise GenerationConfigError("task", f"is {data['task']!r} but {task!r} is needed here", label)
+    return _CONFIG_CLASSES[role].from_dict(data, label, task=task)
+
+
+def require_task(config: GenerationConfig, task: str, source: str) -> GenerationConfig:
+    """``config`` itself when it does ``task``; else :class:`GenerationConfigError` said of ``source``."""
+    if config.task != task:
+        raise GenerationConfigError("task", f"is {config.task!r} but {task!r} is needed here", source)
+    return config
+
+
+def make_role(config: GenerationConfig):
+    """The I2V generator or image editor a config describes (``engines.hoi.roles.make``)."""
+    importlib.import_module(_ROLE_MODULES[config.role])  # registers the role's name
+    return make(config.kind, config.role, **config.options())
+
+
+# ---------------------------------------------------------------- pipelines
+
+
+def accepted_arguments(pipeline: Any) -> frozenset[str]:
+    """The argument names a pipeline class's (or instance's) ``__call__`` takes."""
+    return frozenset(name for name in inspect.signature(pipeline.__call__).parameters if name != "self")
+
+
+def check_call_arguments(config: DiffusersConfig, accepted: frozenset[str]) -> None:
+    """Raise :class:`GenerationConfigError` naming the first set field the pipeline does not take."""
+    class_name = PIPELINES[config.pipeline].class_name
+    for name in _CALL_FIELDS:
+        if getattr(config, name) is not None and name not in accepted:
+            hint = " (it takes min_guidance_scale and max_guidance_scale in call_options)" \
+                if name == "guidance_scale" and "max_guidance_scale" in accepted else ""
+            raise GenerationConfigError(name, f"is not an argument of {class_name}{hint}")
+    for name in config.call_options:
+        if name not in accepted:
+            raise GenerationConfigError("call_options", f"sets {name!r}, which is not an argument of {class_name}")
+
+
+def call_arguments(config: DiffusersConfig, accepted: frozenset[str], *, image: Image.Image, prompt: str,
+                   seed: int, num_frames: int | None = None) -> dict[str, Any]:
+    """The keyword arguments of one pipeline call: the role's inputs, the config's fields and options,
+    a CPU generator seeded with ``seed`` (the same noise on any device), PIL output. Inputs the
+    pipeline does not take (SVD's prompt) are left out."""
+    import torch
+
+    wanted = {"image": image, "prompt": prompt, "num_frames": num_frames,
+              **{name: getattr(config, name) for name in _CALL_FIELDS}, **config.call_options}
+    arguments = {name: value for name, value in wanted.items() if value is not None and name in accepted}
+    arguments["generator"] = torch.Generator("cpu").manual_seed(int(seed))
+    arguments["output_type"] = "pil"
+    return arguments
+
+
+def load_pipeline(config: DiffusersConfig) -> Any:
+    """The config's diffusers pipeline, loaded (no download unless allowed) and placed on its device.
+
+    Raises:
+        GenerationConfigError: a field the pipeline does not take, or ``offload`` on the CPU.
+        PipelineLoadError: the model does not load (naming it, and ``allow_download`` when that is why).
+    """
+    import diffusers
+    import torch
+
+    from engines.platform.torch_device import resolve_device
+
+    spec = PIPELINES[config.pipeline]
+    pipeline_class = getattr(diffusers, spec.class_name)
+    check_call_arguments(config, accepted_arguments(pipeline_class))  # before reading gigabytes of weights
+    device = resolve_device(config.device)
+    if config.offload and device.type == "cpu":
+        raise GenerationConfigError("offload", "moves models between the CPU and an accelerator, but the device is "
+                                               'the CPU; set "offload": false or "device": "cuda"')
+    local = Path(config.model).expanduser()
+    options: dict[str, Any] = {"dtype": getattr(torch, config.dtype),
+                               "local_files_only": not config.allow_download}
+    if config.variant:
+        options["variant"] = config.variant
+    try:
+        pipe = pipeline_class.from_pretrained(str(local) if local.exists() else config.model, **options)
+    except (OSError, ValueError, TypeError) as exc:
+        if local.exists():
+            why = f"the folder {local} does not hold a {spec.class_name} ({type(exc).__name__}: {exc})"
+        elif config.allow_download:
+            why = f"it could not be fetched from the Hugging Face Hub ({type(exc).__name__}: {exc})"
+        else:
+            why = ("it is neither a local folder nor in the Hugging Face cache, and the config does not allow "
+                   'downloads (add "allow_download": true to fetch it, e.g. ' f"{spec.examples})")
+        raise PipelineLoadError("model", f"{config.model!r} does not load: {why}") from exc
+    if config.offload:
+        pipe.enable_model_cpu_offload(device=device)
+    else:
+        pipe.to(device)
+    pipe.set_progress_bar_config(disable=True)
+    return pipe
+
+
+def _rgb(image: Any) -> Image.Image:
+    if not isinstance(image, Image.Image):
+        raise TypeError(f"the source image must be a PIL image, got {type(image).__name__}")
+    return image.convert("RGB")
+
+
+class _DiffusersRole:
+    def __init__(self, pipe: Any, config: DiffusersConfig) -> None:
+        self.pipe, self.config = pipe, config
+        self.name = f"diffusers:{config.pipeline}:{config.model}"
+        self.accepted = accepted_arguments(pipe)
+        check_call_arguments(config, self.accepted)
+        # A pipeline keeps its scheduler's state between denoising steps: one call at a time.
+        self._lock = threading.Lock()
+
+
+class DiffusersVideoGenerator(_DiffusersRole):
+    """The I2V role (``I2VGenerator``) over a diffusers image-to-video pipeline."""
+
+    def generate(self, image: Image.Image, prompt: str, *, num_frames: int = 17, seed: int = 0) -> list[Image.Image]:
+        """Frames of a video that starts at ``image`` and follows ``prompt``, as RGB PIL images.
+
+        The pipeline may round ``num_frames`` to a count its VAE decodes (Wan: 4k + 1)."""
+        if isinstance(num_frames, bool) or not isinstance(num_frames, int) or num_frames < 1:
+            raise ValueError(f"num_frames must be a whole number >= 1, got {num_frames!r}")
+        arguments = call_arguments(self.config, self.accepted, image=_rgb(image), prompt=prompt, seed=seed,
+                                   num_frames=num_frames)
+        with self._lock:
+            output = self.pipe(**arguments)
+        video = output.frames[0]  # (batch of one) -> its frames
+        return [frame.convert("RGB") for frame in video]
+
+
+class DiffusersImageEditor(_DiffusersRole):
+    """The image-editor role (``ImageEditor``) over a diffusers instruction-editing pipeline."""
+
+    def edit(self, image: Image.Image, instruction: str, *, seed: int = 0) -> Image.Image:
+        """``image`` edited as ``instruction`` says, as an RGB PIL image."""
+        arguments = call_arguments(self.config, self.accepted, image=_rgb(image), prompt=instruction, seed=seed)
+        with self._lock:
+            output = self.pipe(**arguments)
+        return output.images[0].convert("RGB")
+
+
+@register("i2v", "diffusers")
+def diffusers_i2v(**options: Any) -> DiffusersVideoGenerator:
+    """An I2V generator from the fields of a :class:`DiffusersConfig` (``pipeline``, ``model``, ...)."""
+    config = require_task(DiffusersConfig.from_dict(options, "i2v 'diffusers'", task="i2v"), "i2v", "i2v 'diffusers'")
+    try:
+        return DiffusersVideoGenerator(load_pipeline(config), config)
+    except GenerationConfigError as error:
+        raise error.located("i2v 'diffusers'") from error.__cause__
+
+
+@register("editor", "diffusers")
+def diffusers_editor(**options: Any) -> DiffusersImageEditor:
+    """An image editor from the fields of a :class:`DiffusersConfig` (``pipeline``, ``model``, ...)."""
+    config = require_task(DiffusersConfig.from_dict(options, "editor 'diffusers'", task="edit"), "edit",
+                          "editor 'diffusers'")
+    try:
+        return DiffusersImageEditor(load_pipeline(config), config)
+    except GenerationConfigError as error:
+        raise error.located("editor 'diffusers'") from error.__cause__
