@@ -1,5 +1,6 @@
 """Command line of the HOI-Edit area: ``python -m engines.hoi --help``.
 
+    python -m engines.hoi evaluate --benchmark DIR --method NAME [--judge openai --option judge.model=NAME] --json
     python -m engines.hoi score --benchmark DIR --records FILE --json
     python -m engines.hoi scpe --benchmark DIR --i2v CONFIG --out DIR [--epochs N] [--retries R] --json
     python -m engines.hoi ratings --votes FILE --json
@@ -13,6 +14,8 @@ from engines.platform.area_cli import run_command
 COMMANDS = {
     "score": ("engines.hoi.cli", "add_score_arguments", "run_score",
               "HOI-Eval's scores of methods' evaluation records: per tag, per level and the paper's table"),
+    "evaluate": ("engines.hoi.evaluate", "add_evaluate_arguments", "run_evaluate",
+                 "HOI-Eval: judge a method's edited images and write its records (resumable)"),
     "scpe": ("engines.hoi.scpe", "add_scpe_arguments", "run_scpe_command",
              "SCPE: learn a prompt playbook, generate each item's video with an I2V model, keep the selected frame"),
     "ratings": ("engines.hoi.cli", "add_ratings_arguments", "run_ratings",
