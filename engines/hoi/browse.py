@@ -23,6 +23,7 @@ from typing import Any
 from PIL import Image
 
 from engines.hoi.benchmark import LEVELS, Benchmark, BenchmarkItem, load_benchmark
+from engines.hoi.drawing import scale_box
 from engines.hoi.scoring import (
     PAPER_COLUMNS,
     EvalRecord,
@@ -312,6 +313,19 @@ class ThumbnailCache:
 
 
 THUMBNAILS = ThumbnailCache()
+
+
+def boxes_at(item: BenchmarkItem, size: tuple[int, int]) -> dict[str, list[float] | None]:
+    """The item's annotated boxes (original pixels) scaled to an image of ``size`` (a thumbnail),
+    as keyword arguments of :func:`engines.hoi.drawing.annotate`."""
+    with Image.open(item.image_path) as original:
+        original_size = original.size
+
+    def scaled(box):
+        return None if box is None else scale_box(box, original_size, size)
+
+    return {"subject_box": scaled(item.subject_box), "object_box": scaled(item.object_box),
+            "tool_box": scaled(item.tool_box)}
 
 
 def format_score(value: float | None) -> str:

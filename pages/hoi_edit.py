@@ -1,0 +1,180 @@
+"""Research: HOI-Edit comparisons (HOI-Edit, ICML 2026).
+
+Compares editing methods on the HOI-Edit benchmark of human–object-interaction edits: HOI-Eval's
+leaderboard in the paper's layout, an item browser with every method's edit, its scores and the
+judge's reasoning (an I2V method's frame strip and SCPE trace too), and the arena's ratings from
+participants' votes. The shipped demo is synthetic; point the sidebar at a real benchmark folder
+to use the page for real.
+"""
+
+from pathlib import Path
+
+import streamlit as st
+
+from engines.hoi import browse, plots
+from engines.hoi.benchmark import BenchmarkFormatError
+from engines.hoi.drawing import annotate
+from engines.hoi.ratings import VoteFormatError, rate, read_votes, win_rate_matrix
+from pages import _ui as ui
+
+PAGE = {"title": "HOI-Edit", "group": "Research", "roles": ["researcher"], "icon": ":material/compare:",
+        "order": 80}
+DEMO = Path(__file__).resolve().parents[1] / "assets" / "hoi" / "demo"
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def cached_workspace(root: str, stamp: float) -> browse.Workspace:
+    return browse.open_workspace(root)
+
+
+def folder_stamp(root: Path) -> float:
+    """Changes when the folder's records or method folders change, so the cache reads them again."""
+    paths = [root, *root.glob("records/*.json"), *root.glob("*_frames"), *root.glob("data/*_frames")]
+    return max((p.stat().st_mtime for p in paths if p.exists()), default=0.0)
+
+
+def thumbnail(path: Path | None, size: int = 320):
+    return None if path is None else browse.THUMBNAILS.get(path, size)
+
+
+identity = ui.require_role("researcher")
+st.title("HOI-Edit comparisons")
+st.caption("Edits of how a person interacts with an object, at three levels (L1 foundational, L2 spatial, L3 causal "
+           "and physical), scored by HOI-Eval: interaction I (the judge's yes-confidence that the interaction "
+           "happened), human and object consistency H and O, and I+Q&A for L2 and L3. After HOI-Edit (ICML 2026).")
+
+with st.sidebar:
+    st.subheader("Benchmark")
+    root_text = st.text_input("Data directory", str(DEMO), key="hoi-root",
+                              help="A folder with the two HOI-Edit annotation JSONs, images/L1L2 and images/L3, and "
+                                   "each method's edits in <method>_frames/<split>/<key> (upstream's layout).")
+root = Path(root_text).expanduser()
+if not root.is_dir():
+    st.error(f"{root} is not a folder. Give the HOI-Edit benchmark folder (the shipped demo is {DEMO}; "
+             "`python -m engines.hoi demo` writes it).")
+    st.stop()
+try:
+    workspace = cached_workspace(str(root.resolve()), folder_stamp(root))
+except BenchmarkFormatError as exc:
+    st.error(f"The benchmark does not read: {exc}")
+    st.stop()
+for problem in workspace.problems:
+    st.warning(f"Records not read, so that method is shown unscored: {problem}")
+if any(method.offline for method in workspace.methods.values()):
+    st.info("Synthetic demo: drawn scenes, and edits, scores and votes made by the project's offline roles "
+            "(`python -m engines.hoi demo`). They show how the page works, not how real models do.")
+
+with st.sidebar:
+    split = st.selectbox("Split", workspace.benchmark.splits, key="hoi-split",
+                         format_func={"L1L2": "L1 and L2", "L3": "L3"}.get)
+    filters = [None, *browse.level_filters(workspace, split)]
+    level_or_tag = st.selectbox("Level or tag", filters, key="hoi-filter",
+                                format_func=lambda f: "all items" if f is None else f)
+    all_methods = list(workspace.methods)
+    methods = st.multiselect("Methods", all_methods, default=all_methods, key="hoi-methods",
+                             format_func=lambda m: workspace.methods[m].label or m)
+    sort = st.selectbox("Sort items by", browse.SORTS, key="hoi-sort")
+    overlays = st.toggle("Box overlays", value=True, key="hoi-boxes",
+                         help="Blue: the person; red: the object; yellow: the tool, as the benchmark annotates them.")
+
+if not methods:
+    st.info("Choose at least one method in the sidebar.")
+    st.stop()
+
+board_tab, items_tab, arena_tab = st.tabs(["Leaderboard", "Item browser", "Arena results"])
+
+with board_tab:
+    rows = browse.leaderboard_rows(workspace, methods)
+    if not rows:
+        st.info("No chosen method has evaluation records yet (records/<method>.json): run HOI-Eval on it with "
+                "`python -m engines.hoi evaluate`.")
+    else:
+        st.dataframe(plots.leaderboard_frame(rows), width="stretch",
+                     column_config={c: st.column_config.NumberColumn(format="%.4f") for c in rows[0] if c != "method"})
+        st.caption("The paper's table: L1 from the L1/L2 file, L3 from the L3 file. I, H and O count each item "
+                   "once per level; I+Q&A counts every (item, tag) pair. Items whose record carries an error are "
+                   "skipped, not scored zero, as upstream.")
+        st.plotly_chart(plots.leaderboard_figure(rows), key="hoi-leaderboard-figure")
+        tag_rows = [r for r in browse.tag_rows(workspace, methods) if r["split"] == split]
+        with st.expander(f"Per tag ({split})"):
+            st.dataframe(tag_rows, width="stretch", hide_index=True)
+            st.plotly_chart(plots.tag_figure(tag_rows), key="hoi-tag-figure")
+
+with items_tab:
+    items = browse.list_items(workspace, split, level_or_tag=level_or_tag, methods=methods, sort=sort)
+    if not items:
+        st.info("No item of this split matches the filter.")
+    else:
+        position = st.number_input(f"Item (1 to {len(items)}, {sort})", 1, len(items), 1, key="hoi-item")
+        item = items[int(position) - 1]
+        view = browse.item_view(workspace, split, item.key, methods)
+        left, right = st.columns([2, 3])
+        with left:
+            if item.image_path is None:
+                st.warning(f"The source image images/{split}/{item.key} is missing.")
+            else:
+                source = thumbnail(item.image_path, 480)
+                if overlays:
+                    source = annotate(source, **browse.boxes_at(item, source.size))
+                st.image(source, caption=f"Source: {item.key}", width="stretch")
+        with right:
+            st.markdown(f"**Instruction:** {item.instruction}")
+            st.markdown(f"**Tags:** {', '.join(item.tags) or '—'}")
+            if item.interaction_question:
+                st.markdown(f"**Interaction question:** {item.interaction_question}")
+            for tag, question in item.aux_questions.items():
+                st.markdown(f"**{tag}:** {question}")
+        st.subheader("Edits")
+        for start in range(0, len(view.outputs), 3):
+            for column, output in zip(st.columns(3), view.outputs[start:start + 3], strict=False):
+                with column:
+                    label = workspace.methods[output.method].label or output.method
+                    if output.image_path is None:
+                        st.markdown(f"**{label}**")
+                        st.caption("No edit of this item.")
+                        continue
+                    st.image(thumbnail(output.image_path), caption=label, width="stretch")
+                    record = output.record
+                    if record is None:
+                        st.caption("Not evaluated.")
+                    elif record.failed:
+                        st.caption("Skipped by the scorer: " + "; ".join(record.errors))
+                    else:
+                        st.caption(f"I {browse.format_score(record.I)} · H {browse.format_score(record.H)} · "
+                                   f"O {browse.format_score(record.O)} · item score {browse.format_score(output.score)}")
+                    if output.reasoning:
+                        with st.expander("The judge's reasoning"):
+                            st.write(output.reasoning)
+        for output in view.outputs:
+            if output.strip:
+                st.subheader(f"{workspace.methods[output.method].label or output.method}: frames")
+                captions = [f"frame {i}" + (" (chosen)" if i == output.selected_frame else "")
+                            for i in range(len(output.strip))]
+                st.image([thumbnail(p, 160) for p in output.strip], caption=captions, width=120)
+                if output.trace:
+                    with st.expander("SCPE trace"):
+                        st.json(output.trace, expanded=False)
+
+with arena_tab:
+    st.caption("Participants see two anonymous, side-swapped edits of the same item and vote; the names are shown "
+               "only after the vote, and votes cast with the names shown do not count. Ratings as GenAI-Arena: "
+               "Bradley–Terry (or online Elo) with bootstrap 95% intervals.")
+    votes_path = workspace.votes_path
+    if not votes_path.is_file():
+        st.info(f"No votes in {votes_path} yet.")
+    else:
+        try:
+            log = read_votes(votes_path)
+        except VoteFormatError as exc:
+            st.error(f"The votes do not read: {exc}")
+        else:
+            kind = st.radio("Rating", ["bt", "elo"], horizontal=True, key="hoi-rating",
+                            format_func={"bt": "Bradley–Terry", "elo": "Elo"}.get)
+            board = rate(log, kind, rounds=1000)
+            st.write(f"{board.n_votes} votes counted" + (f", {board.n_left_out} left out (names shown before the "
+                                                          "vote)" if board.n_left_out else ""))
+            left, right = st.columns(2)
+            left.dataframe(plots.ratings_frame(board), hide_index=True, width="stretch")
+            right.plotly_chart(plots.ratings_figure(board), key="hoi-ratings-figure")
+            st.plotly_chart(plots.win_rate_figure(win_rate_matrix(log)), key="hoi-win-figure")
+            st.plotly_chart(plots.votes_over_time_figure(list(log)), key="hoi-votes-figure")
