@@ -187,7 +187,7 @@ class DiffusersConfig:
         num_inference_steps, height, width, guidance_scale, negative_prompt: ``__call__`` arguments
             (unset: the pipeline's defaults).
         offload: move each model to the accelerator only while it runs (``enable_model_cpu_offload``):
-            slower, but a 14B Wan fits in about 24 GB.
+            slower, but far less memory (diffusers' Wan docs: about 13 GB for the 14B text-to-video model).
         allow_download: let ``from_pretrained`` fetch missing files from the Hugging Face Hub.
         variant: the weights' file variant (e.g. "fp16" for SVD's half-precision files).
         call_options: further ``__call__`` arguments by name.
@@ -392,7 +392,12 @@ def require_task(config: GenerationConfig, task: str, source: str) -> Generation
 
 def make_role(config: GenerationConfig):
     """The I2V generator or image editor a config describes (``engines.hoi.roles.make``)."""
-    importlib.import_module(_ROLE_MODULES[config.role])  # registers the role's name
+    module = _ROLE_MODULES[config.role]
+    try:
+        importlib.import_module(module)  # registers the role's name
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise  # the module is there but something it needs is not
     return make(config.kind, config.role, **config.options())
 
 

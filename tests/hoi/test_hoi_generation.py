@@ -167,3 +167,7 @@ def test_each_role_gets_its_defaults_and_options():
     assert isinstance(served, GradioConfig) and served.api_name == "/edit"
     offline = load_generation_config({"role": "offline", "task": "i2v", "frames": 4})
     assert isinstance(offline, OfflineConfig) and offline.options() == {"frames": 4}
+
+
+def test_an_offline_config_makes_the_offline_default():
+    assert make_role(load_generation_config({"role": "offline"}, task="i2v")).name == "offline"
