@@ -22,9 +22,9 @@ What this module does, in the order a study uses it:
 - ``vote_page`` / ``reveal_page``: what the page shows before the vote (no names) and after it;
 - ``vote_row``: a stored vote (the button pressed on pair n) as a vote-log row, the names taken
   through the side swap;
-- ``study_votes``, ``export_votes``, ``study_ratings``: every stored vote of a study, as
-  ``ratings.Vote`` rows, as JSONL for ``python -m engines.hoi ratings --votes FILE``, and as the
-  current leaderboard.
+- ``arena_studies``, ``study_votes``, ``export_votes``, ``study_ratings``: the arena's studies, and
+  every stored vote of one, as ``ratings.Vote`` rows, as JSONL for
+  ``python -m engines.hoi ratings --votes FILE``, and as the current leaderboard.
 
 A vote is a step answer ``{"pair": n, "choice": <button>}`` stored by the platform's runtime, so
 resuming after a refresh, a double click counted once and surviving a restart come from there.
@@ -415,6 +415,18 @@ def study_votes(study_slug: str, *, engine=None) -> list[Vote]:
     return votes
 
 
+def arena_studies(protocol: str = "hoi_arena", *, engine=None) -> list[str]:
+    """The slugs of the studies run with the arena's protocol, newest first (for a researcher's choice)."""
+    from sqlmodel import select
+
+    from engines.platform.db import read_session
+    from engines.platform.models import Study
+
+    with read_session(engine) as session:
+        return list(session.exec(select(Study.slug).where(Study.protocol == protocol)
+                                 .order_by(Study.created_at.desc(), Study.id.desc())).all())
+
+
 def votes_jsonl(votes: Sequence[Vote]) -> bytes:
     """Votes as JSONL, one ``Vote`` per line, the shape ``engines.hoi.ratings.read_votes`` reads."""
     return "".join(json.dumps(vote.to_dict()) + "\n" for vote in votes).encode()
@@ -444,8 +456,8 @@ def study_ratings(study_slug: str, method: Literal["elo", "bt"] = "bt", *, round
 
 
 __all__ = [
-    "CHOICES", "PLAN_KEY", "ArenaCandidates", "ArenaError", "ArenaItem", "ArenaPair", "draw_pairs", "draw_plan",
-    "export_votes", "is_vote", "output_methods", "participant_seed", "plan_pair", "read_candidates",
+    "CHOICES", "PLAN_KEY", "ArenaCandidates", "ArenaError", "ArenaItem", "ArenaPair", "arena_studies", "draw_pairs",
+    "draw_plan", "export_votes", "is_vote", "output_methods", "participant_seed", "plan_pair", "read_candidates",
     "read_method_labels", "resolve_root", "reveal_page", "study_ratings", "study_votes", "vote_page", "vote_row",
     "votes_jsonl",
 ]

@@ -1,0 +1,73 @@
+"""Display of the HOI-Edit arena (``studies/hoi_arena``): one pair of anonymous edits, then its reveal.
+
+The vote page shows the instruction, the original photo and edits A and B side by side, with
+upstream's four buttons (GenAI-Arena's "A is better", "B is better", "Tie", "Both are bad"); the
+button pressed is the answer. The methods' names are not among the vote page's template values at
+all; the next step (the reveal) names them under the same images, beside the stored vote.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import streamlit as st
+
+from engines.hoi.arena import CHOICES
+from engines.platform import runtime
+from engines.platform.forms import field_specs
+from pages._ui import field_errors, register_step_renderer, submit_step_form
+
+
+def plain(text: str) -> str:
+    """Benchmark text shown as written: markdown's special characters escaped."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|>~<])", r"\\\1", text)
+
+
+def _images(tv: dict, captions: tuple[str, str]) -> None:
+    instruction = tv["instruction"]
+    original, edit_a, edit_b = st.columns(3, gap="medium")
+    with original:
+        st.markdown("**Original photo**")
+        st.image(Path(tv["source"]), width="stretch",
+                 alt=f"The original photo, before editing. Instruction: {instruction}")
+    for column, side, caption, key in ((edit_a, "A", captions[0], "edit_a"), (edit_b, "B", captions[1], "edit_b")):
+        with column:
+            st.markdown(f"**{plain(caption)}**")
+            st.image(Path(tv[key]), width="stretch",
+                     alt=f"Edit {side}: the photo edited by an AI system following the instruction: {instruction}")
+
+
+@register_step_renderer("hoi_arena_battle", own_progress=True)
+def hoi_arena_battle(view: runtime.StepView) -> None:
+    tv = view.template_vars
+    index = view.step.index
+    revealed = tv["phase"] == "reveal"
+    st.progress((tv["pair"] - 1 + revealed) / max(tv["pairs"], 1), text=f"Pair {tv['pair']} of {tv['pairs']}")
+    st.markdown(f"**Instruction:** {plain(tv['instruction'])}")
+    specs = field_specs(view.response_model)
+    errors = field_errors(index)
+    if not revealed:
+        _images(tv, ("Edit A", "Edit B"))
+        st.markdown("Which edit follows the instruction better?")
+        pressed = None
+        with st.form(key=f"form-{index}", border=False):
+            for column, label in zip(st.columns(len(CHOICES)), CHOICES, strict=True):
+                with column:
+                    if st.form_submit_button(label, width="stretch"):
+                        pressed = label
+        for message in errors.values():
+            st.error(message)
+        if pressed is not None:
+            # A double click sends the same answer for the same step twice: the runtime stores the first.
+            submit_step_form(view, specs, {"pair": tv["pair"], "choice": pressed})
+        return
+    _images(tv, (f"Edit A: {tv['name_a']}", f"Edit B: {tv['name_b']}"))
+    st.success(f"Your vote: **{tv['choice']}**. Edit A was made by **{plain(tv['name_a'])}**, "
+               f"edit B by **{plain(tv['name_b'])}**.")
+    with st.form(key=f"form-{index}", border=False):
+        submitted = st.form_submit_button(view.step.step.submit_label, type="primary")
+    for message in errors.values():
+        st.error(message)
+    if submitted:
+        submit_step_form(view, specs, {"pair": tv["pair"]})

@@ -1,0 +1,174 @@
+"""The HOI-Edit arena as a participant study (studies/hoi_arena): the bot completes it headless and through
+the page; names only after the stored vote; a vote counted once; the stored votes exported, read back and rated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engines.hoi import arena
+from engines.hoi.ratings import rate, read_votes
+from engines.platform import runtime, study_admin
+from engines.platform.bots import run_bot, stored_responses
+from engines.platform.export import export_study
+from studies.hoi_arena import Battle, Consent, Instructions
+from studies.hoi_arena.bot import PlayerBot
+from tests.apptest_driver import new_participant_app, play
+from tests.hoi.test_hoi_arena import LABELS, dense_outputs, write_benchmark
+
+ROUNDS = 4
+
+
+@pytest.fixture
+def bench(tmp_path: Path) -> Path:
+    return write_benchmark(tmp_path / "bench", dense_outputs(), labels=LABELS)
+
+
+@pytest.fixture
+def study(sqlite_db, bench) -> str:
+    study_admin.create_study("arena", "hoi_arena", config={"constants": {"BENCHMARK": str(bench), "ROUNDS": ROUNDS}})
+    return "arena"
+
+
+def enter_and_consent(slug: str, external_id: str) -> int:
+    participant = runtime.enter(slug, {"PROLIFIC_PID": external_id, "STUDY_ID": "s", "SESSION_ID": "x"}).participant_id
+    for step in (Consent, Instructions):
+        view = runtime.current_view(participant)
+        assert view.step.step is step
+        runtime.submit(participant, view.step.index, {"agree": True} if step is Consent else {})
+    return participant
+
+
+def test_the_bot_votes_on_every_pair_headless(study):
+    bot = PlayerBot("votes_every_pair")
+    report = run_bot(study, bot, "headless")
+    assert report.status == "completed" and report.completion_code == "HOIARENA26"
+    # Consent, instructions, then a vote and a reveal per pair.
+    assert report.steps == 2 + 2 * ROUNDS and report.must_fail_checked == 3
+    assert [number for number, _ in bot.votes] == [1, 2, 3, 4]
+    assert [choice for _, choice in bot.votes] == ["A is better", "B is better", "Tie", "Both are bad"]
+
+
+def test_the_bot_completes_it_through_the_page(study):
+    at = new_participant_app(study, "through-page")
+    bot = PlayerBot("votes_every_pair")
+    accepted, _ = play(at, study, "through-page", bot)
+    view = runtime.current_view(bot.participant_id)
+    assert view.status == "completed" and accepted == 2 + 2 * ROUNDS
+    assert "HOIARENA26" in [code.value for code in at.code]
+    bot.check_stored([r.data for r in stored_responses(bot.participant_id)])
+
+
+def test_names_appear_only_once_the_vote_is_stored(study, bench):
+    participant = enter_and_consent(study, "p1")
+    view = runtime.current_view(participant)
+    assert view.step.step is Battle and view.template_vars["phase"] == "vote"
+    assert {"name_a", "name_b", "choice"}.isdisjoint(view.template_vars)
+    pair = arena.plan_pair(_plan(participant), 1)
+    assert view.template_vars["edit_a"] == str(bench / f"{pair.model_a}_frames" / pair.split / pair.key)
+    result = runtime.submit(participant, view.step.index, {"pair": 1, "choice": "B is better"})
+    assert result.accepted and not result.duplicate
+    reveal = runtime.current_view(participant)
+    assert reveal.step.step is Battle and reveal.template_vars["phase"] == "reveal"
+    label = {"bagel": "Bagel", "kontext": "FLUX.1 Kontext", "scpe": "scpe"}
+    assert (reveal.template_vars["name_a"], reveal.template_vars["name_b"]) == (label[pair.model_a],
+                                                                                label[pair.model_b])
+    assert reveal.template_vars["choice"] == "B is better"
+    # The vote sent again (a double click, or after seeing the names) stores nothing and changes nothing.
+    again = runtime.submit(participant, view.step.index, {"pair": 1, "choice": "A is better"})
+    assert again.duplicate
+    votes = [r.data for r in stored_responses(participant) if arena.is_vote(r.data)]
+    assert votes == [{"pair": 1, "choice": "B is better"}]
+    # The reveal takes no vote.
+    with pytest.raises(runtime.InvalidResponse) as refused:
+        runtime.submit(participant, reveal.step.index, {"pair": 1, "choice": "Tie"})
+    assert refused.value.errors == {"choice": "Your vote on this pair is already saved."}
+
+
+def _plan(participant: int) -> dict:
+    from engines.platform.db import read_session
+    from engines.platform.models import Participant
+
+    with read_session() as session:
+        return session.get(Participant, participant).vars[arena.PLAN_KEY]
+
+
+def test_the_pairs_are_drawn_at_consent_and_kept(study, bench):
+    participant = enter_and_consent(study, "p2")
+    plan = _plan(participant)
+    seed = arena.participant_seed(study, "p2")
+    assert plan == arena.draw_plan(bench, [], ROUNDS, seed)
+    assert [p["number"] for p in plan["pairs"]] == [1, 2, 3, 4]
+    # Later changes to the folder do not change what the participant sees.
+    (bench / "methods.json").unlink()
+    view = runtime.current_view(participant)
+    assert view.template_vars["edit_a"] == arena.vote_page(plan, 1)["edit_a"]
+
+
+def test_stored_votes_export_read_back_and_rate(study, tmp_path):
+    votes_cast = {}
+    for external_id in ("v1", "v2"):
+        report = run_bot(study, PlayerBot("votes_every_pair"), external_id)
+        assert report.status == "completed"
+        votes_cast[external_id] = runtime.find_participant(study, external_id)
+    # Hand mapping of each stored vote: the plan says which method was on the left (A).
+    expected = []
+    for participant in votes_cast.values():
+        plan = _plan(participant)
+        for row in stored_responses(participant):
+            if arena.is_vote(row.data):
+                pair = arena.plan_pair(plan, row.data["pair"])
+                left, right = (pair.second, pair.first) if pair.swapped else (pair.first, pair.second)
+                winner = {"A is better": "model_a", "B is better": "model_b", "Tie": "tie",
+                          "Both are bad": "tie (bothbad)"}[row.data["choice"]]
+                expected.append((row.submitted_at.timestamp(), f"{pair.split}/{pair.key}", left, right, winner))
+    expected.sort()
+    content = arena.export_votes(study)
+    rows = [json.loads(line) for line in content.decode().splitlines()]
+    assert [(r["tstamp"], r["item_id"], r["model_a"], r["model_b"], r["winner"]) for r in rows] == expected
+    assert len(rows) == 2 * ROUNDS and all(r["anony"] is True for r in rows)
+    exported = export_study(study).files["hoi_arena_votes.jsonl"]
+    assert exported == content
+    path = tmp_path / "votes.jsonl"
+    path.write_bytes(content)
+    log = read_votes(path)
+    assert len(log) == 2 * ROUNDS and log.n_left_out == 0
+    board = arena.study_ratings(study, "bt", rounds=20)
+    assert board.ratings == rate(log, "bt", rounds=20).ratings
+    assert board.n_votes == 2 * ROUNDS
+
+
+def test_a_study_without_votes_has_an_empty_board(study):
+    assert arena.arena_studies() == [study]
+    board = arena.study_ratings(study, "elo", rounds=10)
+    assert (board.ratings, board.n_votes) == ({}, 0)
+    assert arena.export_votes(study) == b""
+    with pytest.raises(arena.ArenaError, match="there is no study 'nope'"):
+        arena.study_votes("nope")
+
+
+@pytest.mark.parametrize(("constants", "message"), [
+    ({"ROUNDS": 0}, "ROUNDS must be a whole number from 1 to 50"),
+    ({"ROUNDS": 51}, "ROUNDS must be a whole number from 1 to 50"),
+    ({"METHODS": ["kontext"]}, "BENCHMARK: .* two or more methods, found 1"),
+    ({"METHODS": ["kontext", "wan22"]}, "BENCHMARK: .* no output folder for wan22"),
+])
+def test_constants_the_study_cannot_run_with_are_refused(sqlite_db, bench, constants, message):
+    with pytest.raises(runtime.StudyError, match=message):
+        study_admin.create_study("bad", "hoi_arena", config={"constants": {"BENCHMARK": str(bench), **constants}})
+
+
+def test_a_missing_benchmark_folder_is_refused(sqlite_db, tmp_path):
+    with pytest.raises(runtime.StudyError, match="BENCHMARK: .*not a directory"):
+        study_admin.create_study("bad", "hoi_arena", config={"constants": {"BENCHMARK": str(tmp_path / "none")}})
+
+
+def test_fewer_rounds_than_the_default_and_two_methods_only(sqlite_db, bench):
+    study_admin.create_study("short", "hoi_arena", config={"constants": {
+        "BENCHMARK": str(bench), "ROUNDS": 2, "METHODS": ["scpe", "kontext"]}})
+    bot = PlayerBot("votes_every_pair")
+    report = run_bot("short", bot, "short-1")
+    assert report.status == "completed" and len(bot.votes) == 2
+    assert {(v.model_a, v.model_b) for v in arena.study_votes("short")} <= {("kontext", "scpe"), ("scpe", "kontext")}
