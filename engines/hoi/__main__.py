@@ -4,6 +4,7 @@
     python -m engines.hoi score --benchmark DIR --records FILE --json
     python -m engines.hoi scpe --benchmark DIR --i2v CONFIG --out DIR [--epochs N] [--retries R] --json
     python -m engines.hoi ratings --votes FILE --json
+    python -m engines.hoi serve --config FILE [--host 127.0.0.1] [--port 7861]
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ COMMANDS = {
              "SCPE: learn a prompt playbook, generate each item's video with an I2V model, keep the selected frame"),
     "ratings": ("engines.hoi.cli", "add_ratings_arguments", "run_ratings",
                 "Elo or Bradley-Terry ratings from arena votes, with bootstrap intervals and win rates"),
+    "serve": ("engines.hoi.serve", "add_serve_arguments", "run_serve",
+              "serve an editor or I2V model (a generation config, or a tiny random one) as a Gradio app"),
 }
 
 
@@ -29,7 +32,7 @@ def main(argv: list[str] | None = None) -> None:
     from engines.hoi.scoring import RecordFormatError
 
     run_command("python -m engines.hoi", __doc__.splitlines()[0], COMMANDS, argv,
-                errors=(BenchmarkFormatError, RecordFormatError, VoteFormatError, ValueError, FileNotFoundError))
+                errors=(BenchmarkFormatError, RecordFormatError, VoteFormatError, ValueError, FileNotFoundError, ConnectionError))
 
 
 if __name__ == "__main__":
