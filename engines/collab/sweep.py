@@ -14,13 +14,15 @@ cases, same people, same draws), so differences between cells come from the targ
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from engines.collab.simulate import SimulationConfig, draw, simulate
+from engines.collab.simulate import Drawn, SimulationConfig, draw, simulate
 from engines.platform.config_schema import cli_type
+from engines.platform.fanout import map_cells
 
 DEFAULT_HARM_GRID = (0.01, 0.02, 0.05, 0.1, 0.2)
 DEFAULT_COMP_GRID = (0.02, 0.05, 0.1, 0.15)
@@ -133,31 +135,48 @@ class SweepResult:
                           f"along alpha_comp: {trends['along_alpha_comp']}"])
 
 
+def _cell(base: SimulationConfig, drawn: Drawn, targets: tuple[float, float]) -> dict:
+    """One cell of the grid: the base simulation at ``targets`` (alpha_harm, alpha_comp) on the shared draw.
+
+    Module-level, so the cells can run in other processes or on a Ray cluster (``map_cells``).
+    """
+    alpha_harm, alpha_comp = targets
+    result = simulate(dataclasses.replace(base, alpha_harm=alpha_harm, alpha_comp=alpha_comp), drawn=drawn)
+    on = result.online
+    return {"cell": {"alpha_harm": alpha_harm, "alpha_comp": alpha_comp, "accuracy": on.accuracy,
+                     "violation_rate": on.violation_rate, "bound": on.bound, "within_bound": on.within_bound,
+                     "mean_set_size": on.mean_set_size, "mean_rounds": on.mean_rounds},
+            "wall_s": result.wall_s, "human_alone_accuracy": result.human_alone_accuracy,
+            "ai_alone_accuracy": result.ai_alone_accuracy}
+
+
 def run_sweep(config: SweepConfig, progress: bool = False, on_progress=None) -> SweepResult:
-    """Simulate every cell of the grid; ``on_progress(fraction, message)`` is called as cells run (message None within a cell)."""
+    """Simulate every cell of the grid; ``on_progress(fraction, message)`` is called as cells finish.
+
+    The cells fan out (``engines.platform.fanout.map_cells``): Ray tasks when jobs run on Ray,
+    ``HAI_FANOUT_WORKERS`` local processes otherwise. Each cell depends on the shared draw and its
+    targets alone, so the result is the serial one whichever way they ran.
+    """
     from tqdm import tqdm
 
-    cells, accuracy = [], []
-    wall = 0.0
-    result = None
     grid = [(h, c) for h in config.alpha_harm_grid for c in config.alpha_comp_grid]
     drawn = draw(config.base)  # the cells differ only in their targets: one draw serves them all
-    with tqdm(grid, desc="sweep", unit="cell", file=sys.stderr, disable=None if progress else True,
+    with tqdm(total=len(grid), desc="sweep", unit="cell", file=sys.stderr, disable=None if progress else True,
               leave=False) as bar:
-        for i, (alpha_harm, alpha_comp) in enumerate(bar):
-            cfg = dataclasses.replace(config.base, alpha_harm=alpha_harm, alpha_comp=alpha_comp)
-            message = f"cell {i + 1}/{len(grid)}: alpha_harm={alpha_harm:g}, alpha_comp={alpha_comp:g}"
+
+        def finished(index: int, done: int) -> None:
+            bar.update(1)
             if on_progress is not None:
-                on_progress(i / len(grid), message)
-            result = simulate(cfg, drawn=drawn, on_progress=None if on_progress is None else (
-                lambda f, i=i: on_progress((i + f) / len(grid), None)))
-            wall += result.wall_s
-            on = result.online
-            cells.append({"alpha_harm": alpha_harm, "alpha_comp": alpha_comp, "accuracy": on.accuracy,
-                          "violation_rate": on.violation_rate, "bound": on.bound, "within_bound": on.within_bound,
-                          "mean_set_size": on.mean_set_size, "mean_rounds": on.mean_rounds})
+                alpha_harm, alpha_comp = grid[index]
+                on_progress(done / len(grid), f"{done}/{len(grid)} cells done "
+                                              f"(last: alpha_harm={alpha_harm:g}, alpha_comp={alpha_comp:g})")
+
+        outcomes = map_cells(functools.partial(_cell, config.base, drawn), grid, on_done=finished)
+    cells = [outcome["cell"] for outcome in outcomes]
     n_comp = len(config.alpha_comp_grid)
     accuracy = [[cell["accuracy"] for cell in cells[i:i + n_comp]] for i in range(0, len(cells), n_comp)]
+    # Every cell plays the same draw, so any cell's human-alone and AI-alone accuracy is the sweep's.
     return SweepResult(config=config, cells=cells, accuracy=accuracy,
-                       human_alone_accuracy=result.human_alone_accuracy, ai_alone_accuracy=result.ai_alone_accuracy,
-                       wall_s=round(wall, 3))
+                       human_alone_accuracy=outcomes[-1]["human_alone_accuracy"],
+                       ai_alone_accuracy=outcomes[-1]["ai_alone_accuracy"],
+                       wall_s=round(sum(outcome["wall_s"] for outcome in outcomes), 3))

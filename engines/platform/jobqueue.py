@@ -5,7 +5,9 @@ a ``queued`` row; an executor claims it atomically and runs it outside the calle
 local executor runs each job in its own Python process (``python -m engines.platform run-job
 ID``), so a crash or a cancel never takes the app down, and the job writes its own heartbeat;
 a job whose heartbeat stops (its process died, the server restarted) is marked failed with the
-reason, never left running. The ``Executor`` protocol is what a cluster executor (Ray) implements.
+reason, never left running. The ``Executor`` protocol is what a cluster executor implements: with
+``HAI_JOB_EXECUTOR=ray`` each job is a Ray task (``engines.platform.ray_executor``) that runs the
+same ``run_job`` against the same database, so a job's rows read alike wherever it ran.
 
 Job functions live in ``engines/<area>/jobs.py`` modules, which are discovered automatically
 (``engines.platform.discovery.discover_all``).
@@ -13,6 +15,7 @@ Job functions live in ``engines/<area>/jobs.py`` modules, which are discovered a
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -320,7 +323,12 @@ def reap_stale_jobs(*, stale_after_s: float | None = None, engine: Engine | None
 
 
 class Executor(Protocol):
-    """Runs queued jobs somewhere. The local one uses processes; a Ray one would use tasks."""
+    """Runs queued jobs somewhere: ``LocalExecutor`` in child processes, ``RayExecutor`` as Ray tasks.
+
+    ``start`` begins dispatching, ``wake`` says a job was just queued, ``shutdown`` stops the
+    dispatcher and the jobs it runs. Progress, heartbeat, log, result and outcome are written by
+    ``run_job`` wherever it runs; an executor only starts jobs and fails those whose runner died.
+    """
 
     def start(self) -> None: ...
     def wake(self) -> None: ...
@@ -444,26 +452,44 @@ class LocalExecutor:
                         error=f"The job process exited with code {code} before finishing.\n{stderr}")
 
 
-_EXECUTOR: LocalExecutor | None = None
+# Executors by their HAI_JOB_EXECUTOR name; "ray" is imported only when chosen, as Ray is an optional
+# dependency (requirements-dev.txt) that a machine running jobs locally need not have.
+RAY_EXECUTOR = "engines.platform.ray_executor:RayExecutor"
+
+_EXECUTOR: Executor | None = None
 _EXECUTOR_LOCK = threading.Lock()
 
 
-def start_local_executor(max_workers: int | None = None) -> LocalExecutor:
-    """The process-wide local executor, started once (the app calls this at start-up)."""
+def make_executor(max_workers: int | None = None) -> Executor:
+    """The executor ``HAI_JOB_EXECUTOR`` names, not yet started: "local" or "ray"."""
+    if get_settings().job_executor == "ray":
+        module, _, name = RAY_EXECUTOR.partition(":")
+        return getattr(importlib.import_module(module), name)(max_workers)
+    return LocalExecutor(max_workers)
+
+
+def start_executor(max_workers: int | None = None) -> Executor:
+    """The process-wide executor (``make_executor``), started once (the app calls this at start-up)."""
     global _EXECUTOR
     with _EXECUTOR_LOCK:
         if _EXECUTOR is None:
-            _EXECUTOR = LocalExecutor(max_workers)
+            _EXECUTOR = make_executor(max_workers)
             _EXECUTOR.start()
         return _EXECUTOR
 
 
-def stop_local_executor() -> None:
+def stop_executor() -> None:
+    """Shut the process-wide executor down (its running jobs stop with it); nothing if none runs."""
     global _EXECUTOR
     with _EXECUTOR_LOCK:
         if _EXECUTOR is not None:
             _EXECUTOR.shutdown()
             _EXECUTOR = None
+
+
+# The names from before there was a choice of executor; they start and stop the configured one.
+start_local_executor = start_executor
+stop_local_executor = stop_executor
 
 
 def wait_for_job(job_id: int, *, timeout_s: float = 60.0, engine: Engine | None = None) -> Job:

@@ -6,6 +6,7 @@ Uses ``pydantic-settings`` so every option is typed, documented and validated on
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -24,7 +25,16 @@ class Settings(BaseSettings):
         data_dir: where the default database, job results and exports are written.
         admin_username / admin_password: bootstrap account created when no admin exists.
         public_base_url: the address participants reach the app at; used to build study links.
-        job_workers: how many jobs the local executor runs at once.
+        job_workers: how many jobs the executor runs at once (the local one in child processes,
+            the Ray one as tasks on the cluster).
+        job_executor: where jobs run: "local" (a child process per job on this machine) or "ray"
+            (a Ray task per job, on the cluster at ``ray_address``).
+        ray_address: the Ray cluster of ``job_executor="ray"`` and of fanned-out sweeps: empty starts
+            a local Ray inside the app's process; ``auto`` joins the cluster this machine is a node
+            of; ``ray://host:10001`` connects to a cluster's client server; ``host:6379`` to its head.
+        fanout_workers: processes the cells of a sweep run in when jobs run locally; 1 runs them
+            one after another in the job's own process (no start-up cost, right for small grids).
+            With ``job_executor="ray"`` the cells are Ray tasks and the cluster sets the pace.
         job_stale_after_s: a running job whose heartbeat is older than this is marked failed.
         participant_timeout_minutes: an unfinished participant still counts toward condition
             balance for this long after they were last seen (psiTurk's model).
@@ -60,7 +70,9 @@ class Settings(BaseSettings):
     oidc_provider: str = ""
     login_idle_minutes: float = Field(default=120.0, gt=0)
     trust_forwarded_for: bool = False
+    job_executor: Literal["local", "ray"] = "local"
     ray_address: str = ""
+    fanout_workers: int = Field(default=1, ge=1, le=256)
     run_jobs_in_app: bool = True
     db_write_concurrency: int = Field(default=4, ge=0, le=256)
     pseudonym_key: str = ""
@@ -73,6 +85,15 @@ class Settings(BaseSettings):
                 f"HAI_DATABASE_URL must start with 'sqlite' or 'postgresql', got {value.split(':')[0]!r}"
             )
         return value
+
+    @field_validator("ray_address")
+    @classmethod
+    def _ray_address_form(cls, value: str) -> str:
+        value = value.strip()
+        if value in ("", "auto") or value.startswith("ray://") or re.fullmatch(r"[\w.\-]+:\d+", value):
+            return value
+        raise ValueError(f"HAI_RAY_ADDRESS must be empty (a local Ray), 'auto', 'ray://host:10001' or "
+                         f"'host:6379', got {value!r}")
 
     @property
     def resolved_database_url(self) -> str:

@@ -8,16 +8,18 @@ accuracy rises with the step budget. A sweep writes one trajectories file per (a
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from engines.platform.fanout import map_cells
 from engines.video.agent import AGENTS, AgentConfig, run_all
 from engines.video.metrics import summarise, with_metrics
 from engines.video.questions import Question
-from engines.video.trajectory import write_jsonl
+from engines.video.trajectory import Trajectory, write_jsonl
 
 
 @dataclass(frozen=True)
@@ -58,29 +60,60 @@ def claims(results: dict[str, dict[int, dict]]) -> dict:
     return out
 
 
+@dataclass(frozen=True)
+class _VideoOf:
+    """A question's video file from a table: ``video_for`` resolved once, in the sweep's process, so the
+    cells carry the table instead of the caller's function (often a lambda, which ``pickle`` refuses)."""
+
+    paths: dict[Question, str]
+
+    def __call__(self, question: Question) -> str:
+        return self.paths[question]
+
+
+def _run_cell(questions: list[Question], video_for: Callable[[Question], str], roles_for: Callable[[str], object],
+              max_frames: int, cell: tuple[str, int]) -> list[Trajectory]:
+    """One cell of the sweep: every question answered by ``agent`` at ``budget`` steps, with its metrics.
+
+    Module-level, so the cells can run in other processes or on a Ray cluster (``map_cells``).
+    """
+    agent, budget = cell
+    config = AgentConfig(agent=agent, max_steps=budget, max_frames=max_frames)
+    return [with_metrics(t) for t in run_all(questions, video_for, roles_for(agent), config)]
+
+
 def run_sweep(questions: list[Question], video_for: Callable[[Question], str], roles_for: Callable[[str], object],
               config: SweepConfig, out: Path, progress: Callable[[int, int, str], None] | None = None) -> dict:
     """Run every agent at every budget; ``roles_for(agent)`` gives that agent's roles. Writes the run
-    files and summary.json into ``out``; returns the summary."""
+    files and summary.json into ``out``; returns the summary.
+
+    The (agent, budget) cells fan out (``engines.platform.fanout.map_cells``): Ray tasks when jobs
+    run on Ray, ``HAI_FANOUT_WORKERS`` local processes otherwise; ``progress(done, total, label)``
+    counts questions as each cell finishes. A cell's trajectories depend on its agent, budget and
+    questions alone, so the summary is the serial one whichever way they ran.
+    """
     out.mkdir(parents=True, exist_ok=True)
-    total, done = len(config.agents) * len(config.budgets) * len(questions), 0
-    results: dict[str, dict[int, dict]] = {}
+    cells = [(agent, budget) for agent in config.agents for budget in config.budgets]
+    total = len(cells) * len(questions)
+    videos = _VideoOf({q: video_for(q) for q in questions})
+    # Each video's index is built once, here, before the cells start: cells running at once would
+    # each build it and write the same cache file beside the video.
     for agent in config.agents:
         roles = roles_for(agent)
-        for budget in config.budgets:
-            label = f"{agent} agent, {budget} steps"
+        for path in dict.fromkeys(videos.paths.values()):
+            roles.retriever_for(path)
 
-            def step(number: int, count: int, label=label, base=done) -> None:
-                if progress is not None:
-                    progress(base + number, total, label)
+    def finished(index: int, done: int) -> None:
+        if progress is not None:
+            agent, budget = cells[index]
+            progress(done * len(questions), total, f"{agent} agent, {budget} steps")
 
-            trajectories = [with_metrics(t) for t in run_all(questions, video_for, roles,
-                                                             AgentConfig(agent=agent, max_steps=budget,
-                                                                         max_frames=config.max_frames),
-                                                             progress=step)]
-            done += len(questions)
-            write_jsonl(trajectories, run_file(out, agent, budget))
-            results.setdefault(agent, {})[budget] = summarise(trajectories)
+    runs = map_cells(functools.partial(_run_cell, questions, videos, roles_for, config.max_frames), cells,
+                     on_done=finished)
+    results: dict[str, dict[int, dict]] = {}
+    for (agent, budget), trajectories in zip(cells, runs, strict=True):
+        write_jsonl(trajectories, run_file(out, agent, budget))
+        results.setdefault(agent, {})[budget] = summarise(trajectories)
     summary = {"config": asdict(config), "questions": len(questions),
                "results": {agent: {str(b): s for b, s in by.items()} for agent, by in results.items()},
                "claims": claims(results)}
