@@ -495,15 +495,8 @@ def role_options(pairs: Sequence[str]) -> dict[str, dict[str, str]]:
 
 
 def _register_roles() -> None:
-    """Import the modules that register the roles: the adapters, and the offline defaults."""
-    import importlib
-
-    importlib.import_module("engines.hoi.adapters")
-    try:
-        importlib.import_module("engines.hoi.offline")
-    except ModuleNotFoundError as error:
-        if error.name != "engines.hoi.offline":
-            raise  # the module exists but one of its own imports is missing
+    """Import the modules that register the roles (``engines.hoi.backends``)."""
+    import engines.hoi.backends  # noqa: F401
 
 
 def run_evaluate(args: argparse.Namespace) -> dict:

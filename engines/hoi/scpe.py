@@ -76,7 +76,7 @@ WRAP_PREFIX = "The camera is fixed and the person is the only one in the frame. 
 WRAP_SUFFIX = " With no other person's additional movements."
 # What upstream tells the analyzer and the reflector for a video made without an enhanced prompt.
 ORIGINAL_VIDEO = "N/A (Original Video)"
-ROLE_MODULES = ("engines.hoi.offline", "engines.hoi.backends")  # the modules that register role names
+ROLE_MODULES = ("engines.hoi.backends",)  # the modules that register role names
 _METHOD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 Progress = Callable[[int, int, str], None]
@@ -634,13 +634,9 @@ def read_role_config(path: str | Path) -> tuple[str, dict[str, Any]]:
 
 
 def _register_roles() -> None:
-    """Import the modules that register the area's role names (a module not present is skipped)."""
+    """Import the modules that register the area's role names (``engines.hoi.backends``)."""
     for name in ROLE_MODULES:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
+        importlib.import_module(name)
 
 
 def run_scpe_command(args: argparse.Namespace) -> dict:
