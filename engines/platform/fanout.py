@@ -46,6 +46,7 @@ def map_cells(fn: Callable[[Cell], Result], cells: Sequence[Cell], *, on_done: O
 
     Raises:
         ValueError: ``workers`` below 1, or ``fn`` cannot be sent to local processes.
+        RuntimeError: jobs run on Ray, and Ray is not installed.
         Exception: the first failing cell's own exception.
     """
     cells = list(cells)
@@ -127,9 +128,15 @@ def _remote_call():
 
 
 def _on_ray(fn: Callable, cells: list, on_done: OnDone | None) -> list:
-    import ray
+    try:
+        import ray
 
-    from engines.platform.ray_executor import connect, task_runtime_env
+        from engines.platform.ray_executor import connect, task_runtime_env
+    except ModuleNotFoundError as exc:
+        if exc.name != "ray":
+            raise
+        raise RuntimeError("HAI_JOB_EXECUTOR=ray fans sweeps out over Ray, which is not installed here: "
+                           "pip install ray==2.60.0 (the version requirements-dev.txt pins)") from None
 
     connect()  # within a job's task: connected already; a command run with HAI_JOB_EXECUTOR=ray joins the cluster
     shared = ray.put(fn)  # once, not per cell: the cells share the sweep's big inputs (e.g. the drawn cases)

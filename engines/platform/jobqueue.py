@@ -461,10 +461,21 @@ _EXECUTOR_LOCK = threading.Lock()
 
 
 def make_executor(max_workers: int | None = None) -> Executor:
-    """The executor ``HAI_JOB_EXECUTOR`` names, not yet started: "local" or "ray"."""
+    """The executor ``HAI_JOB_EXECUTOR`` names, not yet started: "local" or "ray".
+
+    Raises:
+        JobError: "ray" is configured but Ray is not installed.
+    """
     if get_settings().job_executor == "ray":
         module, _, name = RAY_EXECUTOR.partition(":")
-        return getattr(importlib.import_module(module), name)(max_workers)
+        try:
+            executor_class = getattr(importlib.import_module(module), name)
+        except ModuleNotFoundError as exc:
+            if exc.name != "ray":
+                raise
+            raise JobError("HAI_JOB_EXECUTOR=ray needs Ray in this environment: pip install ray==2.60.0 "
+                           "(the version requirements-dev.txt pins)") from None
+        return executor_class(max_workers)
     return LocalExecutor(max_workers)
 
 

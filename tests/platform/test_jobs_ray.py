@@ -14,6 +14,7 @@ import json
 import operator
 import os
 import signal
+import sys
 import time
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -88,6 +89,18 @@ def test_the_configured_executor_is_the_ray_one(on_ray):
     assert isinstance(made, RayExecutor) and made.max_workers == 3 and made.address == ""
 
 
+def test_ray_configured_where_it_is_not_installed_is_refused_with_how_to_install_it(monkeypatch):
+    monkeypatch.setenv("HAI_JOB_EXECUTOR", "ray")
+    settings.reset_settings()
+    monkeypatch.setitem(sys.modules, "ray", None)  # what an environment without Ray imports
+    monkeypatch.delitem(sys.modules, "engines.platform.ray_executor")
+    with pytest.raises(jobqueue.JobError, match=r"HAI_JOB_EXECUTOR=ray needs Ray .*pip install ray==2\.60\.0"):
+        jobqueue.make_executor()
+    with pytest.raises(RuntimeError, match=r"fans sweeps out over Ray, which is not installed here"):
+        map_cells(abs, [-1, 2])
+    settings.reset_settings()
+
+
 def test_a_ray_address_of_no_known_form_is_refused_with_the_setting_named(monkeypatch):
     monkeypatch.setenv("HAI_RAY_ADDRESS", "http://head:8265")
     settings.reset_settings()
@@ -111,34 +124,12 @@ def test_a_job_runs_as_a_ray_task_and_reads_as_a_local_one(executor):
 
 
 def test_a_running_job_cancelled_stops_at_its_next_report(executor):
-    executor()
+    executor(cancel_grace_s=60)  # no stop by force, however slow this machine is today
     job_id = jobqueue.submit_job("platform.countdown", {"seconds": 10})  # a report every second
     _wait_until_running(job_id)
     jobqueue.cancel_job(job_id)
     job = jobqueue.wait_for_job(job_id, timeout_s=20)
     assert (job.status, job.message) == ("cancelled", "cancelled")
-
-
-def test_a_job_that_does_not_reach_a_report_in_time_is_stopped_by_force(executor):
-    executor(cancel_grace_s=0.5)
-    job_id = jobqueue.submit_job("platform.countdown", {"seconds": 120})  # its next report is 12 s away
-    pid = _pid_of(_wait_until_running(job_id))
-    jobqueue.cancel_job(job_id)
-    job = jobqueue.wait_for_job(job_id, timeout_s=20)
-    assert (job.status, job.message) == ("cancelled", "cancelled (stopped by force)")
-    deadline = time.monotonic() + 20
-    while _is_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _is_alive(pid)
-
-
-def test_a_job_whose_worker_is_killed_is_marked_failed_with_the_reason(executor):
-    executor()
-    job_id = jobqueue.submit_job("platform.countdown", {"seconds": 120})
-    os.kill(_pid_of(_wait_until_running(job_id)), signal.SIGKILL)  # a crash: segfault, OOM kill
-    job = jobqueue.wait_for_job(job_id, timeout_s=30)
-    assert (job.status, job.message) == ("failed", "failed: its Ray task died (WorkerCrashedError)")
-    assert job.error.startswith("The Ray task running this job ended before the job did (WorkerCrashedError: ")
 
 
 def test_a_collab_sweep_job_fans_out_over_ray_and_gives_the_serial_cells(executor, monkeypatch):
@@ -165,17 +156,30 @@ def test_cells_on_ray_come_back_in_their_order_and_a_failing_cell_raises_its_own
         map_cells(int, ["1", "x"])
 
 
-def test_cells_in_local_processes_give_the_serial_collab_sweep(sqlite_db, monkeypatch):
-    params = {"T": 400, "n_calibration": 60, "alpha_harm_grid": [0.02, 0.1], "alpha_comp_grid": [0.05]}
-    config = SweepParams(**params).sweep_config()
-    serial = run_sweep(config)
-    monkeypatch.setenv("HAI_FANOUT_WORKERS", "2")
-    settings.reset_settings()
-    assert run_sweep(config).cells == serial.cells
-    with pytest.raises(ValueError, match="cannot run in 2 processes: its function .* does not pickle"):
-        map_cells(lambda cell: cell, [1, 2])
-    with pytest.raises(BrokenProcessPool):  # a cell whose process dies is an error, not a wait for ever
-        map_cells(os._exit, [3, 4])
+def test_a_job_that_does_not_reach_a_report_in_time_is_stopped_by_force(executor):
+    executor(cancel_grace_s=0.5)
+    job_id = jobqueue.submit_job("platform.countdown", {"seconds": 120})
+    pid = _pid_of(_wait_until_running(job_id))
+    deadline = time.monotonic() + 30
+    while jobqueue.get_job(job_id).message != "120.0 s left":  # its first report: the next is 12 s away
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    jobqueue.cancel_job(job_id)
+    job = jobqueue.wait_for_job(job_id, timeout_s=20)
+    assert (job.status, job.message) == ("cancelled", "cancelled (stopped by force)")
+    deadline = time.monotonic() + 20
+    while _is_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _is_alive(pid)
+
+
+def test_a_job_whose_worker_is_killed_is_marked_failed_with_the_reason(executor):
+    executor()
+    job_id = jobqueue.submit_job("platform.countdown", {"seconds": 120})
+    os.kill(_pid_of(_wait_until_running(job_id)), signal.SIGKILL)  # a crash: segfault, OOM kill
+    job = jobqueue.wait_for_job(job_id, timeout_s=30)
+    assert (job.status, job.message) == ("failed", "failed: its Ray task died (WorkerCrashedError)")
+    assert job.error.startswith("The Ray task running this job ended before the job did (WorkerCrashedError: ")
 
 
 def test_a_job_whose_cluster_goes_away_is_marked_failed_with_the_reason(executor, monkeypatch):
@@ -199,3 +203,16 @@ def test_a_job_whose_cluster_goes_away_is_marked_failed_with_the_reason(executor
     while _is_alive(pid) and time.monotonic() < deadline:  # and its task is stopped, should it still run
         time.sleep(0.2)
     assert not _is_alive(pid)
+
+
+def test_cells_in_local_processes_give_the_serial_collab_sweep(sqlite_db, monkeypatch):
+    params = {"T": 400, "n_calibration": 60, "alpha_harm_grid": [0.02, 0.1], "alpha_comp_grid": [0.05]}
+    config = SweepParams(**params).sweep_config()
+    serial = run_sweep(config)
+    monkeypatch.setenv("HAI_FANOUT_WORKERS", "2")
+    settings.reset_settings()
+    assert run_sweep(config).cells == serial.cells
+    with pytest.raises(ValueError, match="cannot run in 2 processes: its function .* does not pickle"):
+        map_cells(lambda cell: cell, [1, 2])
+    with pytest.raises(BrokenProcessPool):  # a cell whose process dies is an error, not a wait for ever
+        map_cells(os._exit, [3, 4])
