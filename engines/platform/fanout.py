@@ -7,7 +7,7 @@ run follows the configuration, never the caller:
 
 - ``HAI_JOB_EXECUTOR=ray``: one Ray task per cell on the cluster at ``HAI_RAY_ADDRESS`` (a job
   already running as a Ray task spawns them from there); ``fn`` is sent once, as one object.
-- otherwise ``HAI_FANOUT_WORKERS`` processes of this machine (``multiprocessing``, spawned), or,
+- otherwise ``HAI_FANOUT_WORKERS`` processes of this machine (``concurrent.futures``, spawned), or,
   with 1 (the default), one cell after another in this process.
 """
 
