@@ -236,6 +236,7 @@ class Reading:
         self.classes = np.where((nearest_distance <= MATCH) & (classes < len(_NAMES)), classes, -1)
         self.fit = np.clip(1.0 - nearest_distance / MATCH, 0.0, 1.0)  # how well each pixel matches its class
         self._things: dict[str, list[Region]] = {}
+        self._reaches: dict[int, np.ndarray] = {}
 
     def mask(self, *names: str) -> np.ndarray:
         return np.isin(self.classes, [_INDEX[name] for name in names])
@@ -293,28 +294,41 @@ class Reading:
         return skin & ~self.head.mask if self.head is not None else skin
 
     @cached_property
-    def _reach(self) -> np.ndarray:
-        # The hands and the arms that end in them (a blur can leave a small hand unreadable, not the
-        # arm), widened by three pixels: a hand touching an object is drawn next to it, and a blur or
-        # smear leaves a band of mixed colours between them; a hand not touching is farther.
+    def _limbs(self) -> np.ndarray:
+        """(H, W) bool: the hands and the arms that end in them (a blur can leave a small hand
+        unreadable, not the arm)."""
         limbs = self.hands
         if self.person is not None:
             limbs = limbs | (self.person.mask & ~self.mask("dark"))
             if self.head is not None:
                 limbs &= ~self.head.mask
-        reach = np.zeros_like(limbs)
-        if not limbs.any():
-            return reach
-        # Only around the limbs (8 px of growth at most), which is quicker than the whole image.
-        ys, xs = np.nonzero(limbs)
-        part = (slice(max(ys.min() - 9, 0), ys.max() + 10), slice(max(xs.min() - 9, 0), xs.max() + 10))
-        near = ndimage.binary_dilation(limbs[part], structure=np.ones((3, 3), bool), iterations=3)
-        # Then on across pixels that cannot be read (a box drawn over the point of contact, a band
-        # of blurred colours), never across a readable background.
-        unread, _ = self._unread
-        passable = (unread | self.annotation)[part]
-        reach[part] = ndimage.binary_dilation(near, structure=np.ones((3, 3), bool), iterations=5, mask=passable) | near
-        return reach
+        return limbs
+
+    def reach(self, within: int = 3) -> np.ndarray:
+        """(H, W) bool: what the limbs reach, ``within`` pixels around them. At the default three: a
+        hand touching an object is drawn next to it, one not touching farther; and the reach goes on
+        (up to five pixels more) across pixels of no colour, the band a blur or smear leaves between
+        a hand and what it holds, never across a readable background."""
+        if within not in self._reaches:
+            limbs = self._limbs
+            reach = np.zeros_like(limbs)
+            if limbs.any():
+                # Only around the limbs, which is quicker than the whole image.
+                ys, xs = np.nonzero(limbs)
+                margin = within + 6
+                part = (slice(max(ys.min() - margin, 0), ys.max() + margin + 1),
+                        slice(max(xs.min() - margin, 0), xs.max() + margin + 1))
+                square = np.ones((3, 3), bool)
+                near = ndimage.binary_dilation(limbs[part], structure=square, iterations=within)
+                if within == 3:
+                    # A drawn box line counts as unreadable where it crosses such a band (it hides its
+                    # pixels), not on a sharp drawing, where the line would bridge hand and object.
+                    unread = self._unread[0][part]
+                    lines = self.annotation[part] & ndimage.binary_dilation(unread, structure=square, iterations=2)
+                    near |= ndimage.binary_dilation(near, structure=square, iterations=5, mask=unread | lines)
+                reach[part] = near
+            self._reaches[within] = reach
+        return self._reaches[within]
 
     @cached_property
     def table(self) -> tuple[int, int, int] | None:
@@ -358,26 +372,26 @@ class Reading:
 
     # --- facts about one object region
 
-    def touches(self, region: Region) -> bool:
-        return int((self._reach & region.mask).sum()) >= 2
+    def touches(self, region: Region, within: int = 3) -> bool:
+        return int((self.reach(within) & region.mask).sum()) >= 2
 
-    def touches_with_tool(self, region: Region, tool: str | None) -> bool:
+    def touches_with_tool(self, region: Region, tool: str | None, within: int = 2) -> bool:
         kinds = [tool] if tool in scenes.TOOLS else list(scenes.TOOLS)
-        near = ndimage.binary_dilation(region.mask, iterations=2)
-        return any((self._reach & t.mask).any() and (near & t.mask).any() for k in kinds for t in self.things(k))
+        near = ndimage.binary_dilation(region.mask, iterations=within)
+        return any((self.reach() & t.mask).any() and (near & t.mask).any() for k in kinds for t in self.things(k))
 
-    def rests_on(self, region: Region, surface: tuple[int, int, int] | None) -> bool:
+    def rests_on(self, region: Region, surface: tuple[int, int, int] | None, tolerance: int = 2) -> bool:
         if surface is None:
             return False
         top, x1, x2 = surface
-        return abs(region.box[3] - top) <= 2 and x1 <= region.centre_x <= x2
+        return abs(region.box[3] - top) <= tolerance and x1 <= region.centre_x <= x2
 
-    def in_basket(self, region: Region) -> bool:
+    def in_basket(self, region: Region, tolerance: int = 2) -> bool:
         basket = self.basket
         if basket is None:
             return False
         x1, y1, x2, _ = basket.box
-        return abs(region.box[3] - y1) <= 2 and x1 <= region.centre_x <= x2
+        return abs(region.box[3] - y1) <= tolerance and x1 <= region.centre_x <= x2
 
     def above_head(self, region: Region) -> bool:
         return self.head is not None and region.box[3] <= self.head.box[1] + 1
@@ -397,31 +411,42 @@ class Reading:
         return int((self.classes[y1:y2, x1:x2] == _INDEX[name]).sum())
 
 
-def _where(reading: Reading, region: Region) -> str:
-    if reading.in_basket(region):
+def _where(reading: Reading, region: Region, tolerance: int = 2) -> str:
+    """Where an object is: "basket", "table", "shelf" (resting within ``tolerance`` pixels of it),
+    "raised" (above the head) or "air"."""
+    if reading.in_basket(region, tolerance):
         return "basket"
-    if reading.rests_on(region, reading.table):
+    if reading.rests_on(region, reading.table, tolerance):
         return "table"
-    if reading.rests_on(region, reading.shelf):
+    if reading.rests_on(region, reading.shelf, tolerance):
         return "shelf"
     return "raised" if reading.above_head(region) else "air"
 
 
-def check(reading: Reading, region: Region, kind: str, expect: scenes.Expectation,
-          tool: str | None = None) -> tuple[bool, list[str]]:
-    """Whether ``region`` (an object of ``kind``) is as ``expect`` says, and what was seen, in words."""
+def check(reading: Reading, region: Region, kind: str, expect: scenes.Expectation, tool: str | None = None, *,
+          strict: bool = False) -> tuple[bool, list[str]]:
+    """Whether ``region`` (an object of ``kind``) is as ``expect`` says, and what was seen, in words.
+
+    ``strict`` asks for a clear yes, as the frame selector wants: a touching hand (or tool) right
+    against the object, a released hand well clear of it (6 px), a lifted object well off its
+    surface (4 px). Drawing boxes over an image can eat a pixel of an edge, never more, so a frame
+    that passes strictly still passes once boxed."""
     seen, ok = [], True
-    touching = reading.touches(region)
+    touching = reading.touches(region, 2 if strict else 3)
     if expect.contact is not None:
         if expect.tool:
-            with_tool = reading.touches_with_tool(region, tool)
+            with_tool = reading.touches_with_tool(region, tool, 1 if strict else 2)
             seen.append(f"the {tool or 'tool'} in the hand {'touches' if with_tool else 'does not touch'} the {kind}")
             ok &= with_tool
-        else:
+        elif expect.contact:
             seen.append(f"the hand {'touches' if touching else 'does not touch'} the {kind}")
-            ok &= touching == expect.contact
+            ok &= touching
+        else:
+            clear = not reading.touches(region, 6 if strict else 3)
+            seen.append(f"the hand {'does not touch' if clear else 'touches'} the {kind}")
+            ok &= clear
     if expect.place is not None:
-        where = _where(reading, region)
+        where = _where(reading, region, 4 if strict and expect.place in scenes.HELD else 2)
         names = {"basket": "is in the basket", "table": "rests on the table", "shelf": "rests on the shelf",
                  "raised": "is above the head", "air": "is off every surface"}
         seen.append(f"the {kind} {names[where]}")
@@ -577,8 +602,8 @@ def _first_targets(reading: Reading, clauses: list[scenes.Clause]) -> _Targets:
     return _Targets(clauses, boxes)
 
 
-def _judge_frame(first: Reading, frame: Reading, targets: _Targets) -> tuple[bool, list[str]]:
-    """Whether a frame shows every clause's end state, and what was seen."""
+def _judge_frame(first: Reading, frame: Reading, targets: _Targets, *, strict: bool = False) -> tuple[bool, list[str]]:
+    """Whether a frame shows every clause's end state (clearly, when ``strict``), and what was seen."""
     ok, seen = True, []
     for clause, box in zip(targets.clauses, targets.boxes, strict=True):
         where = None if box is None else _track(first, frame, box)
@@ -589,7 +614,8 @@ def _judge_frame(first: Reading, frame: Reading, targets: _Targets) -> tuple[boo
             ok = False
             seen.append(f"the {clause.object_name} is nowhere to be seen")
             continue
-        done, facts = check(frame, region, clause.object_name, scenes.expectation(clause.action), clause.tool_name)
+        done, facts = check(frame, region, clause.object_name, scenes.expectation(clause.action), clause.tool_name,
+                            strict=strict)
         ok &= done
         seen.extend(facts)
     return ok, seen
@@ -726,8 +752,9 @@ class OfflineJudge:
         return VideoReport(success, critique, json.dumps({"success": success, "critique": critique}))
 
     def select_frame(self, frames: Sequence[Image.Image], instruction: str) -> FrameChoice:
-        """The earliest frame that shows the instruction's end state with acceptable quality
-        (``strict_pass``); frame 1 when none does (upstream's fallback)."""
+        """The earliest frame that clearly shows the instruction's end state with acceptable quality
+        (``strict_pass``, mode "earliest_pass"); else the earliest that shows it at all (mode
+        "best_effort"); else frame 1 (mode "fallback", upstream's frame when the selector fails)."""
         if not frames:
             raise ValueError("select_frame needs frames")
         clauses = scenes.find_instruction(instruction)
@@ -736,19 +763,27 @@ class OfflineJudge:
                     else f"Is this done: {instruction}?")
         first = Reading(frames[0])
         targets = _first_targets(first, clauses)
+        best_effort = None
         for index, frame in enumerate(frames):
+            if not clauses:
+                break
             reading = first if index == 0 else Reading(frame)
-            done, _ = _judge_frame(first, reading, targets) if clauses else (False, [])
-            quality = reading.quality()
-            if done and quality >= 0.5:
-                score = round(0.6 + 0.35 * quality, 3)
-                raw = json.dumps({"best_frame_index": index, "strict_pass": True, "selection_mode": "earliest_pass",
-                                  "match_score": score})
-                return FrameChoice(index, True, "earliest_pass", score, "dynamic", question, raw)
-        index = min(1, len(frames) - 1)
-        raw = json.dumps({"best_frame_index": index, "strict_pass": False, "selection_mode": "fallback",
-                          "match_score": 0.0})
-        return FrameChoice(index, False, "fallback", 0.0, "dynamic", question, raw)
+            if reading.quality() < 0.5:
+                continue
+            score = round(0.6 + 0.35 * reading.quality(), 3)
+            if _judge_frame(first, reading, targets, strict=True)[0]:
+                return _choice(index, True, "earliest_pass", score, question)
+            if best_effort is None and _judge_frame(first, reading, targets)[0]:
+                best_effort = (index, score)
+        if best_effort is not None:
+            return _choice(best_effort[0], False, "best_effort", best_effort[1], question)
+        return _choice(min(1, len(frames) - 1), False, "fallback", 0.0, question)
+
+
+def _choice(index: int, strict_pass: bool, mode: str, score: float, question: str) -> FrameChoice:
+    raw = json.dumps({"best_frame_index": index, "strict_pass": strict_pass, "selection_mode": mode,
+                      "match_score": score})
+    return FrameChoice(index, strict_pass, mode, score, "dynamic", question, raw)
 
 
 def _largest(boxes: Sequence[Box]) -> Box | None:

@@ -166,6 +166,23 @@ def test_the_selector_picks_the_first_frame_that_shows_the_interaction(judge):
     assert (none.best_frame_index, none.strict_pass, none.selection_mode) == (1, False, "fallback")
 
 
+def test_a_hand_barely_off_the_object_is_only_a_best_effort_frame(judge):
+    # Putting the held cup down: it lands on table slot 0, box x 102-119 (centre 96 + 14 = 110), so the
+    # hand lets go at (98, 112) and goes back to rest at (83, 104). At progress 0.633 of the motion the
+    # hand is at (94, 110): its right edge (97) is 4 px from the cup, clear of it for the lenient
+    # reading (3 px), not for the strict one (6 px).
+    scene = Scene(**ROOM, things=(Thing("cup", "hand"),))
+    instruction = "Make the person put down the cup"
+    keys = scenes.motion(scene, instruction)
+    hovering = scenes.pose_at(keys, 0.633)
+    assert tuple(round(v) for v in hovering.hand) == (94, 110)
+    held, hover = scenes.render(scene).image, scenes.draw(scene, hovering).image
+    choice = judge.select_frame([held, hover, hover], instruction)
+    assert (choice.best_frame_index, choice.strict_pass, choice.selection_mode) == (1, False, "best_effort")
+    done = scenes.render(scenes.apply_instruction(scene, instruction)).image
+    assert judge.select_frame([held, hover, done], instruction).best_frame_index == 2
+
+
 def test_a_prompt_that_asks_for_the_end_state_and_a_still_camera_completes_more_often():
     scene = Scene(**ROOM, things=(Thing("ball", "table", 1),))
     source = scenes.render(scene).image
