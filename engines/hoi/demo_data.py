@@ -23,16 +23,16 @@ The steps are separate functions so that later steps can add to a demo folder: t
 (:func:`write_benchmark`), the image editors' outputs (:func:`write_edits`, one per
 :data:`EDIT_METHODS`), the plain offline I2V's videos and selected frames (:func:`write_i2v`:
 the bare instruction as the prompt, frames chosen by the offline judge's ``select_frame``) and
-``methods.json`` (:func:`add_method`). HOI-Eval's records (``python -m engines.hoi evaluate``
-with the offline grounder and judge) and an SCPE method (``python -m engines.hoi scpe`` with the
-offline roles) are added afterwards. :func:`generate_demo` runs the steps here::
+``methods.json`` (:func:`add_method`); :func:`generate_demo` runs them in order. HOI-Eval's
+records (``engines.hoi.evaluate`` with the offline grounder and judge) and an SCPE method
+(``engines.hoi.scpe`` with the offline roles) are added afterwards; ``engines.hoi.demo`` does the
+whole of it::
 
     python -m engines.hoi demo --out assets/hoi/demo --items-per-tag 3 --seed 0
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import time
@@ -428,25 +428,13 @@ def generate_demo(root: str | Path, *, items_per_tag: int = 3, seed: int = 0,
     return DemoSummary(root, counts, [*EDIT_METHODS, I2V_METHOD], round(time.perf_counter() - started, 2))
 
 
-# ---------------------------------------------------------------- command
-
-
-def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("assets/hoi/demo"), help="the demo folder to write")
-    parser.add_argument("--items-per-tag", type=int, default=3,
-                        help="items drawn per recipe (14 recipes: 10 L1/L2, 4 L3)")
-    parser.add_argument("--seed", type=int, default=0)
-
-
-def run_demo(args: argparse.Namespace) -> dict:
-    """The synthetic demo benchmark and the offline methods' outputs."""
-    summary = generate_demo(args.out, items_per_tag=args.items_per_tag, seed=args.seed)
-    return {"root": str(summary.root), "items": summary.items, "methods": summary.methods,
-            "seconds": summary.seconds,
-            "summary": f"{sum(summary.items.values())} items ({', '.join(f'{k} {v}' for k, v in summary.items.items())})"
-                       f" and {len(summary.methods)} methods written to {summary.root} in {summary.seconds:.1f} s"}
+def load_demo(*, engine=None) -> list[str]:
+    """What ``make run`` loads for this area into the database: nothing. The demo's files ship in
+    ``assets/hoi/demo`` (``python -m engines.hoi demo``), and the arena study that reads them is
+    created with every other protocol's demo study (``engines.platform.demo``)."""
+    return []
 
 
 __all__ = ["EDIT_METHODS", "I2V_METHOD", "METHODS", "RECIPES", "DemoItem", "DemoSummary", "add_method",
-           "annotation", "demo_items", "generate_demo", "uniform", "write_benchmark", "write_edits",
+           "annotation", "demo_items", "generate_demo", "load_demo", "uniform", "write_benchmark", "write_edits",
            "write_i2v"]
