@@ -11,10 +11,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from engines.hoi import browse, plots
+from engines.hoi import arena, browse, plots
 from engines.hoi.benchmark import BenchmarkFormatError
 from engines.hoi.drawing import annotate
-from engines.hoi.ratings import VoteFormatError, rate, read_votes, win_rate_matrix
+from engines.hoi.ratings import VoteFormatError, VoteLog, rate, read_votes, win_rate_matrix
 from pages import _ui as ui
 
 PAGE = {"title": "HOI-Edit", "group": "Research", "roles": ["researcher"], "icon": ":material/compare:",
@@ -71,7 +71,8 @@ with st.sidebar:
     level_or_tag = st.selectbox("Level or tag", filters, key="hoi-filter",
                                 format_func=lambda f: "all items" if f is None else f)
     all_methods = list(workspace.methods)
-    methods = st.multiselect("Methods", all_methods, default=all_methods, key="hoi-methods",
+    # keyed by the folder: another folder's methods start all chosen, not as the last folder's choice
+    methods = st.multiselect("Methods", all_methods, default=all_methods, key=f"hoi-methods:{root}",
                              format_func=lambda m: workspace.methods[m].label or m)
     sort = st.selectbox("Sort items by", browse.SORTS, key="hoi-sort")
     overlays = st.toggle("Box overlays", value=True, key="hoi-boxes",
@@ -159,22 +160,32 @@ with arena_tab:
     st.caption("Participants see two anonymous, side-swapped edits of the same item and vote; the names are shown "
                "only after the vote, and votes cast with the names shown do not count. Ratings as GenAI-Arena: "
                "Bradley–Terry (or online Elo) with bootstrap 95% intervals.")
-    votes_path = workspace.votes_path
-    if not votes_path.is_file():
-        st.info(f"No votes in {votes_path} yet.")
-    else:
-        try:
-            log = read_votes(votes_path)
-        except VoteFormatError as exc:
-            st.error(f"The votes do not read: {exc}")
+    FOLDER_VOTES = "the folder's votes.jsonl"
+    source = st.selectbox("Votes of", [*arena.arena_studies(), FOLDER_VOTES], key="hoi-votes-source",
+                          format_func=lambda s: s if s == FOLDER_VOTES else f"the arena study “{s}”")
+    log = None
+    if source == FOLDER_VOTES:
+        if not workspace.votes_path.is_file():
+            st.info(f"No votes in {workspace.votes_path}.")
         else:
-            kind = st.radio("Rating", ["bt", "elo"], horizontal=True, key="hoi-rating",
-                            format_func={"bt": "Bradley–Terry", "elo": "Elo"}.get)
-            board = rate(log, kind, rounds=1000)
-            st.write(f"{board.n_votes} votes counted" + (f", {board.n_left_out} left out (names shown before the "
-                                                          "vote)" if board.n_left_out else ""))
-            left, right = st.columns(2)
-            left.dataframe(plots.ratings_frame(board), hide_index=True, width="stretch")
-            right.plotly_chart(plots.ratings_figure(board), key="hoi-ratings-figure")
-            st.plotly_chart(plots.win_rate_figure(win_rate_matrix(log)), key="hoi-win-figure")
-            st.plotly_chart(plots.votes_over_time_figure(list(log)), key="hoi-votes-figure")
+            try:
+                log = read_votes(workspace.votes_path)
+            except VoteFormatError as exc:
+                st.error(f"The votes do not read: {exc}")
+    else:
+        log = VoteLog(tuple(arena.study_votes(source)))
+        st.download_button("Download the votes (JSONL)", arena.votes_jsonl(list(log)), f"{source}-votes.jsonl",
+                           key="hoi-votes-download")
+    if log is not None and not len(log):
+        st.info("No vote yet. Participants join through the study's link (Manage studies).")
+    elif log is not None:
+        kind = st.radio("Rating", ["bt", "elo"], horizontal=True, key="hoi-rating",
+                        format_func={"bt": "Bradley–Terry", "elo": "Elo"}.get)
+        board = rate(log, kind, rounds=1000)
+        st.markdown(f"{board.n_votes} votes counted" + (f", {board.n_left_out} left out (names shown before the "
+                                                         "vote)" if board.n_left_out else ""))
+        left, right = st.columns(2)
+        left.dataframe(plots.ratings_frame(board), hide_index=True, width="stretch")
+        right.plotly_chart(plots.ratings_figure(board), key="hoi-ratings-figure")
+        st.plotly_chart(plots.win_rate_figure(win_rate_matrix(log)), key="hoi-win-figure")
+        st.plotly_chart(plots.votes_over_time_figure(list(log)), key="hoi-votes-figure")

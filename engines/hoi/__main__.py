@@ -1,8 +1,10 @@
 """Command line of the HOI-Edit area: ``python -m engines.hoi --help``.
 
+    python -m engines.hoi demo
     python -m engines.hoi evaluate --benchmark DIR --method NAME [--judge openai --option judge.model=NAME] --json
     python -m engines.hoi score --benchmark DIR --records FILE --json
     python -m engines.hoi scpe --benchmark DIR --i2v CONFIG --out DIR [--epochs N] [--retries R] --json
+    python -m engines.hoi arena-votes --study SLUG --out votes.jsonl
     python -m engines.hoi ratings --votes FILE --json
     python -m engines.hoi serve --config FILE [--host 127.0.0.1] [--port 7861]
 """
@@ -19,6 +21,10 @@ COMMANDS = {
                  "HOI-Eval: judge a method's edited images and write its records (resumable)"),
     "scpe": ("engines.hoi.scpe", "add_scpe_arguments", "run_scpe_command",
              "SCPE: learn a prompt playbook, generate each item's video with an I2V model, keep the selected frame"),
+    "arena-votes": ("engines.hoi.cli", "add_arena_votes_arguments", "run_arena_votes",
+                    "every stored vote of an arena study as JSONL, for ratings --votes"),
+    "demo": ("engines.hoi.demo", "add_arguments", "run",
+             "the shipped synthetic demo: benchmark, offline methods, SCPE, HOI-Eval records, simulated votes"),
     "ratings": ("engines.hoi.cli", "add_ratings_arguments", "run_ratings",
                 "Elo or Bradley-Terry ratings from arena votes, with bootstrap intervals and win rates"),
     "serve": ("engines.hoi.serve", "add_serve_arguments", "run_serve",

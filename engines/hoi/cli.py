@@ -72,3 +72,17 @@ def run_ratings(args: argparse.Namespace) -> dict:
     result["summary"] = (f"{ratings.n_votes} votes ({ratings.n_left_out} left out: names shown before the vote); "
                          + ", ".join(f"{m} {ratings.ratings[m]:.0f}" for m in ranked))
     return result
+
+
+def add_arena_votes_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--study", required=True, help="the arena study's slug")
+    parser.add_argument("--out", type=Path, required=True, help="where to write the votes (JSONL)")
+
+
+def run_arena_votes(args: argparse.Namespace) -> dict:
+    """Every stored vote of an arena study as JSONL, for ``ratings --votes``."""
+    from engines.hoi.arena import export_votes
+
+    n = export_votes(args.study, args.out).count(b"\n")
+    return {"study": args.study, "out": str(args.out), "votes": n,
+            "summary": f"{n} votes of study {args.study} written to {args.out}"}

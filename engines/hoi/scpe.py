@@ -344,7 +344,7 @@ def _learning_step(epoch: int, idx: int, item: BenchmarkItem, total: int, playbo
         prompt = generated.enhanced_prompt
         frames = _generate_video(i2v, trace.stages, image, prompt, num_frames=config.num_frames, seed=seed)
         trace.set_inputs(video="generated with the playbook", seed=seed, enhanced_prompt=prompt)
-    trace.set_inputs(instruction=item.instruction, image=str(item.image_path))
+    trace.set_inputs(instruction=item.instruction, image=_image_name(item))
     if not frames:
         trace.finish("failed_i2v")
         return trace.record, 0
@@ -416,7 +416,7 @@ def _final_item(idx: int, item: BenchmarkItem, n_items: int, playbook: Playbook,
     kept: dict[str, Any] | None = None
     status = "skipped_no_image"
     if image is not None:
-        trace.set_inputs(image=str(item.image_path), instruction=item.instruction, playbook_entries=len(playbook))
+        trace.set_inputs(image=_image_name(item), instruction=item.instruction, playbook_entries=len(playbook))
         own_playbook = playbook  # copied on the first lesson, so one item's retries never change another's
         for t in range(config.retries):
             seed = config.seed + idx + t * n_items
@@ -496,6 +496,19 @@ def _role_name(role: Any) -> str:
     return str(getattr(role, "name", type(role).__name__))
 
 
+def _image_name(item: BenchmarkItem) -> str:
+    """The source image as the benchmark names it (``images/<split>/<key>``), the same on any machine."""
+    return f"images/{item.split}/{item.key}"
+
+
+def _portable(path: Path) -> str:
+    """A path inside the project relative to it (a shipped run reads the same in any checkout)."""
+    from engines.platform.settings import REPO_ROOT
+
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+
+
 def run_scpe(benchmark: Benchmark, items: Sequence[BenchmarkItem], i2v: I2VGenerator, judge: VLMJudge,
              refiner: PromptRefiner, config: SCPEConfig, out_dir: str | Path, *, playbook: Playbook | None = None,
              progress: Progress | None = None) -> SCPEResult:
@@ -571,7 +584,7 @@ def _write_run(result: SCPEResult, roles: dict[str, str], benchmark: Benchmark, 
 
     record = {
         "method": result.config.method_name, "config": asdict(result.config), "roles": roles,
-        "benchmark": str(benchmark.root), "code_version": code_version(), "finished": _now(),
+        "benchmark": _portable(benchmark.root), "code_version": code_version(), "finished": _now(),
         "counts": result.counts(), "epochs": [asdict(summary) for summary in result.epochs],
         "normalize": asdict(result.normalize), "playbook": result.playbook.counts(),
         "seconds": {"learning": round(learning_seconds, 3), "final": round(result.seconds - learning_seconds, 3),
