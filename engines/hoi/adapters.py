@@ -46,7 +46,17 @@ import numpy as np
 from PIL import Image
 
 from engines.hoi.judge_replies import JudgeReplyError
-from engines.hoi.roles import Box, Detection, FrameChoice, VideoReport, register
+from engines.hoi.playbook import PlaybookFormatError, as_operation
+from engines.hoi.roles import (
+    Box,
+    Detection,
+    EnhancedPrompt,
+    FrameChoice,
+    Insight,
+    PlaybookOperation,
+    VideoReport,
+    register,
+)
 from engines.platform.chat import BackendError, ChatBackend, OpenAICompatibleBackend
 
 JUDGE_TEMPERATURE = 0.1  # upstream's HOI-check, QA, analyzer and frame choice
@@ -510,3 +520,96 @@ def transformers_grounder(path: str | None = None, model: Any = None, processor:
 
 __all__ = ["ChatJudge", "TransformersGrounder", "image_part", "locate_template", "normalized_correlation",
            "openai_judge", "parse_frame_choice", "parse_video_report", "transformers_grounder"]
+
+
+# ---------------------------------------------------------------- SCPE's prompt refiner
+
+GENERATOR_PROMPT = """You write the prompt for an image-to-video model that must turn the photo into a short video
+in which the person performs an edit instruction, so that one frame shows the requested human-object
+interaction.
+
+Edit instruction: {instruction}
+
+Playbook of rules learnt from earlier failures (follow the strategies and the template, avoid the pitfalls):
+{playbook}
+
+Return {{"reasoning": "<how the rules apply to this photo>", "enhanced_prompt": "<the video prompt>"}}.
+{json_only}"""
+
+REFLECTOR_PROMPT = """A generated video failed its edit instruction. Find why, in terms that carry over to other
+photos: do NOT name objects, colours or people of this photo.
+
+Edit instruction: {instruction}
+Prompt used: {prompt}
+The analyst's critique: {critique}
+
+Return {{"root_cause": "<why the video failed>", "key_insight": "<a general rule that would have avoided it>"}}.
+{json_only}"""
+
+CURATOR_PROMPT = """You keep a playbook of prompting rules for an image-to-video editor. Decide what the new
+insight adds. Add nothing that the playbook already says.
+
+Playbook:
+{playbook}
+
+Root cause: {root_cause}
+Key insight: {key_insight}
+
+Return {{"operations": [{{"type": "ADD", "section": "strategies" | "templates" | "pitfalls", "content": "<the rule>"}}]}}
+(an empty list when nothing is new). {json_only}"""
+
+GENERATOR_TEMPERATURE = 0.5  # upstream's generator; the reflector and curator run at the judge's 0.1
+
+
+class ChatRefiner:
+    """SCPE's generator, reflector and curator on a chat model (upstream: Gemini 2.5 Pro for all three).
+
+    A reply that does not carry what is asked raises :class:`~engines.hoi.judge_replies.JudgeReplyError`
+    naming what is missing; the SCPE loop records it as that stage's failure."""
+
+    def __init__(self, chat: ChatBackend, name: str, *, max_tokens: int = 1024, seed: int = 0) -> None:
+        self.judge = ChatJudge(chat, name, temperature=JUDGE_TEMPERATURE, max_tokens=max_tokens, seed=seed)
+        self.name = name
+
+    def generate(self, image: Image.Image, instruction: str, playbook_text: str) -> EnhancedPrompt:
+        reply = self.judge.ask(GENERATOR_PROMPT.format(instruction=instruction, playbook=playbook_text or "(empty)",
+                                                       json_only=JSON_ONLY), [image],
+                               temperature=GENERATOR_TEMPERATURE)
+        obj = _json_object(reply)
+        prompt = str(obj.get("enhanced_prompt") or "").strip()
+        if not prompt:
+            raise JudgeReplyError(f"no enhanced_prompt in the generator's reply: {reply[:200]!r}")
+        return EnhancedPrompt(prompt, str(obj.get("reasoning") or ""))
+
+    def reflect(self, report: VideoReport, prompt: str, instruction: str) -> Insight:
+        reply = self.judge.ask(REFLECTOR_PROMPT.format(instruction=instruction, prompt=prompt or "N/A",
+                                                       critique=report.critique, json_only=JSON_ONLY))
+        obj = _json_object(reply)
+        insight = str(obj.get("key_insight") or "").strip()
+        if not insight:
+            raise JudgeReplyError(f"no key_insight in the reflector's reply: {reply[:200]!r}")
+        return Insight(str(obj.get("root_cause") or "").strip(), insight)
+
+    def curate(self, insight: Insight, playbook_text: str) -> list[PlaybookOperation]:
+        reply = self.judge.ask(CURATOR_PROMPT.format(playbook=playbook_text or "(empty)", root_cause=insight.root_cause,
+                                                     key_insight=insight.key_insight, json_only=JSON_ONLY))
+        operations = _json_object(reply).get("operations")
+        if not isinstance(operations, list):
+            raise JudgeReplyError(f"no operations list in the curator's reply: {reply[:200]!r}")
+        try:
+            return [as_operation(op, f"curator operation {i + 1}") for i, op in enumerate(operations)]
+        except PlaybookFormatError as error:
+            raise JudgeReplyError(f"{error} in the curator's reply: {reply[:200]!r}") from None
+
+
+@register("refiner", "openai")
+def openai_refiner(model: str | None = None, base_url: str = "https://api.openai.com/v1",
+                   api_key_env: str = "OPENAI_API_KEY", max_tokens: int | str = 1024, timeout: float | str = 120.0,
+                   chat: ChatBackend | None = None) -> ChatRefiner:
+    """An OpenAI-compatible chat endpoint as SCPE's prompt refiner (the key from ``api_key_env``)."""
+    if chat is None:
+        if not model:
+            raise ValueError("the openai refiner needs a model name: model=NAME")
+        chat = OpenAICompatibleBackend(base_url, model, os.environ.get(api_key_env) or None,
+                                       timeout=_number(timeout, "timeout", float))
+    return ChatRefiner(chat, f"openai:{model or 'chat'}", max_tokens=_number(max_tokens, "max_tokens", int))
