@@ -16,7 +16,7 @@ from engines.platform import auth, migrate, runtime
 from engines.platform.auth import Identity
 from engines.platform.config_schema import FieldInfo
 from engines.platform.forms import FieldSpec
-from engines.platform.jobqueue import start_local_executor
+from engines.platform.jobqueue import start_executor
 from engines.platform.private_files import make_private
 from engines.platform.settings import get_settings
 
@@ -35,7 +35,7 @@ def _boot(database_url: str) -> bool:
     make_private(get_settings().data_dir)
     migrate.upgrade(database_url)
     if get_settings().run_jobs_in_app:
-        start_local_executor()
+        start_executor()
     return True
 
 

@@ -162,7 +162,7 @@ def cmd_worker(args: argparse.Namespace) -> None:
     import signal
     import time
 
-    from engines.platform.jobqueue import LocalExecutor
+    from engines.platform.jobqueue import make_executor
 
     def stop(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
         raise KeyboardInterrupt
@@ -171,7 +171,7 @@ def cmd_worker(args: argparse.Namespace) -> None:
     # script's background job, which inherits SIGINT ignored.
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    executor = LocalExecutor(args.workers)
+    executor = make_executor(args.workers)
     executor.start()
     print(f"worker running {executor.max_workers} jobs at a time; Ctrl-C to stop", flush=True)
     try:
