@@ -57,11 +57,11 @@ def test_by_default_the_experiment_loads_the_shipped_policies_and_their_figures_
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    config = config_from_args(parser.parse_args(["--rhos", "0", "1", "--seeds", "0", "1", "--methods", "iss"]))
+    config = config_from_args(parser.parse_args(["--rhos", "0.5", "1", "--seeds", "0", "1", "--methods", "iss"]))
     assert config.policy_dir == str(SHIPPED_DIR)
     assert config_from_args(parser.parse_args(["--train"])).policy_dir is None
     # One loaded policy per (rho, seed), evaluated on the report's episodes: its success is the report's.
-    small = ExperimentConfig(**{**asdict(config), "rhos": (0.0, 1.0), "seeds": (0, 1), "nmr_frames": 1,
+    small = ExperimentConfig(**{**asdict(config), "rhos": (0.5, 1.0), "seeds": (0, 1), "nmr_frames": 1,
                                 "n_masks": 20, "permutations": 10, "bootstrap": 10})
     result = run_experiment(small)
     assert {p["policy"] for p in result["policies"]} == {"loaded"}

@@ -23,7 +23,7 @@ def test_a_researcher_sees_the_maps_of_a_shipped_policy_and_a_wrong_file_is_name
     open_as(page, app_server, e2e_db, "researcher", "attribution-heatmaps")
     expect(page.get_by_role("heading", name="Attribution heatmaps")).to_be_visible()
     expect(page.get_by_role("combobox", name="Reaching policy")).to_have_value(
-        "reaching policy trained at rho = 1, seed 0 (success 93% in distribution, 37% with the cue randomised)")
+        "reaching policy trained at rho = 1, seed 0 (success 100% in distribution, 50% with the cue randomised)")
     expect(page.get_by_text("95% CI").first).to_be_visible()
     first = _nmr(page)
     # Six figures at least: the frame, the two ISS maps, the cells, the action, the baselines.

@@ -33,7 +33,7 @@ def test_a_researcher_sees_the_leaderboard_the_edits_and_the_arena_ratings_chang
     page.get_by_role("tab", name="Item browser").click()
     expect(page.get_by_text("Instruction:").first).to_be_visible()
     expect(page.get_by_text("frame", exact=False).first).to_be_visible()
-    expect(page.locator("img[alt]").first).to_be_visible()
+    expect(page.get_by_test_id("stImage").first).to_be_visible()
 
     page.get_by_role("tab", name="Arena results").click()
     page.get_by_role("combobox", name="Votes of").click()
