@@ -11,10 +11,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from engines.hoi import arena, browse, plots
+from engines.hoi import arena, backends, browse, plots
+from engines.hoi import jobs as hoi_jobs
 from engines.hoi.benchmark import BenchmarkFormatError
 from engines.hoi.drawing import annotate
 from engines.hoi.ratings import VoteFormatError, VoteLog, rate, read_votes, win_rate_matrix
+from engines.platform import jobqueue
 from pages import _ui as ui
 
 PAGE = {"title": "HOI-Edit", "group": "Research", "roles": ["researcher"], "icon": ":material/compare:",
@@ -82,7 +84,7 @@ if not methods:
     st.info("Choose at least one method in the sidebar.")
     st.stop()
 
-board_tab, items_tab, arena_tab = st.tabs(["Leaderboard", "Item browser", "Arena results"])
+board_tab, items_tab, arena_tab, run_tab = st.tabs(["Leaderboard", "Item browser", "Arena results", "Run"])
 
 with board_tab:
     rows = browse.leaderboard_rows(workspace, methods)
@@ -189,3 +191,59 @@ with arena_tab:
         right.plotly_chart(plots.ratings_figure(board), key="hoi-ratings-figure")
         st.plotly_chart(plots.win_rate_figure(win_rate_matrix(log)), key="hoi-win-figure")
         st.plotly_chart(plots.votes_over_time_figure(list(log)), key="hoi-votes-figure")
+
+with run_tab:
+    st.caption("Both run as background jobs and write into this benchmark folder: HOI-Eval's records "
+               "(records/<method>.json), and for SCPE the method's chosen frames, frame strips and traces. The "
+               "tabs above show them when the job is done, also after a reload.")
+    with st.form("hoi-evaluate"):
+        st.markdown("**Evaluate a method with HOI-Eval**")
+        left, middle, right = st.columns(3)
+        method = left.selectbox("Method", all_methods, key="hoi-eval-method",
+                                format_func=lambda m: workspace.methods[m].label or m)
+        judge = middle.selectbox("VLM judge", backends.names("judge"), key="hoi-eval-judge",
+                                 help="offline: the demo's pixel reader; openai: an OpenAI-compatible endpoint")
+        grounder = right.selectbox("Grounder", backends.names("grounder"), key="hoi-eval-grounder")
+        left, right = st.columns(2)
+        base_url = left.text_input("Endpoint (openai judge)", "", key="hoi-eval-url",
+                                   placeholder="http://localhost:8000/v1")
+        model = right.text_input("Model (openai judge)", "", key="hoi-eval-model", placeholder="Qwen2.5-VL-7B-Instruct")
+        if st.form_submit_button("Start the evaluation"):
+            options = {k: v for k, v in (("base_url", base_url.strip()), ("model", model.strip())) if v}
+            try:
+                job_id = jobqueue.submit_job(hoi_jobs.EVALUATE, {
+                    "benchmark": str(root), "method": method, "judge": judge, "grounder": grounder,
+                    "judge_options": options if judge != "offline" else {}}, submitted_by=identity.user_id)
+            except jobqueue.JobError as exc:
+                st.error(str(exc))
+            else:
+                st.success(f"Queued evaluation #{job_id}; its progress is below.")
+    with st.form("hoi-scpe"):
+        st.markdown("**SCPE with an image-to-video model**")
+        left, middle, right = st.columns(3)
+        i2v_role = left.selectbox("I2V model", backends.names("i2v"), key="hoi-scpe-i2v",
+                                  help="offline: the demo's drawn animation; gradio: a `python -m engines.hoi serve` "
+                                       "endpoint; diffusers: a local pipeline (a GPU machine)")
+        url = middle.text_input("Gradio URL (gradio)", "", key="hoi-scpe-url", placeholder="http://gpu-box:7861")
+        name = right.text_input("Save as method", "scpe", key="hoi-scpe-method")
+        left, middle, right = st.columns(3)
+        epochs = left.number_input("Learning epochs", 0, 5, 1, key="hoi-scpe-epochs")
+        retries = middle.number_input("Tries per item", 1, 5, 1, key="hoi-scpe-retries",
+                                      help="1 is upstream: no retry")
+        limit = right.number_input("Only the first N items (0: all)", 0, 100_000, 0, key="hoi-scpe-limit")
+        if st.form_submit_button("Start SCPE"):
+            i2v = {"role": i2v_role, **({"url": url.strip()} if i2v_role == "gradio" and url.strip() else {})}
+            try:
+                job_id = jobqueue.submit_job(hoi_jobs.SCPE, {
+                    "benchmark": str(root), "i2v": i2v, "method": name.strip(), "epochs": int(epochs),
+                    "retries": int(retries), "limit": int(limit) or None}, submitted_by=identity.user_id)
+            except jobqueue.JobError as exc:
+                st.error(str(exc))
+            else:
+                st.success(f"Queued SCPE #{job_id}; its progress is below.")
+
+    @st.fragment(run_every="2s")
+    def recent_jobs() -> None:
+        ui.jobs_table(hoi_jobs.jobs_frame(hoi_jobs.hoi_jobs()), "No HOI-Edit job yet.")
+
+    recent_jobs()

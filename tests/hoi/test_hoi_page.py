@@ -51,3 +51,18 @@ def test_a_wrong_folder_says_what_is_wrong(sqlite_db, tmp_path):
     assert [e.value for e in at.error][0].startswith(f"{tmp_path / 'nowhere'} is not a folder")
     at.text_input(key="hoi-root").set_value(str(tmp_path)).run()
     assert "no HOI-Edit annotation file" in at.error[0].value
+
+
+def test_an_evaluation_and_scpe_are_started_from_the_page_as_jobs(sqlite_db, folder):  # noqa: F811
+    from engines.platform import jobqueue
+
+    at = _open(folder)
+    at.selectbox(key="hoi-eval-method").set_value("plain")
+    at.button[[b.label for b in at.button].index("Start the evaluation")].click().run()
+    assert not at.exception, at.exception
+    assert any(s.value.startswith("Queued evaluation #") for s in at.success)
+    [job] = jobqueue.list_jobs()
+    assert job.kind == "hoi.evaluate" and job.params["method"] == "plain"
+    at.button[[b.label for b in at.button].index("Start SCPE")].click().run()
+    assert any(s.value.startswith("Queued SCPE #") for s in at.success)
+    assert {j.kind for j in jobqueue.list_jobs()} == {"hoi.evaluate", "hoi.scpe"}
