@@ -101,8 +101,10 @@ def parse_match(text: str) -> Match:
     if best in (None, "", "none", "None", -1):
         best_id = None
     else:
+        # Upstream reads the number out of ids such as "S0" or "O2" (re.search(r"\d+")).
+        digits = re.search(r"\d+", best) if isinstance(best, str) else None
         try:
-            best_id = int(best)
+            best_id = int(digits.group()) if digits else int(best)
         except (TypeError, ValueError):
             raise JudgeReplyError(f"best_match_id is not a candidate number ({best!r}) in the reply: "
                                   f"{text[:200]!r}") from None

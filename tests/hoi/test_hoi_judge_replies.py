@@ -85,3 +85,11 @@ def test_records_built_from_replies_are_scored_with_errors_skipped(tmp_path):
     records = parse_records({"method": "m", "L1L2": {"a.jpg": record}})
     assert records.get("L1L2", "a.jpg").failed
     assert json.dumps(record)  # plain JSON, as the records file holds
+
+
+def test_upstream_style_candidate_ids_give_their_number():
+    from engines.hoi.judge_replies import parse_match
+
+    reply = '{"best_match_id": "O2", "identity_score": 0.5, "quality_score": 0.5}'
+    assert parse_match(reply).best_match_id == 2
+    assert parse_match(reply.replace('"O2"', '"S0"')).best_match_id == 0
