@@ -6,6 +6,7 @@ Each is ``add_*_arguments(parser)`` / ``run_*(args) -> dict`` for ``engines.plat
 from __future__ import annotations
 
 import argparse
+import functools
 from dataclasses import asdict
 from pathlib import Path
 
@@ -227,6 +228,14 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true")
 
 
+def _video_file(videos: Path, question) -> str:
+    return str(videos / f"{question.video_id}.mp4")
+
+
+def _sweep_roles(planners: dict[str, str], search: str, frame_model: Path | None, agent: str):
+    return roles_for(planners[agent], "frame-model", "frame-model", search, frame_model)
+
+
 def _sweep(videos: Path, questions_path: Path, config, out: Path, limit: int | None, frame_model: Path | None,
            show_progress: bool) -> dict:
     from engines.video.loaders import read_questions
@@ -235,9 +244,9 @@ def _sweep(videos: Path, questions_path: Path, config, out: Path, limit: int | N
     questions = read_questions(questions_path)[:limit]
     planners = {"gated": "heuristic", "coupled": "coupled-heuristic"}
     bar = _Bar(show_progress, len(config.agents) * len(config.budgets) * len(questions), "sweep", "question")
-    summary = run_sweep(questions, lambda q: str(videos / f"{q.video_id}.mp4"),
-                        lambda agent: roles_for(planners[agent], "frame-model", "frame-model", config.search,
-                                                frame_model),
+    # Module-level callables, not lambdas: the cells may run in other processes (engines.platform.fanout).
+    summary = run_sweep(questions, functools.partial(_video_file, videos),
+                        functools.partial(_sweep_roles, planners, config.search, frame_model),
                         config, out, lambda done, total, label: bar.to(done))
     bar.close()
     return summary
