@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,18 @@ from engines.platform.scratch import scratch_database
 
 PG_URL = os.environ.get("HAI_TEST_DATABASE_URL", "")
 os.environ.setdefault("HAI_RUN_JOBS_IN_APP", "false")
+
+
+_MAIN = sys.modules["__main__"]
+
+
+@pytest.fixture(autouse=True)
+def restore_main_module():
+    """Put pytest's own ``__main__`` back after each test. Streamlit's AppTest runs a page as
+    ``__main__`` and leaves it there; a process spawned later (a fanned-out sweep, a training
+    pool) would then run that page again while it starts up, and hang or fail."""
+    yield
+    sys.modules["__main__"] = _MAIN
 
 
 @pytest.fixture(autouse=True)

@@ -94,6 +94,8 @@ SKIPPED = {
                                                 "a minute; tests/attribution/test_experiment.py runs its --quick variant",
     "make lock": "rewrites the repository's lock files from the package index (minutes, network); "
                  "tests/platform/test_lock_files.py checks the locks it wrote",
+    "python -m engines.hoi demo": "rewrites the shipped HOI-Edit demo (about 90 s); its steps run in tests/hoi "
+                                  "(test_hoi_demo_data, test_hoi_scpe, test_hoi_evaluate, test_hoi_jobs, test_hoi_demo)",
     "python -m engines.video sweep": "both agents at four budgets over 94 questions takes about a minute and a half; "
                                      "tests/video/test_video_cli.py runs a sweep on two 2-minute videos",
 }
