@@ -140,7 +140,7 @@ def item_browser(folder: Path, repeats: int) -> dict:
 def synthetic_votes(n: int, methods: int, seed: int = 0):
     """``n`` votes among ``methods`` methods whose true Bradley–Terry strengths are evenly spaced
     (method-0 strongest), with ties and both-bad votes."""
-    from engines.hoi.ratings import Vote
+    from engines.hoi.votes import Vote
 
     rng = np.random.default_rng(seed)
     strengths = np.linspace(1.0, -1.0, methods)

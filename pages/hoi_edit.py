@@ -15,7 +15,8 @@ from engines.hoi import arena, backends, browse, plots
 from engines.hoi import jobs as hoi_jobs
 from engines.hoi.benchmark import BenchmarkFormatError
 from engines.hoi.drawing import annotate
-from engines.hoi.ratings import VoteFormatError, VoteLog, rate, read_votes, win_rate_matrix
+from engines.hoi.ratings import rate, win_rate_matrix
+from engines.hoi.votes import VoteFormatError, VoteLog, read_votes
 from engines.platform import jobqueue
 from pages import _ui as ui
 

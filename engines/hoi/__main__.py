@@ -34,8 +34,8 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> None:
     from engines.hoi.benchmark import BenchmarkFormatError
-    from engines.hoi.ratings import VoteFormatError
     from engines.hoi.scoring import RecordFormatError
+    from engines.hoi.votes import VoteFormatError
 
     run_command("python -m engines.hoi", __doc__.splitlines()[0], COMMANDS, argv,
                 errors=(BenchmarkFormatError, RecordFormatError, VoteFormatError, ValueError, FileNotFoundError, ConnectionError))

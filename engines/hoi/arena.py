@@ -23,7 +23,7 @@ What this module does, in the order a study uses it:
 - ``vote_row``: a stored vote (the button pressed on pair n) as a vote-log row, the names taken
   through the side swap;
 - ``arena_studies``, ``study_votes``, ``export_votes``, ``study_ratings``: the arena's studies, and
-  every stored vote of one, as ``ratings.Vote`` rows, as JSONL for
+  every stored vote of one, as ``votes.Vote`` rows, as JSONL for
   ``python -m engines.hoi ratings --votes FILE``, and as the current leaderboard.
 
 A vote is a step answer ``{"pair": n, "choice": <button>}`` stored by the platform's runtime, so
@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engines.hoi.benchmark import SPLITS, load_benchmark
-from engines.hoi.ratings import Ratings, Vote, VoteLog, Winner, rate
+from engines.hoi.ratings import Ratings, rate
+from engines.hoi.votes import Vote, VoteLog, Winner
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FRAMES_SUFFIX = "_frames"  # upstream data/<model>_frames/<split>/<key>
@@ -363,7 +364,7 @@ def reveal_page(plan: Mapping[str, Any], number: int, choice: str) -> dict[str, 
 
 
 def vote_row(pair: ArenaPair, choice: str, tstamp: float, *, anony: bool = True) -> Vote:
-    """A stored vote as a vote-log row (``engines.hoi.ratings.Vote``).
+    """A stored vote as a vote-log row (``engines.hoi.votes.Vote``).
 
     ``model_a`` is the method shown on the left, A, which is ``pair.second`` when the sides were
     swapped; "A is better" then means ``winner="model_a"``, i.e. ``pair.second`` won.
@@ -428,7 +429,7 @@ def arena_studies(protocol: str = "hoi_arena", *, engine=None) -> list[str]:
 
 
 def votes_jsonl(votes: Sequence[Vote]) -> bytes:
-    """Votes as JSONL, one ``Vote`` per line, the shape ``engines.hoi.ratings.read_votes`` reads."""
+    """Votes as JSONL, one ``Vote`` per line, the shape ``engines.hoi.votes.read_votes`` reads."""
     return "".join(json.dumps(vote.to_dict()) + "\n" for vote in votes).encode()
 
 

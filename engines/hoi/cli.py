@@ -60,7 +60,8 @@ def run_ratings(args: argparse.Namespace) -> dict:
     """Ratings of the methods from pairwise votes, with bootstrap intervals and the win-rate matrix."""
     import json
 
-    from engines.hoi.ratings import rate, read_votes, win_rate_matrix
+    from engines.hoi.ratings import rate, win_rate_matrix
+    from engines.hoi.votes import read_votes
 
     log = read_votes(args.votes)
     ratings = rate(log, args.method, rounds=args.rounds, seed=args.seed)

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from engines.hoi.ratings import Ratings, Vote
+from engines.hoi.ratings import Ratings
+from engines.hoi.votes import Vote
 
 HEADLINE = (("L1 I", "L1 · I"), ("L2 I+Q&A", "L2 · I+Q&A"), ("L3 I+Q&A", "L3 · I+Q&A"))
 PALETTE = ("#1f5fbf", "#c9a227", "#2e7d32")  # distinct in colour and lightness, for colour-blind readers

@@ -27,7 +27,8 @@ from engines.hoi.arena import (
     votes_jsonl,
 )
 from engines.hoi.benchmark import ANNOTATION_FILES
-from engines.hoi.ratings import rate, read_votes, win_rate_matrix
+from engines.hoi.ratings import rate, win_rate_matrix
+from engines.hoi.votes import read_votes
 
 THREE = ["bagel", "kontext", "scpe"]
 LABELS = {"bagel": "Bagel", "kontext": "FLUX.1 Kontext"}  # scpe has no entry: its label is its name

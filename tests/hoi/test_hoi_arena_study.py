@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from engines.hoi import arena
-from engines.hoi.ratings import rate, read_votes
+from engines.hoi.ratings import rate
+from engines.hoi.votes import read_votes
 from engines.platform import runtime, study_admin
 from engines.platform.bots import run_bot, stored_responses
 from engines.platform.export import export_study

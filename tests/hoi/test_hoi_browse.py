@@ -13,7 +13,8 @@ import pytest
 from PIL import Image
 
 from engines.hoi import browse, plots
-from engines.hoi.ratings import Vote, rate, win_rate_matrix
+from engines.hoi.ratings import rate, win_rate_matrix
+from engines.hoi.votes import Vote
 
 OCCUR = "L1-interaction-relation_occur"
 END = "L2-location_understanding-specific_pos_end"

@@ -10,7 +10,8 @@ import pytest
 
 from engines.hoi import browse
 from engines.hoi.demo import DEMO_DIR, SCPE_METHOD, simulated_votes
-from engines.hoi.ratings import WINNERS, rate, read_votes
+from engines.hoi.ratings import rate
+from engines.hoi.votes import WINNERS, read_votes
 
 pytestmark = pytest.mark.skipif(not DEMO_DIR.is_dir(), reason="the shipped demo is written by "
                                 "`python -m engines.hoi demo`")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from engines.hoi.ratings import Vote
+from engines.hoi.votes import Vote
 from tests.apptest_driver import page_as
 from tests.hoi.test_hoi_browse import folder  # noqa: F401 - the fixture
 

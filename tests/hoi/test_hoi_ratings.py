@@ -15,17 +15,14 @@ from scipy.stats import binom
 
 from engines.hoi.ratings import (
     Ratings,
-    Vote,
-    VoteFormatError,
-    VoteLog,
     battle_counts,
     bootstrap,
     bradley_terry,
     elo,
     rate,
-    read_votes,
     win_rate_matrix,
 )
+from engines.hoi.votes import Vote, VoteFormatError, VoteLog, read_votes
 
 # Known strengths for synthetic votes; BT ratings are anchored at mean 1000, so the truth to compare
 # with is these shifted by -50 (their mean is 1050).
