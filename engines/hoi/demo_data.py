@@ -42,7 +42,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from engines.hoi import offline, scenes  # noqa: F401  (offline registers the offline roles)
+from engines.hoi import offline, scene_edits, scenes  # noqa: F401  (offline registers the offline roles)
 from engines.hoi.benchmark import ANNOTATION_FILES, SPLITS
 from engines.hoi.roles import make
 
@@ -182,7 +182,7 @@ def _put_on_shelf(rng):
     kind, room = _kind(rng), _room(rng, shelf=True)
     things = _with_distractors(rng, [scenes.Thing(kind, "table", rng.randrange(scenes.SLOTS))], shelf=True,
                                avoid={kind})
-    question = scenes.aux_question("on_shelf", kind)
+    question = scene_edits.aux_question("on_shelf", kind)
     # Upstream writes a lone question either as a one-element list or as the plain string.
     questions = question if rng.random() < 0.5 else [question]
     return scenes.Scene(**room, things=tuple(things)), f"Make the person put the {kind} on the shelf", kind, questions, None
@@ -195,7 +195,7 @@ def _basket_then_pick_up(rng):
                                shelf=False, avoid={held, kind})
     instruction = f"Make the person put the {held} into the basket and pick up the {kind}"
     return (scenes.Scene(**room, things=tuple(things)), instruction, kind,
-            [scenes.aux_question("put_in_basket", held)], None)
+            [scene_edits.aux_question("put_in_basket", held)], None)
 
 
 def _two_alike(rng, *, basket: bool) -> tuple[str, dict, list[scenes.Thing]]:
@@ -213,7 +213,7 @@ def _pick_up_from_shelf(rng):
 def _shelf_to_basket(rng):
     kind, room, things = _two_alike(rng, basket=True)
     instruction = f"Make the person put the {kind} from the shelf into the basket"
-    return scenes.Scene(**room, things=tuple(things)), instruction, kind, [scenes.aux_question("in_basket", kind)], None
+    return scenes.Scene(**room, things=tuple(things)), instruction, kind, [scene_edits.aux_question("in_basket", kind)], None
 
 
 def _on_table(kind: str, rng, *, basket: bool = False) -> scenes.Scene:
@@ -225,21 +225,21 @@ def _on_table(kind: str, rng, *, basket: bool = False) -> scenes.Scene:
 
 def _squeeze(rng):
     return (_on_table("ball", rng), "Make the person squeeze the ball", "ball",
-            [scenes.aux_question("squashed", "ball")], None)
+            [scene_edits.aux_question("squashed", "ball")], None)
 
 
 def _fill(rng):
     return (_on_table("cup", rng), "Make the person get the cup ready for drinking", "cup",
-            [scenes.aux_question("filled", "cup")], None)
+            [scene_edits.aux_question("filled", "cup")], None)
 
 
 def _read(rng):
-    return _on_table("book", rng), "Make the person start reading the book", "book", scenes.aux_question("open", "book"), None
+    return _on_table("book", rng), "Make the person start reading the book", "book", scene_edits.aux_question("open", "book"), None
 
 
 def _crush_to_fit(rng):
     return (_on_table("can", rng, basket=True), "Make the person make the can fit into the basket", "can",
-            [scenes.aux_question("crushed", "can"), scenes.aux_question("in_basket", "can")], None)
+            [scene_edits.aux_question("crushed", "can"), scene_edits.aux_question("in_basket", "can")], None)
 
 
 RECIPES: tuple[Recipe, ...] = (
@@ -283,9 +283,9 @@ def demo_items(*, items_per_tag: int = 3, seed: int = 0) -> list[DemoItem]:
 def annotation(item: DemoItem) -> dict:
     """The item's upstream annotation record (every field upstream has, boxes from the drawing)."""
     drawn = scenes.render(item.scene)
-    clauses = scenes.parse_instruction(item.instruction)
+    clauses = scene_edits.parse_instruction(item.instruction)
     main = next(c for c in reversed(clauses) if c.object_name == item.object_name)
-    target = scenes.target_of(item.scene, main)
+    target = scene_edits.target_of(item.scene, main)
     tool_box: list[int] = []
     if item.tool_name is not None:
         tool = next(i for i, t in enumerate(item.scene.things) if t.kind == item.tool_name)

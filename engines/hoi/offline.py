@@ -47,7 +47,7 @@ import numpy as np
 from PIL import Image, ImageFilter
 from scipy import ndimage
 
-from engines.hoi import scenes
+from engines.hoi import scene_edits, scenes
 from engines.hoi.roles import (
     Box,
     Detection,
@@ -423,7 +423,7 @@ def _where(reading: Reading, region: Region, tolerance: int = 2) -> str:
     return "raised" if reading.above_head(region) else "air"
 
 
-def check(reading: Reading, region: Region, kind: str, expect: scenes.Expectation, tool: str | None = None, *,
+def check(reading: Reading, region: Region, kind: str, expect: scene_edits.Expectation, tool: str | None = None, *,
           strict: bool = False) -> tuple[bool, list[str]]:
     """Whether ``region`` (an object of ``kind``) is as ``expect`` says, and what was seen, in words.
 
@@ -584,11 +584,11 @@ def _target(reading: Reading, kind: str, box: Sequence[float] | None) -> list[Re
 class _Targets:
     """Each clause's object in the first frame of a video, and the clause."""
 
-    clauses: list[scenes.Clause]
+    clauses: list[scene_edits.Clause]
     boxes: list[Box | None]
 
 
-def _first_targets(reading: Reading, clauses: list[scenes.Clause]) -> _Targets:
+def _first_targets(reading: Reading, clauses: list[scene_edits.Clause]) -> _Targets:
     boxes: list[Box | None] = []
     for clause in clauses:
         regions = reading.things(clause.object_name)
@@ -614,7 +614,7 @@ def _judge_frame(first: Reading, frame: Reading, targets: _Targets, *, strict: b
             ok = False
             seen.append(f"the {clause.object_name} is nowhere to be seen")
             continue
-        done, facts = check(frame, region, clause.object_name, scenes.expectation(clause.action), clause.tool_name,
+        done, facts = check(frame, region, clause.object_name, scene_edits.expectation(clause.action), clause.tool_name,
                             strict=strict)
         ok &= done
         seen.extend(facts)
@@ -650,7 +650,7 @@ class OfflineJudge:
         interaction question about the boxed person and object, or a ``question_v6`` question."""
         if not images:
             raise ValueError("yes_no needs at least one image (the edited one last)")
-        read = scenes.read_question(question)
+        read = scene_edits.read_question(question)
         if read is None:
             return _reply(False, 0.0, f"The question {question!r} is about nothing this judge can check.")
         if read.object_name not in scenes.OBJECTS:
@@ -716,7 +716,7 @@ class OfflineJudge:
                  "its pixels are clean" if quality >= 0.9 else f"noise or blur spoil its pixels (quality {quality:.2f})"]
         if not is_person:
             kind = _kind_in(second, candidates[best])
-            asked = {clause.action.form for clause in scenes.find_instruction(instruction)}
+            asked = {clause.action.form for clause in scene_edits.find_instruction(instruction)}
             regions = _target(second, kind, candidates[best]) if kind in scenes.OBJECTS else []
             if regions and not asked & {"squashed", "crushed"} and second.deformed(regions[0], kind):
                 quality = min(quality, 0.2)  # upstream's rubric: collapsed geometry is below 0.4
@@ -731,7 +731,7 @@ class OfflineJudge:
         did not move and the clothing did not change; the critique says what went wrong."""
         if not frames:
             raise ValueError("analyze_video needs the video's frames")
-        clauses = scenes.find_instruction(instruction)
+        clauses = scene_edits.find_instruction(instruction)
         if not clauses:
             critique = f"The instruction {instruction!r} is none this analyzer can check."
             return VideoReport(False, critique, json.dumps({"success": False, "critique": critique}))
@@ -757,7 +757,7 @@ class OfflineJudge:
         "best_effort"); else frame 1 (mode "fallback", upstream's frame when the selector fails)."""
         if not frames:
             raise ValueError("select_frame needs frames")
-        clauses = scenes.find_instruction(instruction)
+        clauses = scene_edits.find_instruction(instruction)
         boxes = re.compile(r" in the (?:blue|red|yellow) bounding box")
         question = (" and ".join(boxes.sub("", c.question) for c in clauses) if clauses
                     else f"Is this done: {instruction}?")
@@ -863,23 +863,23 @@ class OfflineEditor:
             ValueError: the instruction is none of the drawn world's, or names what the scene lacks.
         """
         scene = scenes.read_scene(image)
-        keys = scenes.motion(scene, instruction)
+        keys = scene_edits.motion(scene, instruction)
         habits = self.habits
         rng = random.Random(f"{self.name}|{seed}|{_digest(image)}|{instruction}")
         outcome, half_way, drifts, loses, spoils = (rng.random() for _ in range(5))
         progress = 1.0 if outcome < habits.done else rng.uniform(0.3, 0.7) if outcome < habits.done + habits.half else 0.0
-        pose = scenes.pose_at(keys, progress)
+        pose = scene_edits.pose_at(keys, progress)
         if drifts < habits.drift:
-            pose = replace(pose, outfit=scenes.drift_identity(replace(scene, outfit=pose.outfit), rng).outfit)
+            pose = replace(pose, outfit=scene_edits.drift_identity(replace(scene, outfit=pose.outfit), rng).outfit)
         if loses < habits.lose:
-            target = scenes.target_of(scene, scenes.parse_instruction(instruction)[-1])
+            target = scene_edits.target_of(scene, scene_edits.parse_instruction(instruction)[-1])
             things = list(pose.things)
             things[target] = replace(things[target], box=None)
             pose = replace(pose, things=tuple(things))
         edited = scenes.draw(scene, pose).image
         if spoils < habits.artifacts:
-            kind = rng.choice(scenes.DEGRADATIONS)
-            edited = scenes.degrade(edited, kind, rng.uniform(*habits.strength), rng)
+            kind = rng.choice(scene_edits.DEGRADATIONS)
+            edited = scene_edits.degrade(edited, kind, rng.uniform(*habits.strength), rng)
         return edited
 
 
@@ -957,9 +957,9 @@ class OfflineI2V:
         if num_frames < 2:
             raise ValueError(f"num_frames must be at least 2, got {num_frames}")
         scene = scenes.read_scene(image)
-        clauses = scenes.find_instruction(prompt)
+        clauses = scene_edits.find_instruction(prompt)
         try:
-            keys = scenes.motion(scene, clauses) if clauses else [scenes.pose_of(scene)]
+            keys = scene_edits.motion(scene, clauses) if clauses else [scenes.pose_of(scene)]
         except ValueError:  # the prompt names an object the scene lacks: nothing happens
             keys = [scenes.pose_of(scene)]
         rng = random.Random(f"offline-i2v|{seed}|{_digest(image)}")
@@ -968,7 +968,7 @@ class OfflineI2V:
         pan = rng.choice((-1, 1)) * rng.uniform(6, 14)  # never a whole stripe period (16 px): a pan always shows
         zoom = rng.uniform(0.08, 0.18)
         camera_kind = rng.choice(("pan", "zoom"))
-        other_outfit = scenes.drift_identity(scene, rng).outfit
+        other_outfit = scene_edits.drift_identity(scene, rng).outfit
         cues, habits = prompt_cues(prompt), self.habits
         stalls = stall_draw < habits.stall[cues["completion"]]
         moves = camera_draw < habits.camera[cues["camera"]]
@@ -979,7 +979,7 @@ class OfflineI2V:
             progress = min(1.0, u / habits.motion_share)
             if stalls:
                 progress = min(progress, stall_at)
-            pose = scenes.pose_at(keys, progress)
+            pose = scene_edits.pose_at(keys, progress)
             if drifts and u >= drift_at:
                 pose = replace(pose, outfit=other_outfit)
             frame = scenes.draw(scene, pose).image

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from engines.hoi import offline, scenes
+from engines.hoi import offline, scene_edits, scenes
 from engines.hoi.drawing import AFTER_TITLE, BEFORE_TITLE, add_title, annotate
 from engines.hoi.evaluate import match_images
 from engines.hoi.judge_replies import parse_match, parse_yes_no
@@ -50,7 +50,7 @@ def test_the_grounder_finds_the_drawn_person_and_objects(grounder):
     scene = Scene(**ROOM, things=(Thing("cup", "table", 0), Thing("bottle", "shelf", 2), Thing("ball", "hand")),
                   shelf=True)
     drawn = scenes.render(scene)
-    for image in (drawn.image, scenes.degrade(drawn.image, "noise", 0.3, random.Random(0))):
+    for image in (drawn.image, scene_edits.degrade(drawn.image, "noise", 0.3, random.Random(0))):
         (person,) = grounder.detect(image, "human")
         assert iou(person.box, drawn.person_box) > 0.8
         for thing, box in zip(scene.things, drawn.thing_boxes, strict=True):
@@ -62,12 +62,12 @@ def test_the_grounder_finds_the_drawn_person_and_objects(grounder):
 def test_the_grounder_follows_the_object_and_loses_a_removed_one(grounder):
     scene = Scene(**ROOM, things=(Thing("cup", "table", 0), Thing("cup", "shelf", 1)), shelf=True)
     source = scenes.render(scene)
-    after = scenes.render(scenes.apply_instruction(scene, "Make the person pick up the cup on the shelf"))
+    after = scenes.render(scene_edits.apply_instruction(scene, "Make the person pick up the cup on the shelf"))
     # The shelf's cup went into the hand; the table's cup, which did not move, is not it.
     assert iou(grounder.track(source.image, after.image, source.thing_boxes[1]), after.thing_boxes[1]) > 0.8
     assert iou(grounder.track(source.image, after.image, source.thing_boxes[0]), after.thing_boxes[0]) > 0.8
     lone = Scene(**ROOM, things=(Thing("ball", "table", 1),))
-    gone = scenes.render(scenes.without(lone, 0)).image
+    gone = scenes.render(scene_edits.without(lone, 0)).image
     assert grounder.track(scenes.render(lone).image, gone, scenes.render(lone).thing_boxes[0]) is None
 
 
@@ -86,8 +86,8 @@ L1_CASES = [  # tag, the scene before, the instruction
 def ask(judge, grounder, source: scenes.Rendered, edited, scene: Scene, instruction: str) -> dict:
     """The interaction check as HOI-Eval runs it: the person detected, the object tracked, both
     boxed on the titled BEFORE / AFTER images."""
-    clause = scenes.parse_instruction(instruction)[-1]
-    target = scenes.target_of(scene, clause)
+    clause = scene_edits.parse_instruction(instruction)[-1]
+    target = scene_edits.target_of(scene, clause)
     person = grounder.detect(edited, "human")[0].box
     obj = grounder.track(source.image, edited, source.thing_boxes[target])
     before = add_title(annotate(source.image, subject_box=source.person_box, object_box=source.thing_boxes[target]),
@@ -99,7 +99,7 @@ def ask(judge, grounder, source: scenes.Rendered, edited, scene: Scene, instruct
 @pytest.mark.parametrize(("tag", "scene", "instruction"), L1_CASES, ids=[case[0] for case in L1_CASES])
 def test_the_judge_says_yes_on_the_ideal_edit_and_no_on_the_source(judge, grounder, tag, scene, instruction):
     source = scenes.render(scene)
-    ideal = scenes.render(scenes.apply_instruction(scene, instruction)).image
+    ideal = scenes.render(scene_edits.apply_instruction(scene, instruction)).image
     yes = ask(judge, grounder, source, ideal, scene, instruction)
     assert yes["answer"] == "yes" and yes["confidence"] >= 0.9, yes
     no = ask(judge, grounder, source, source.image, scene, instruction)
@@ -117,7 +117,7 @@ def test_the_judge_says_yes_on_the_ideal_edit_and_no_on_the_source(judge, ground
      "Is the can crushed?"),
 ])
 def test_the_judge_answers_the_extra_questions_on_the_edit(judge, scene, instruction, question):
-    ideal = scenes.render(scenes.apply_instruction(scene, instruction)).image
+    ideal = scenes.render(scene_edits.apply_instruction(scene, instruction)).image
     assert json.loads(judge.yes_no([ideal], question))["answer"] == "yes"
     assert json.loads(judge.yes_no([scenes.render(scene).image], question))["answer"] == "no"
 
@@ -126,9 +126,9 @@ def test_identity_drops_when_the_outfit_drifts_and_quality_when_the_edit_is_nois
     scene = Scene(**ROOM, things=(Thing("cup", "table", 0),))
     instruction = "Make the person pick up the cup"
     source = scenes.render(scene)
-    ideal = scenes.render(scenes.apply_instruction(scene, instruction))
-    drifted = scenes.render(scenes.drift_identity(scenes.apply_instruction(scene, instruction), random.Random(0)))
-    noisy = scenes.degrade(ideal.image, "noise", 0.6, random.Random(0))
+    ideal = scenes.render(scene_edits.apply_instruction(scene, instruction))
+    drifted = scenes.render(scene_edits.drift_identity(scene_edits.apply_instruction(scene, instruction), random.Random(0)))
+    noisy = scene_edits.degrade(ideal.image, "noise", 0.6, random.Random(0))
 
     def match(edited, box, entity="person"):
         before, after = match_images(source.image, edited, source.person_box, [box])
@@ -155,11 +155,11 @@ def test_the_object_match_picks_the_numbered_candidate_that_is_the_object(judge)
 def test_the_selector_picks_the_first_frame_that_shows_the_interaction(judge):
     scene = Scene(**ROOM, things=(Thing("cup", "table", 0),))
     instruction = "Make the person pick up the cup"
-    keys = scenes.motion(scene, instruction)
+    keys = scene_edits.motion(scene, instruction)
     source = scenes.render(scene).image
-    reaching = scenes.draw(scene, scenes.pose_at(keys, 0.5)).image  # the hand on the cup, the cup on the table
-    lifted = scenes.draw(scene, scenes.pose_at(keys, 0.8)).image
-    held = scenes.render(scenes.apply_instruction(scene, instruction)).image
+    reaching = scenes.draw(scene, scene_edits.pose_at(keys, 0.5)).image  # the hand on the cup, the cup on the table
+    lifted = scenes.draw(scene, scene_edits.pose_at(keys, 0.8)).image
+    held = scenes.render(scene_edits.apply_instruction(scene, instruction)).image
     choice = judge.select_frame([source, source, reaching, lifted, held], instruction)
     assert (choice.best_frame_index, choice.strict_pass, choice.selection_mode) == (3, True, "earliest_pass")
     none = judge.select_frame([source, reaching, reaching], instruction)
@@ -173,13 +173,13 @@ def test_a_hand_barely_off_the_object_is_only_a_best_effort_frame(judge):
     # reading (3 px), not for the strict one (6 px).
     scene = Scene(**ROOM, things=(Thing("cup", "hand"),))
     instruction = "Make the person put down the cup"
-    keys = scenes.motion(scene, instruction)
-    hovering = scenes.pose_at(keys, 0.633)
+    keys = scene_edits.motion(scene, instruction)
+    hovering = scene_edits.pose_at(keys, 0.633)
     assert tuple(round(v) for v in hovering.hand) == (94, 110)
     held, hover = scenes.render(scene).image, scenes.draw(scene, hovering).image
     choice = judge.select_frame([held, hover, hover], instruction)
     assert (choice.best_frame_index, choice.strict_pass, choice.selection_mode) == (1, False, "best_effort")
-    done = scenes.render(scenes.apply_instruction(scene, instruction)).image
+    done = scenes.render(scene_edits.apply_instruction(scene, instruction)).image
     assert judge.select_frame([held, hover, done], instruction).best_frame_index == 2
 
 
@@ -257,4 +257,4 @@ def test_the_editors_have_their_own_habits(judge, grounder):
     assert done["offline-faithful"] >= 9 and done["offline-timid"] <= 6
     assert drifted["offline-drift"] >= 8 and drifted["offline-faithful"] <= 1
     with pytest.raises(scenes.NotAScene):
-        make("editor", "offline").edit(scenes.degrade(source.image, "blur", 0.5, random.Random(0)), instruction)
+        make("editor", "offline").edit(scene_edits.degrade(source.image, "blur", 0.5, random.Random(0)), instruction)

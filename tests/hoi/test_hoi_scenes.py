@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from engines.hoi import scenes
+from engines.hoi import scene_edits, scenes
 from engines.hoi.scenes import NotAScene, Scene, Thing
 
 ROOM = {"wall": "sky", "floor": "slate", "person_x": 60, "outfit": "crimson"}
@@ -79,77 +79,77 @@ def test_what_is_not_a_drawn_scene_is_refused_with_the_reason():
     with pytest.raises(NotAScene, match="256 x 192"):
         scenes.read_scene(drawn.resize((128, 96)))
     with pytest.raises(NotAScene):
-        scenes.read_scene(scenes.degrade(drawn, "noise", 0.5, random.Random(0)))
+        scenes.read_scene(scene_edits.degrade(drawn, "noise", 0.5, random.Random(0)))
     with pytest.raises(NotAScene, match="wall"):
         scenes.read_scene(Image.new("RGB", (256, 192), (10, 200, 10)))
 
 
 def test_instructions_give_the_scene_they_ask_for():
     scene = Scene(**ROOM, things=(Thing("ball", "hand"), Thing("cup", "table", 1)), basket=True)
-    after = scenes.apply_instruction(scene, "Make the person put the ball into the basket and pick up the cup")
+    after = scene_edits.apply_instruction(scene, "Make the person put the ball into the basket and pick up the cup")
     assert [(t.kind, t.place) for t in after.things] == [("ball", "basket"), ("cup", "hand")]
     # Put down: the ball goes to the first free place of the table (slot 0; the cup holds slot 1).
-    down = scenes.apply_instruction(scene, "Make the person put down the ball.")
+    down = scene_edits.apply_instruction(scene, "Make the person put down the ball.")
     assert down.things[0] == Thing("ball", "table", 0) and down.touch is None
     # Of two cups, "on the shelf" picks the shelf's one.
     two = Scene(**ROOM, things=(Thing("cup", "table", 0), Thing("cup", "shelf", 2)), shelf=True)
-    taken = scenes.apply_instruction(two, "Make the person pick up the cup on the shelf")
+    taken = scene_edits.apply_instruction(two, "Make the person pick up the cup on the shelf")
     assert [t.place for t in taken.things] == ["table", "hand"]
     # With the stick: the stick is in the hand and touches the ball.
     tool = Scene(**ROOM, things=(Thing("ball", "table", 1), Thing("stick", "table", 2)))
-    poked = scenes.apply_instruction(tool, "Make the person touch the ball with the stick")
+    poked = scene_edits.apply_instruction(tool, "Make the person touch the ball with the stick")
     assert poked.things[1].place == "hand" and poked.touch == 0
 
 
 def test_an_instruction_outside_the_language_names_the_clause():
     with pytest.raises(ValueError, match="juggle the cup"):
-        scenes.parse_instruction("Make the person juggle the cup")
+        scene_edits.parse_instruction("Make the person juggle the cup")
     with pytest.raises(ValueError, match="no ball"):
-        scenes.apply_instruction(STATES[1], "Make the person pick up the ball")
+        scene_edits.apply_instruction(STATES[1], "Make the person pick up the ball")
 
 
 def test_a_prompt_is_read_up_to_where_its_instruction_ends():
     prompt = ("The camera is fixed and the person is the only one in the frame. Make the person pick up the cup "
               "With no other person's additional movements.")
-    (clause,) = scenes.find_instruction(prompt)
+    (clause,) = scene_edits.find_instruction(prompt)
     assert (clause.action.name, clause.object_name) == ("pick_up", "cup")
-    assert scenes.find_instruction("A quiet room.") == []
+    assert scene_edits.find_instruction("A quiet room.") == []
 
 
 def test_questions_are_read_into_what_must_hold():
     question = "Has the person in the blue bounding box lifted the bottle in the red bounding box above the head?"
-    read = scenes.read_question(question)
+    read = scene_edits.read_question(question)
     assert read.interaction and read.object_name == "bottle"
     assert (read.expect.place, read.expect.contact) == ("raised", True)
-    water = scenes.read_question("Is there water in the cup?")
+    water = scene_edits.read_question("Is there water in the cup?")
     assert not water.interaction and water.expect.form == "filled"
-    assert scenes.read_question("What colour is the sky?") is None
-    clause = scenes.parse_instruction("Make the person touch the ball with the ruler")[0]
+    assert scene_edits.read_question("What colour is the sky?") is None
+    clause = scene_edits.parse_instruction("Make the person touch the ball with the ruler")[0]
     assert clause.question == ("Has the person in the blue bounding box touched the ball in the red bounding box "
                                "with the ruler in the yellow bounding box?")
 
 
 def test_the_motion_reaches_for_the_object_then_carries_it():
     scene = Scene(**ROOM, things=(Thing("cup", "table", 0),))
-    keys = scenes.motion(scene, "Make the person pick up the cup")
+    keys = scene_edits.motion(scene, "Make the person pick up the cup")
     # rest (79, 104) -> at the cup (its box 98..115 x 104..120: 98 - 4, 104 + 8) -> held at the waist (88, 88)
     assert [k.hand for k in keys] == [(79, 104), (94, 112), (88, 88)]
-    assert scenes.pose_at(keys, 0.5).hand == (94, 112)
-    assert scenes.pose_at(keys, 0.25).hand == (86.5, 108.0)
-    assert scenes.pose_at(keys, 1.0).things[0].held
+    assert scene_edits.pose_at(keys, 0.5).hand == (94, 112)
+    assert scene_edits.pose_at(keys, 0.25).hand == (86.5, 108.0)
+    assert scene_edits.pose_at(keys, 1.0).things[0].held
 
 
 def test_the_mistakes_an_editor_makes():
     scene = STATES[0]
-    drifted = scenes.drift_identity(scene, random.Random(0))
+    drifted = scene_edits.drift_identity(scene, random.Random(0))
     assert drifted.outfit != scene.outfit and drifted.things == scene.things
-    lost = scenes.without(scene, 0)
+    lost = scene_edits.without(scene, 0)
     assert [t.kind for t in lost.things] == ["ball"]
     drawn = scenes.render(scene).image
-    noisy = scenes.degrade(drawn, "noise", 0.5, random.Random(0))
+    noisy = scene_edits.degrade(drawn, "noise", 0.5, random.Random(0))
     assert noisy.size == drawn.size and noisy.tobytes() != drawn.tobytes()
     with pytest.raises(ValueError, match="unknown degradation"):
-        scenes.degrade(drawn, "jpeg", 0.5, random.Random(0))
+        scene_edits.degrade(drawn, "jpeg", 0.5, random.Random(0))
 
 
 def test_impossible_scenes_are_refused():
