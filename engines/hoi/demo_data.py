@@ -42,7 +42,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from engines.hoi import offline, scene_edits, scenes  # noqa: F401  (offline registers the offline roles)
+from engines.hoi import offline, offline_generation, scene_edits, scenes  # noqa: F401  (they register the offline roles)
 from engines.hoi.benchmark import ANNOTATION_FILES, SPLITS
 from engines.hoi.roles import make
 

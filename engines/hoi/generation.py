@@ -335,7 +335,7 @@ GenerationConfig = DiffusersConfig | GradioConfig | OfflineConfig
 _CONFIG_CLASSES = {"diffusers": DiffusersConfig, "gradio": GradioConfig, "offline": OfflineConfig}
 # The module that registers each role name (imported by make_role, so a config alone is enough).
 _ROLE_MODULES = {"diffusers": "engines.hoi.generation", "gradio": "engines.hoi.serve",
-                 "offline": "engines.hoi.offline"}
+                 "offline": "engines.hoi.offline_generation"}
 
 
 def load_generation_config(source: str | Path | Mapping[str, Any], *, task: str | None = None) -> GenerationConfig:

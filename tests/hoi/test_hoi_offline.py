@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from engines.hoi import offline, scene_edits, scenes
+from engines.hoi import offline, offline_generation, scene_edits, scenes
 from engines.hoi.drawing import AFTER_TITLE, BEFORE_TITLE, add_title, annotate
 from engines.hoi.evaluate import match_images
 from engines.hoi.judge_replies import parse_match, parse_yes_no
@@ -187,9 +187,9 @@ def test_a_prompt_that_asks_for_the_end_state_and_a_still_camera_completes_more_
     scene = Scene(**ROOM, things=(Thing("ball", "table", 1),))
     source = scenes.render(scene).image
     instruction = "Make the person pick up the ball"
-    good = " ".join([instruction + "."] + [device.sentence for device in offline.DEVICES.values()])
-    assert offline.prompt_cues(good) == {"completion": True, "camera": True, "appearance": True}
-    assert offline.prompt_cues(instruction) == {"completion": False, "camera": False, "appearance": False}
+    good = " ".join([instruction + "."] + [device.sentence for device in offline_generation.DEVICES.values()])
+    assert offline_generation.prompt_cues(good) == {"completion": True, "camera": True, "appearance": True}
+    assert offline_generation.prompt_cues(instruction) == {"completion": False, "camera": False, "appearance": False}
     i2v, judge = make("i2v", "offline"), make("judge", "offline")
     bare_ok, good_ok = [], []
     for seed in range(10):
@@ -207,10 +207,10 @@ def test_the_analyzer_says_what_went_wrong():
     source = scenes.render(scene).image
     instruction = "Make the person pick up the cup"
     judge = make("judge", "offline")
-    perfect = offline.OfflineI2V(offline.I2VHabits(stall=(0, 0), camera=(0, 0), drift=(0, 0)))
+    perfect = offline_generation.OfflineI2V(offline_generation.I2VHabits(stall=(0, 0), camera=(0, 0), drift=(0, 0)))
     report = judge.analyze_video(source, perfect.generate(source, instruction, num_frames=9), instruction, instruction)
     assert report.success and json.loads(report.raw)["success"] is True
-    clumsy = offline.OfflineI2V(offline.I2VHabits(stall=(1, 1), camera=(1, 1), drift=(1, 1)))
+    clumsy = offline_generation.OfflineI2V(offline_generation.I2VHabits(stall=(1, 1), camera=(1, 1), drift=(1, 1)))
     report = judge.analyze_video(source, clumsy.generate(source, instruction, num_frames=9), instruction, instruction)
     assert not report.success
     assert "not carried through" in report.critique and "camera moves" in report.critique
@@ -231,7 +231,7 @@ def test_the_refiner_learns_abstract_insights_once_and_uses_them():
     assert refiner.curate(insight, playbook) == []  # already there: nothing added twice
     prompt = refiner.generate(image, "Make the person pick up the cup", playbook).enhanced_prompt
     assert prompt.startswith("Make the person pick up the cup.")
-    assert offline.prompt_cues(prompt) == {"completion": True, "camera": True, "appearance": False}
+    assert offline_generation.prompt_cues(prompt) == {"completion": True, "camera": True, "appearance": False}
     # A pitfall is no strategy: it does not make the prompt say the camera is fixed.
     pitfall = json.dumps({"strategies": [], "pitfalls": ["Pitfall: say the camera is fixed."]}, indent=2)
     assert refiner.generate(image, "Make the person pick up the cup", pitfall).enhanced_prompt == (
