@@ -359,18 +359,22 @@ def watch_parent(job_id: int, parent_pid: int, *, interval_s: float = 1.0, engin
     return thread
 
 
-class LocalExecutor:
-    """Claims queued jobs and runs each in a child Python process, up to ``max_workers`` at once."""
+class Dispatcher:
+    """What every executor does the same way: a daemon thread that, every ``poll_s`` seconds or
+    when woken, reaps stale jobs and runs ``_dispatch_once`` (watch what runs, start what is queued).
+
+    Subclasses set ``thread_name`` and implement ``_dispatch_once``; ``shutdown`` stops the thread
+    and then calls ``_stop_running``."""
+
+    thread_name = "hai-job-dispatcher"
 
     def __init__(self, max_workers: int | None = None, *, database_url: str | None = None, poll_s: float = 1.0):
-        self.max_workers = max_workers or get_settings().job_workers
-        self.database_url = database_url or get_settings().resolved_database_url
+        settings = get_settings()
+        self.max_workers = max_workers or settings.job_workers
+        self.database_url = database_url or settings.resolved_database_url
         self.poll_s = poll_s
-        self.worker = f"{os.uname().nodename}:{os.getpid()}:local"
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._running: dict[int, subprocess.Popen] = {}
-        self._cancel_seen: dict[int, float] = {}
         self._thread: threading.Thread | None = None
 
     @property
@@ -379,7 +383,7 @@ class LocalExecutor:
 
     def start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="hai-job-dispatcher", daemon=True)
+            self._thread = threading.Thread(target=self._loop, name=self.thread_name, daemon=True)
             self._thread.start()
 
     def wake(self) -> None:
@@ -390,8 +394,7 @@ class LocalExecutor:
         self._wake.set()
         if self._thread is not None and wait:
             self._thread.join(timeout=10)
-        for proc in list(self._running.values()):
-            proc.terminate()
+        self._stop_running()
 
     def _loop(self) -> None:
         last_reap = 0.0
@@ -400,22 +403,48 @@ class LocalExecutor:
                 if time.monotonic() - last_reap > 5:
                     reap_stale_jobs(engine=self.engine)
                     last_reap = time.monotonic()
-                self._watch_running()
-                self._start_queued()
+                self._dispatch_once()
             except Exception:  # noqa: BLE001 - keep dispatching; the error reaches the log
                 traceback.print_exc()
             self._wake.wait(self.poll_s)
             self._wake.clear()
 
-    def _start_queued(self) -> None:
-        free = self.max_workers - len(self._running)
+    def _queued(self, free: int, *, besides: list[int] | tuple[int, ...] = ()) -> list[int]:
+        """Up to ``free`` queued job ids, oldest first, leaving out ``besides``."""
         if free <= 0:
-            return
+            return []
         with read_session(self.engine) as session:
-            queued = session.exec(
-                select(Job.id).where(Job.status == JobStatus.QUEUED).order_by(Job.id).limit(free)
-            ).all()
-        for job_id in queued:
+            query = select(Job.id).where(Job.status == JobStatus.QUEUED)
+            if besides:
+                query = query.where(Job.id.not_in(list(besides)))
+            return list(session.exec(query.order_by(Job.id).limit(free)).all())
+
+    def _dispatch_once(self) -> None:
+        raise NotImplementedError
+
+    def _stop_running(self) -> None:
+        raise NotImplementedError
+
+
+class LocalExecutor(Dispatcher):
+    """Claims queued jobs and runs each in a child Python process, up to ``max_workers`` at once."""
+
+    def __init__(self, max_workers: int | None = None, *, database_url: str | None = None, poll_s: float = 1.0):
+        super().__init__(max_workers, database_url=database_url, poll_s=poll_s)
+        self.worker = f"{os.uname().nodename}:{os.getpid()}:local"
+        self._running: dict[int, subprocess.Popen] = {}
+        self._cancel_seen: dict[int, float] = {}
+
+    def _stop_running(self) -> None:
+        for proc in list(self._running.values()):
+            proc.terminate()
+
+    def _dispatch_once(self) -> None:
+        self._watch_running()
+        self._start_queued()
+
+    def _start_queued(self) -> None:
+        for job_id in self._queued(self.max_workers - len(self._running)):
             if not claim(job_id, self.worker, engine=self.engine):
                 continue
             env = {**os.environ, "HAI_DATABASE_URL": self.database_url, "PYTHONUNBUFFERED": "1",

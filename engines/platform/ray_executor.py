@@ -21,25 +21,21 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import threading
 import time
-import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
 import ray
 from sqlalchemy import update
-from sqlalchemy.engine import Engine
-from sqlmodel import select
 
-from engines.platform.db import get_engine, read_session, write_transaction
+from engines.platform.db import write_transaction
 from engines.platform.jobqueue import (
     CANCEL_GRACE_S,
     PARENT_GONE,
+    Dispatcher,
     JobContext,
     _finish,
     get_job,
-    reap_stale_jobs,
     run_job,
 )
 from engines.platform.models import Job, JobStatus
@@ -131,7 +127,7 @@ def _output_tail(job_id: int) -> str:
     return output.read_text(errors="replace")[-OUTPUT_TAIL_CHARS:] if output.exists() else ""
 
 
-class RayExecutor:
+class RayExecutor(Dispatcher):
     """Submits each queued job as a Ray task (``run_job_task``), up to ``max_workers`` at once.
 
     Args:
@@ -146,14 +142,13 @@ class RayExecutor:
             queued jobs wait meanwhile, their message saying why.
     """
 
+    thread_name = "hai-ray-dispatcher"
+
     def __init__(self, max_workers: int | None = None, *, database_url: str | None = None,
                  address: str | None = None, poll_s: float = 1.0, cancel_grace_s: float = CANCEL_GRACE_S,
                  reconnect_after_s: float = RECONNECT_AFTER_S):
-        settings = get_settings()
-        self.max_workers = max_workers or settings.job_workers
-        self.database_url = database_url or settings.resolved_database_url
-        self.address = settings.ray_address if address is None else address
-        self.poll_s = poll_s
+        super().__init__(max_workers, database_url=database_url, poll_s=poll_s)
+        self.address = get_settings().ray_address if address is None else address
         self.cancel_grace_s = cancel_grace_s
         self.reconnect_after_s = reconnect_after_s
         self._tasks: dict[int, ray.ObjectRef] = {}
@@ -161,33 +156,14 @@ class RayExecutor:
         self._connected = False
         self._started_ray = False
         self._failed_at: float | None = None
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    @property
-    def engine(self) -> Engine:
-        return get_engine(self.database_url)
 
     @property
     def cluster(self) -> str:
         """The cluster in words, for messages."""
         return f"the Ray cluster at {self.address}" if self.address else "the local Ray"
 
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="hai-ray-dispatcher", daemon=True)
-            self._thread.start()
-
-    def wake(self) -> None:
-        self._wake.set()
-
-    def shutdown(self, *, wait: bool = True) -> None:
-        """Stop dispatching and stop the running jobs' tasks (a job never outlives its executor)."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None and wait:
-            self._thread.join(timeout=10)
+    def _stop_running(self) -> None:
+        """Stop the running jobs' tasks (a job never outlives its executor)."""
         if self._connected and ray.is_initialized():
             for job_id, ref in list(self._tasks.items()):
                 with contextlib.suppress(Exception):  # a cluster already gone has stopped the task itself
@@ -201,20 +177,10 @@ class RayExecutor:
 
     # ------------------------------------------------------------------ the dispatcher
 
-    def _loop(self) -> None:
-        last_reap = 0.0
-        while not self._stop.is_set():
-            try:
-                if time.monotonic() - last_reap > 5:
-                    reap_stale_jobs(engine=self.engine)
-                    last_reap = time.monotonic()
-                if self._ensure_connected():
-                    self._watch_tasks()
-                    self._start_queued()
-            except Exception:  # noqa: BLE001 - keep dispatching; the error reaches the log
-                traceback.print_exc()
-            self._wake.wait(self.poll_s)
-            self._wake.clear()
+    def _dispatch_once(self) -> None:
+        if self._ensure_connected():
+            self._watch_tasks()
+            self._start_queued()
 
     def _ensure_connected(self) -> bool:
         if self._connected:
@@ -241,14 +207,7 @@ class RayExecutor:
                          .values(message=message))
 
     def _start_queued(self) -> None:
-        free = self.max_workers - len(self._tasks)
-        if free <= 0:
-            return
-        with read_session(self.engine) as session:
-            queued = session.exec(
-                select(Job.id).where(Job.status == JobStatus.QUEUED, Job.id.not_in(list(self._tasks)))
-                .order_by(Job.id).limit(free)
-            ).all()
+        queued = self._queued(self.max_workers - len(self._tasks), besides=tuple(self._tasks))
         if not queued:
             return
         settings_env = job_settings_env(self.database_url)
