@@ -36,16 +36,14 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import os
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from engines.hoi.judge_replies import JudgeReplyError
+from engines.hoi.judge_replies import JudgeReplyError, json_object
 from engines.hoi.playbook import PlaybookFormatError, as_operation
 from engines.hoi.roles import (
     Box,
@@ -184,29 +182,6 @@ QUALITY = {"static": "Must be visually clear with no motion blur.",
 # ---------------------------------------------------------------- reading replies
 
 
-# Copied from engines.hoi.judge_replies._json_object
-def _json_object(text: str) -> dict:
-    """The first JSON object in ``text`` (inside a Markdown fence or not)."""
-    fenced = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, flags=re.S)
-    candidates = [fenced.group(1)] if fenced else []
-    start = text.find("{")
-    if start >= 0:
-        depth = 0
-        for end in range(start, len(text)):
-            depth += {"{": 1, "}": -1}.get(text[end], 0)
-            if depth == 0:
-                candidates.append(text[start:end + 1])
-                break
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            return value
-    raise JudgeReplyError(f"no JSON object in the reply: {text[:200]!r}")
-
-
 def _flag(value: Any, field: str, text: str) -> bool:
     """A JSON boolean, or "true"/"false"/"yes"/"no" as text."""
     if isinstance(value, bool):
@@ -221,7 +196,7 @@ def _flag(value: Any, field: str, text: str) -> bool:
 
 def parse_video_report(text: str) -> VideoReport:
     """The analyzer's ``{success, critique}``; :class:`JudgeReplyError` when it does not say."""
-    obj = _json_object(text)
+    obj = json_object(text)
     if "success" not in obj:
         raise JudgeReplyError(f"no success in the reply: {text[:200]!r}")
     return VideoReport(success=_flag(obj["success"], "success", text), critique=str(obj.get("critique", "")), raw=text)
@@ -236,7 +211,7 @@ def parse_frame_choice(text: str, n_frames: int, *, action_type: str = "dynamic"
     """Call 2's reply as a :class:`FrameChoice`; ``best_frame_index`` counts from 0 here while the
     judge numbers frames from 1, as upstream asks. :class:`JudgeReplyError` when the reply does not
     parse or names no frame among the ``n_frames``."""
-    obj = _json_object(text)
+    obj = json_object(text)
     try:
         number = int(str(obj.get("best_frame_index")).strip())
     except ValueError:
@@ -326,7 +301,7 @@ class ChatJudge:
         try:
             reply = self.ask(FRAME_QUESTION_PROMPT.format(rules=FRAME_RULES, instruction=instruction,
                                                           json_only=JSON_ONLY), temperature=QUESTION_TEMPERATURE)
-            meta = _json_object(reply)
+            meta = json_object(reply)
             question = str(meta.get("question") or "").strip()
             if not question:
                 raise JudgeReplyError(f"no question in the reply: {reply[:200]!r}")
@@ -575,7 +550,7 @@ class ChatRefiner:
         reply = self.judge.ask(GENERATOR_PROMPT.format(instruction=instruction, playbook=playbook_text or "(empty)",
                                                        json_only=JSON_ONLY), [image],
                                temperature=GENERATOR_TEMPERATURE)
-        obj = _json_object(reply)
+        obj = json_object(reply)
         prompt = str(obj.get("enhanced_prompt") or "").strip()
         if not prompt:
             raise JudgeReplyError(f"no enhanced_prompt in the generator's reply: {reply[:200]!r}")
@@ -584,7 +559,7 @@ class ChatRefiner:
     def reflect(self, report: VideoReport, prompt: str, instruction: str) -> Insight:
         reply = self.judge.ask(REFLECTOR_PROMPT.format(instruction=instruction, prompt=prompt or "N/A",
                                                        critique=report.critique, json_only=JSON_ONLY))
-        obj = _json_object(reply)
+        obj = json_object(reply)
         insight = str(obj.get("key_insight") or "").strip()
         if not insight:
             raise JudgeReplyError(f"no key_insight in the reflector's reply: {reply[:200]!r}")
@@ -593,7 +568,7 @@ class ChatRefiner:
     def curate(self, insight: Insight, playbook_text: str) -> list[PlaybookOperation]:
         reply = self.judge.ask(CURATOR_PROMPT.format(playbook=playbook_text or "(empty)", root_cause=insight.root_cause,
                                                      key_insight=insight.key_insight, json_only=JSON_ONLY))
-        operations = _json_object(reply).get("operations")
+        operations = json_object(reply).get("operations")
         if not isinstance(operations, list):
             raise JudgeReplyError(f"no operations list in the curator's reply: {reply[:200]!r}")
         try:

@@ -63,7 +63,14 @@ from PIL import Image
 
 from engines.hoi.benchmark import SPLITS, Benchmark, BenchmarkItem, load_benchmark
 from engines.hoi.drawing import AFTER_TITLE, BEFORE_TITLE, RED, add_title, annotate, draw_boxes, draw_candidates
-from engines.hoi.judge_replies import JudgeReplyError, interaction_fields, match_fields, parse_match, parse_yes_no
+from engines.hoi.judge_replies import (
+    JudgeReplyError,
+    interaction_fields,
+    match_fields,
+    parse_answer,
+    parse_match,
+    parse_yes_no,
+)
 from engines.hoi.roles import Box, Grounder, VLMJudge
 from engines.hoi.scoring import compute_scores, normalize_question, parse_records
 
@@ -213,37 +220,6 @@ def judge_match(judge: VLMJudge, original: Image.Image, edited: Image.Image, ent
     return fields, best if best is not None and 0 <= best < len(candidates) else None
 
 
-def read_answer(reply: str) -> tuple[str, float]:
-    """A QA reply's ``answer`` (any text, as upstream's QA allows) and ``confidence`` in [0, 1]:
-    the first JSON object of the reply, fenced or not, numbers as text or percentages accepted,
-    as ``engines.hoi.judge_replies`` reads the other replies. ``JudgeReplyError`` otherwise."""
-    decoder = json.JSONDecoder()
-    obj = None
-    for start in (i for i, char in enumerate(reply) if char == "{"):
-        try:
-            value, _ = decoder.raw_decode(reply, start)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            obj = value
-            break
-    if obj is None:
-        raise JudgeReplyError(f"no JSON object in the reply: {reply[:200]!r}")
-    answer = obj.get("answer")
-    if not isinstance(answer, str) or not answer.strip():
-        raise JudgeReplyError(f"no answer in the reply: {reply[:200]!r}")
-    try:
-        confidence = float(str(obj.get("confidence")).strip().rstrip("%"))
-    except ValueError:
-        raise JudgeReplyError(f"confidence is not a number ({obj.get('confidence')!r}) in the reply: "
-                              f"{reply[:200]!r}") from None
-    if 1.0 < confidence <= 100.0:
-        confidence /= 100.0
-    if not 0.0 <= confidence <= 1.0:
-        raise JudgeReplyError(f"confidence {obj.get('confidence')!r} is outside 0-1 in the reply: {reply[:200]!r}")
-    return answer.strip(), confidence
-
-
 def qa_context(item: BenchmarkItem) -> str:
     """The text upstream's QA prompt gives beside the edited image: the annotated boxes and the
     instruction (``answer_question``'s ``bbox_info`` and ``instruction_info``)."""
@@ -269,7 +245,7 @@ def ask_questions(judge: VLMJudge, item: BenchmarkItem, edited: Image.Image) -> 
         image = annotate(edited, tool_box=item.tool_box) if item.tool_box and "yellow" in question.lower() else edited
         entry: dict[str, Any] = {"question": question, "answer": None, "confidence": None}
         try:
-            entry["answer"], entry["confidence"] = read_answer(judge.yes_no([image], question, context))
+            entry["answer"], entry["confidence"] = parse_answer(judge.yes_no([image], question, context))
         except JudgeReplyError as error:
             entry["error"] = str(error)
         except Exception as error:  # any failure of the role is recorded, never a zero

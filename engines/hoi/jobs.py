@@ -8,10 +8,12 @@ the job queue, with progress. Both write into the benchmark folder, where the pa
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from engines.hoi import backends
 from engines.hoi.benchmark import load_benchmark
@@ -37,30 +39,23 @@ def _role_name(kind: str, value: str) -> str:
     return value
 
 
+def _role(kind: str):
+    """A registered name of the role ``kind``, checked at submission."""
+    return Annotated[str, AfterValidator(functools.partial(_role_name, kind))]
+
+
+BenchmarkFolder = Annotated[str, AfterValidator(_benchmark_folder), Field(title="The benchmark folder (upstream's layout)")]
+
+
 class EvaluateParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    benchmark: str = Field(title="The benchmark folder (upstream's layout)")
+    benchmark: BenchmarkFolder
     method: str = Field(pattern=METHOD_NAME, title="The method whose <method>_frames are judged")
-    grounder: str = "offline"
-    judge: str = "offline"
+    grounder: _role("grounder") = "offline"
+    judge: _role("judge") = "offline"
     judge_options: dict[str, str] = Field(default_factory=dict, title="e.g. base_url, model for the openai judge")
     limit: int | None = Field(default=None, ge=1, le=100_000)
-
-    @field_validator("benchmark")
-    @classmethod
-    def _folder(cls, value: str) -> str:
-        return _benchmark_folder(value)
-
-    @field_validator("grounder")
-    @classmethod
-    def _grounder(cls, value: str) -> str:
-        return _role_name("grounder", value)
-
-    @field_validator("judge")
-    @classmethod
-    def _judge(cls, value: str) -> str:
-        return _role_name("judge", value)
 
 
 def _evaluate(ctx: JobContext, benchmark: Path, method: str, grounder: str, judge: str, judge_options: dict,
@@ -96,21 +91,16 @@ def evaluate_job(ctx: JobContext, **params) -> dict:
 class SCPEParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    benchmark: str = Field(title="The benchmark folder (upstream's layout)")
+    benchmark: BenchmarkFolder
     i2v: dict = Field(default_factory=lambda: {"role": "offline"},
                       title='The I2V role and its options, as scpe --i2v: {"role": "gradio", "url": ...}')
-    judge: str = "offline"
-    refiner: str = "offline"
+    judge: _role("judge") = "offline"
+    refiner: _role("refiner") = "offline"
     epochs: int = Field(default=1, ge=0, le=5)
     retries: int = Field(default=1, ge=1, le=5)
     limit: int | None = Field(default=None, ge=1, le=100_000)
     method: str = Field(default="scpe", pattern=METHOD_NAME)
     evaluate: bool = Field(default=True, title="Then evaluate the chosen frames with HOI-Eval (offline roles)")
-
-    @field_validator("benchmark")
-    @classmethod
-    def _folder(cls, value: str) -> str:
-        return _benchmark_folder(value)
 
     @field_validator("i2v")
     @classmethod
@@ -120,16 +110,6 @@ class SCPEParams(BaseModel):
             raise ValueError('the I2V config needs a "role"')
         _role_name("i2v", role)
         return value
-
-    @field_validator("judge")
-    @classmethod
-    def _judge(cls, value: str) -> str:
-        return _role_name("judge", value)
-
-    @field_validator("refiner")
-    @classmethod
-    def _refiner(cls, value: str) -> str:
-        return _role_name("refiner", value)
 
 
 @register_job(SCPE, title="HOI-Edit: SCPE with an I2V model (learn, generate, select)", params=SCPEParams)

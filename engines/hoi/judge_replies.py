@@ -37,7 +37,7 @@ class Match:
     reasoning: str
 
 
-def _json_object(text: str) -> dict:
+def json_object(text: str) -> dict:
     """The first JSON object in ``text`` (inside a Markdown fence or not)."""
     fenced = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, flags=re.S)
     candidates = [fenced.group(1)] if fenced else []
@@ -72,9 +72,19 @@ def _unit(value, field: str, text: str) -> float:
     return number
 
 
+def parse_answer(text: str) -> tuple[str, float]:
+    """A QA reply's ``answer`` (any text, as upstream's QA allows) and ``confidence`` in [0, 1],
+    read as the other replies are (fenced or not, numbers as text, percentages)."""
+    obj = json_object(text)
+    answer = obj.get("answer")
+    if not isinstance(answer, str) or not answer.strip():
+        raise JudgeReplyError(f"no answer in the reply: {text[:200]!r}")
+    return answer.strip(), _unit(obj.get("confidence"), "confidence", text)
+
+
 def parse_yes_no(text: str) -> YesNo:
     """The interaction check's reply: "yes" or "no" with a confidence ("no" always counts 0)."""
-    obj = _json_object(text)
+    obj = json_object(text)
     answer = str(obj.get("answer", "")).strip().lower()
     if answer.startswith("yes"):
         answer = "yes"
@@ -90,7 +100,7 @@ def parse_yes_no(text: str) -> YesNo:
 
 def parse_match(text: str) -> Match:
     """The identity match's reply; similarity is recomputed as identity × quality when missing."""
-    obj = _json_object(text)
+    obj = json_object(text)
     for field in ("identity_score", "quality_score"):
         if field not in obj:
             raise JudgeReplyError(f"no {field} in the reply: {text[:200]!r}")

@@ -20,7 +20,6 @@ from engines.hoi.evaluate import (
     add_evaluate_arguments,
     evaluate_method,
     find_output,
-    read_answer,
     role_options,
     run_evaluate,
 )
@@ -299,6 +298,8 @@ def test_an_edit_under_upstreams_other_names_is_found(tmp_path):
 
 
 def test_qa_replies_are_read_like_the_other_replies():
+    from engines.hoi.judge_replies import parse_answer as read_answer
+
     assert read_answer('Sure: {"answer": "no", "confidence": "0.3"}') == ("no", 0.3)
     assert read_answer('{"answer": "the lid is on the table", "confidence": 70}') == ("the lid is on the table", 0.7)
     for reply, problem in (("yes", "no JSON object"), ('{"confidence": 1}', "no answer"),
