@@ -27,10 +27,14 @@ Modules, one job each:
   ``python -m engines.hoi serve`` with the ``gradio`` roles that call it;
 - ``playbook`` and ``scpe``: SCPE's prompt playbook (merge without repeats, normalize) and its
   learning epochs, final generation, frame sampling and selection, traces (``run_scpe``);
-- ``scenes``, ``offline``, ``demo_data`` and ``demo``: the drawn demo world, the offline default of
-  every role on it, the synthetic benchmark in upstream's format, and the shipped demo end to end;
-- ``arena`` and ``ratings``: the arena's anonymous side-swapped pairs for participants
-  (``studies/hoi_arena``) and their votes; Elo and Bradley–Terry ratings with bootstrap intervals
+- ``scenes`` and ``scene_edits``: the drawn demo world (scenes, drawing, reading them back) and how
+  a scene changes (instruction language, HOI-Eval's questions, motion, an editor's mistakes);
+- ``offline_reading``, ``offline`` and ``offline_generation``: the offline defaults on the drawn
+  scenes (reading pixels; grounder and judge; editors, I2V and refiner);
+- ``methods``: a benchmark folder's methods (``<method>_frames`` and ``methods.json``);
+- ``demo_data`` and ``demo``: the synthetic benchmark in upstream's format and the shipped demo;
+- ``arena``, ``votes`` and ``ratings``: the arena's anonymous side-swapped pairs for participants
+  (``studies/hoi_arena``), the vote log and its reader; Elo and Bradley–Terry ratings with bootstrap intervals
   and the win-rate matrix, as GenAI-Arena's ``arena_elo/elo_rating/elo_analysis.py``;
 - ``browse`` and ``plots``: what the page shows (workspace, items, thumbnails) and its figures;
 - ``jobs``: ``hoi.evaluate`` and ``hoi.scpe``; ``cli`` and ``__main__``: ``python -m engines.hoi``.

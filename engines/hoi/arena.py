@@ -43,12 +43,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engines.hoi.benchmark import SPLITS, load_benchmark
+from engines.hoi.methods import FRAMES_SUFFIX, MethodsFileError, read_methods
 from engines.hoi.ratings import Ratings, rate
 from engines.hoi.votes import Vote, VoteLog, Winner
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-FRAMES_SUFFIX = "_frames"  # upstream data/<model>_frames/<split>/<key>
-METHODS_FILE = "methods.json"
 # Where a study keeps a participant's drawn pairs: Participant.vars[PLAN_KEY].
 PLAN_KEY = "hoi_arena"
 # The buttons, in upstream's order, and the vote-log winner each one means (upstream's
@@ -113,25 +112,11 @@ def resolve_root(root: str | Path) -> Path:
 
 
 def read_method_labels(root: str | Path) -> dict[str, str]:
-    """method -> label from ``<root>/methods.json`` (``{method: {"label": ..., ...}}``); {} without the file."""
-    path = resolve_root(root) / METHODS_FILE
-    if not path.is_file():
-        return {}
+    """method -> label from ``<root>/methods.json``; {} without the file."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ArenaError(f"{path}: cannot be read as JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ArenaError(f"{path}: expected an object {{method: {{\"label\": ...}}}}, got {type(data).__name__}")
-    labels = {}
-    for method, entry in data.items():
-        if not isinstance(entry, dict):
-            raise ArenaError(f"{path}: method {method!r}: expected an object, got {entry!r}")
-        label = entry.get("label", method)
-        if not isinstance(label, str) or not label.strip():
-            raise ArenaError(f"{path}: method {method!r}: field 'label' must be non-empty text, got {label!r}")
-        labels[method] = label.strip()
-    return labels
+        return {method: entry["label"] for method, entry in read_methods(resolve_root(root)).items()}
+    except MethodsFileError as exc:
+        raise ArenaError(str(exc)) from None
 
 
 def output_methods(root: str | Path) -> list[str]:

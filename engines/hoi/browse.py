@@ -24,6 +24,7 @@ from PIL import Image
 
 from engines.hoi.benchmark import LEVELS, Benchmark, BenchmarkItem, load_benchmark
 from engines.hoi.drawing import scale_box
+from engines.hoi.methods import method_folders, read_methods
 from engines.hoi.scoring import (
     PAPER_COLUMNS,
     EvalRecord,
@@ -35,7 +36,6 @@ from engines.hoi.scoring import (
 )
 
 SORTS = ("file order", "score (high first)", "score (low first)", "disagreement between methods")
-METHODS_FILE = "methods.json"
 VOTES_FILE = "votes.jsonl"
 
 
@@ -80,16 +80,6 @@ class Workspace:
         return self.root / VOTES_FILE
 
 
-def _method_folders(root: Path) -> dict[str, Path]:
-    folders: dict[str, Path] = {}
-    for base in (root, root / "data"):
-        if base.is_dir():
-            for path in sorted(base.glob("*_frames")):
-                if path.is_dir():
-                    folders.setdefault(path.name[: -len("_frames")], path)
-    return folders
-
-
 def open_workspace(root: str | Path) -> Workspace:
     """Read a benchmark folder: items (:func:`~engines.hoi.benchmark.load_benchmark`), the methods
     with edits in it, and their records and scores where ``records/<method>.json`` exists.
@@ -98,12 +88,9 @@ def open_workspace(root: str | Path) -> Workspace:
     method is shown unscored; the benchmark itself must read (its errors raise)."""
     benchmark = load_benchmark(root)
     root = benchmark.root
-    described = {}
-    methods_file = root / METHODS_FILE
-    if methods_file.is_file():
-        described = json.loads(methods_file.read_text(encoding="utf-8"))
+    described = read_methods(root)
     methods: dict[str, Method] = {}
-    for name, folder in _method_folders(root).items():
+    for name, folder in method_folders(root).items():
         info = described.get(name, {})
         records_path = root / "records" / f"{name}.json"
         methods[name] = Method(name=name, frames_dir=folder, kind=info.get("kind", "image_edit"),

@@ -44,6 +44,7 @@ from PIL import Image
 
 from engines.hoi import offline, offline_generation, scene_edits, scenes  # noqa: F401  (they register the offline roles)
 from engines.hoi.benchmark import ANNOTATION_FILES, SPLITS
+from engines.hoi.methods import write_method
 from engines.hoi.roles import make
 
 OCCUR = "L1-interaction-relation_occur"
@@ -71,7 +72,6 @@ METHODS: dict[str, dict] = {
 }
 STRIP_FRAMES = 15  # upstream's selector sees 15 frames at linspace(0, N - 1)
 VIDEO_FRAMES = 25
-METHODS_FILE = "methods.json"
 
 
 @dataclass(frozen=True)
@@ -379,16 +379,8 @@ def write_i2v(root: str | Path, method: str = I2V_METHOD, *, seed: int = 0) -> i
 
 
 def add_method(root: str | Path, name: str, entry: dict) -> None:
-    """Step 4: list a method in ``<root>/methods.json`` (``entry``: kind "image_edit" or "i2v",
-    label, offline, description), keeping the methods already listed."""
-    if entry.get("kind") not in ("image_edit", "i2v"):
-        raise ValueError(f"method {name!r}: kind must be 'image_edit' or 'i2v', got {entry.get('kind')!r}")
-    path = Path(root) / METHODS_FILE
-    listed = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    listed[name] = {"kind": entry["kind"], "label": entry.get("label", name), "offline": bool(entry.get("offline")),
-                    "description": entry.get("description", "")}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(listed, indent=1) + "\n", encoding="utf-8")
+    """Step 4: list a method in ``<root>/methods.json`` (:func:`engines.hoi.methods.write_method`)."""
+    write_method(root, name, entry)
 
 
 @dataclass(frozen=True)
