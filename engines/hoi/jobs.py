@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from engines.hoi import backends
 from engines.hoi.benchmark import load_benchmark
+from engines.hoi.methods import method_folders
 from engines.platform import job_table
 from engines.platform.jobqueue import JobContext, list_jobs, register_job
 from engines.platform.models import Job
@@ -62,10 +63,8 @@ def _evaluate(ctx: JobContext, benchmark: Path, method: str, grounder: str, judg
               limit: int | None, *, start: float, span: float) -> dict:
     from engines.hoi.evaluate import evaluate_method
 
-    outputs = benchmark / f"{method}_frames"
-    if not outputs.is_dir():
-        outputs = benchmark / "data" / f"{method}_frames"
-    if not outputs.is_dir():
+    outputs = method_folders(benchmark).get(method)
+    if outputs is None:
         raise ValueError(f"no edits of {method!r} in {benchmark} (looked for {method}_frames at the top and under data/)")
 
     def progress(done: int, total: int) -> None:
