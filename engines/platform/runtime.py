@@ -28,8 +28,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
+from engines.platform import participant_rows as rows
 from engines.platform.db import read_session, write_transaction
-from engines.platform.models import Participant, ParticipantStatus, StepAttempt, StepResponse, Study, utcnow
+from engines.platform.models import Participant, ParticipantStatus, StepResponse, Study, utcnow
 from engines.platform.panels import (
     CompletionTarget,
     LinkError,
@@ -128,12 +129,16 @@ class StepView:
 
 # ------------------------------------------------------------------ helpers
 
+# Entering works on ORM objects (it creates the participant); steps on plain rows (participant_rows).
+_StudyLike = Study | rows.StudyRow
+_ParticipantLike = Participant | rows.ParticipantState
 
-def _study_protocol(study: Study) -> StudyProtocol:
+
+def _study_protocol(study: _StudyLike) -> StudyProtocol:
     return get_protocol(study.protocol)
 
 
-def _constants(protocol: StudyProtocol, study: Study) -> Any:
+def _constants(protocol: StudyProtocol, study: _StudyLike) -> Any:
     return protocol.constants_for(study.config)
 
 
@@ -178,7 +183,7 @@ class _Responses(Mapping[str, list[dict[str, Any]]]):
         return len(self._loaded())
 
 
-def _context(protocol: StudyProtocol, study: Study, participant: Participant, instance: StepInstance,
+def _context(protocol: StudyProtocol, study: _StudyLike, participant: _ParticipantLike, instance: StepInstance,
              responses: dict[str, list[dict[str, Any]]], session: Session | None = None) -> StepContext:
     C = _constants(protocol, study)
     return StepContext(
@@ -197,7 +202,7 @@ def _context(protocol: StudyProtocol, study: Study, participant: Participant, in
     )
 
 
-def _next_displayed(protocol: StudyProtocol, study: Study, participant: Participant, start: int,
+def _next_displayed(protocol: StudyProtocol, study: _StudyLike, participant: _ParticipantLike, start: int,
                     responses: dict[str, list[dict[str, Any]]], session: Session | None = None) -> int:
     """Index of the first step at or after ``start`` whose ``is_displayed`` is true.
 
@@ -225,7 +230,7 @@ def completion_codes(C: Any, study_config: Mapping[str, Any] | None) -> dict[str
             ParticipantStatus.SCREENED_OUT: config.get("screened_out_code") or C.SCREENED_OUT_CODE}
 
 
-def _finish(protocol: StudyProtocol, study: Study, participant: Participant, status: str) -> None:
+def _finish(protocol: StudyProtocol, study: _StudyLike, participant: _ParticipantLike, status: str) -> None:
     codes = completion_codes(_constants(protocol, study), study.config)
     code = codes[ParticipantStatus.COMPLETED if status == ParticipantStatus.COMPLETED else ParticipantStatus.SCREENED_OUT]
     participant.status = status
@@ -233,7 +238,7 @@ def _finish(protocol: StudyProtocol, study: Study, participant: Participant, sta
     participant.finished_at = utcnow()
 
 
-def _advance(protocol: StudyProtocol, study: Study, participant: Participant, start: int,
+def _advance(protocol: StudyProtocol, study: _StudyLike, participant: _ParticipantLike, start: int,
              responses: dict[str, list[dict[str, Any]]], session: Session | None = None) -> None:
     nxt = _next_displayed(protocol, study, participant, start, responses, session)
     participant.step_index = nxt
@@ -251,17 +256,6 @@ def _lock_study(session: Session, slug: str) -> Study:
     if study is None:
         raise UnknownStudy(f"There is no study called '{slug}'. Check the link you were given.")
     return study
-
-
-def _lock_participant(session: Session, participant_id: int) -> tuple[Participant, Study]:
-    # One statement for both rows (the study was a second round trip); only the participant is locked.
-    row = session.exec(
-        select(Participant, Study).join(Study, Study.id == Participant.study_id)
-        .where(Participant.id == participant_id).with_for_update(of=Participant)
-    ).first()
-    if row is None:
-        raise StudyError(f"No participant with id {participant_id}.")
-    return row[0], row[1]
 
 
 def condition_counts(session: Session, study: Study, protocol: StudyProtocol) -> dict[str, int]:
@@ -378,10 +372,10 @@ def find_participant(slug: str, external_id: str, *, engine: Engine | None = Non
 def current_view(participant_id: int, *, engine: Engine | None = None) -> StepView:
     """The participant's current step with its template variables, or their end state."""
     with read_session(engine) as session:
-        participant = session.get(Participant, participant_id)
-        if participant is None:
+        found = rows.read_participant(session, participant_id)
+        if found is None:
             raise StudyError(f"No participant with id {participant_id}.")
-        study = session.get(Study, participant.study_id)
+        participant, study = found
         protocol = _study_protocol(study)
         responses = _Responses(session, participant_id, before=len(protocol.steps))
         instance: StepInstance | None = None
@@ -405,15 +399,12 @@ def current_view(participant_id: int, *, engine: Engine | None = None) -> StepVi
         if instance.step.reopen is not None:
             view.reopen_step = instance.step.reopen
             view.reopen_vars = instance.step.reopen.vars_for_template(ctx)
-        view.failed_attempts = session.exec(
-            select(func.count()).select_from(StepAttempt)
-            .where(StepAttempt.participant_id == participant_id, StepAttempt.step_index == instance.index)
-        ).one()
+        view.failed_attempts = rows.failed_attempts(session, participant_id, instance.index)
         view.position, view.total_steps = _progress(session, protocol, study, participant, responses)
         return view
 
 
-def _progress(session: Session, protocol: StudyProtocol, study: Study, participant: Participant,
+def _progress(session: Session, protocol: StudyProtocol, study: _StudyLike, participant: _ParticipantLike,
               responses: Mapping[str, list[dict[str, Any]]]) -> tuple[int, int]:
     """(steps answered, steps this participant sees in all): "Step position+1 of total".
 
@@ -437,15 +428,14 @@ def _progress(session: Session, protocol: StudyProtocol, study: Study, participa
 
 
 def record_shown(participant_id: int, step_index: int, *, engine: Engine | None = None) -> None:
-    """Note when the current step was first shown (for per-step timings); later calls keep it."""
+    """Note when the current step was first shown (for per-step timings); later calls keep it.
+
+    Every rerun of the participant page calls this; one conditional UPDATE, no read, so the
+    reruns after the first write nothing.
+    """
+    now = utcnow()
     with write_transaction(engine) as session:
-        participant = session.get(Participant, participant_id)
-        if participant is None or participant.step_index != step_index or participant.step_shown_at is not None:
-            return
-        now = utcnow()
-        participant.step_shown_at = now
-        participant.last_seen_at = now
-        session.add(participant)
+        rows.mark_shown(session, participant_id, step_index, now)
 
 
 def validate_response(instance: StepInstance, data: Mapping[str, Any], C: Any = None) -> Any:
@@ -498,94 +488,97 @@ def submit(participant_id: int, step_index: int, data: Mapping[str, Any] | None 
     """
     data = dict(data or {})
     with write_transaction(engine) as session:
-        participant, study = _lock_participant(session, participant_id)
-        protocol = _study_protocol(study)
-        if step_index < 0 or step_index >= len(protocol.steps):
-            raise StepOutOfOrder(f"Study {study.slug} has no step {step_index}.")
-        if step_index < participant.step_index or participant.status != ParticipantStatus.ACTIVE:
-            stored = session.exec(
-                select(StepResponse.id).where(StepResponse.participant_id == participant_id, StepResponse.step_index == step_index)
-            ).first()
-            if stored is not None or participant.status != ParticipantStatus.ACTIVE:
-                return SubmitResult(
-                    accepted=True, duplicate=True, next_index=participant.step_index,
-                    finished=participant.status == ParticipantStatus.COMPLETED,
-                    screened_out=participant.status == ParticipantStatus.SCREENED_OUT,
-                )
-            raise StepOutOfOrder(f"Step {step_index} of study {study.slug} was skipped and cannot be answered now.")
-        if step_index > participant.step_index:
-            raise StepOutOfOrder(
-                f"Step {step_index} of study {study.slug} is not open yet; the current step is {participant.step_index}."
+        found = rows.read_participant(session, participant_id, lock=True)
+        if found is None:
+            raise StudyError(f"No participant with id {participant_id}.")
+        participant, study = found
+        before = participant.snapshot()
+        result = _store_answer(session, participant, study, step_index, data)
+        rows.save_participant(session, participant, before)
+        return result
+
+
+def _store_answer(session: Session, participant: rows.ParticipantState, study: rows.StudyRow, step_index: int,
+                  data: dict[str, Any]) -> SubmitResult:
+    """``submit`` inside its transaction: moves ``participant`` on in memory, inserts the rows."""
+    protocol = _study_protocol(study)
+    participant_id = participant.id
+    if step_index < 0 or step_index >= len(protocol.steps):
+        raise StepOutOfOrder(f"Study {study.slug} has no step {step_index}.")
+    if step_index < participant.step_index or participant.status != ParticipantStatus.ACTIVE:
+        if rows.response_stored(session, participant_id, step_index) or participant.status != ParticipantStatus.ACTIVE:
+            return SubmitResult(
+                accepted=True, duplicate=True, next_index=participant.step_index,
+                finished=participant.status == ParticipantStatus.COMPLETED,
+                screened_out=participant.status == ParticipantStatus.SCREENED_OUT,
             )
-        instance = protocol.steps[step_index]
-        if instance.step.kind == "completion":
-            raise StepOutOfOrder("The completion page takes no answers.")
-        responses = _Responses(session, participant_id, before=step_index)
-        ctx = _context(protocol, study, participant, instance, responses, session)
-        response = validate_response(instance, data, ctx.C)
-        if response is not None:
-            errors = instance.step.validate(ctx, response)
-            if errors:
-                raise InvalidResponse(instance.name, dict(errors))
-        clean = response.model_dump(mode="json") if response is not None else {}
-
-        check = instance.step.check
-        attempts = 1
-        passed = True
-        if check is not None:
-            wrong = check.wrong_fields(clean, ctx.C)
-            previous = session.exec(
-                select(func.count()).select_from(StepAttempt)
-                .where(StepAttempt.participant_id == participant_id, StepAttempt.step_index == step_index)
-            ).one()
-            attempts = previous + 1
-            if wrong:
-                session.add(StepAttempt(participant_id=participant_id, step_index=step_index,
-                                        attempt=attempts, data=clean, wrong_fields=wrong))
-                participant.last_seen_at = utcnow()
-                if attempts < check.max_attempts:
-                    session.add(participant)
-                    return SubmitResult(accepted=False, check_failed=True, wrong_fields=tuple(wrong),
-                                        attempts_left=check.max_attempts - attempts, feedback=check.feedback,
-                                        next_index=step_index)
-                if check.on_fail == "screen_out":
-                    participant.step_shown_at = None
-                    _finish(protocol, study, participant, ParticipantStatus.SCREENED_OUT)
-                    session.add(participant)
-                    return SubmitResult(accepted=False, check_failed=True, wrong_fields=tuple(wrong),
-                                        screened_out=True, next_index=step_index)
-                passed = False
-                if check.kind == "attention":
-                    participant.attention_failures += 1
-
-        now = utcnow()
-        shown_at = participant.step_shown_at
-        stored = dict(clean)
-        if check is not None:
-            stored["_check_passed"] = passed
-        session.add(StepResponse(
-            participant_id=participant_id, step_index=step_index, step_name=instance.name,
-            round_number=instance.round_number, data=stored, attempts=attempts, shown_at=shown_at,
-            submitted_at=now, duration_s=(now - shown_at).total_seconds() if shown_at else None,
-        ))
-        if response is not None:
-            instance.step.after_submit(ctx, response)
-        participant.vars = dict(ctx.vars)
-        participant.last_seen_at = now
-        responses.add(instance.name, stored)
-        limit = ctx.C.MAX_ATTENTION_FAILURES
-        if limit is not None and participant.attention_failures > limit:
-            participant.step_shown_at = None
-            _finish(protocol, study, participant, ParticipantStatus.SCREENED_OUT)
-        else:
-            _advance(protocol, study, participant, step_index + 1, responses, session)
-        session.add(participant)
-        return SubmitResult(
-            accepted=True, next_index=participant.step_index,
-            finished=participant.status == ParticipantStatus.COMPLETED,
-            screened_out=participant.status == ParticipantStatus.SCREENED_OUT,
-            check_failed=not passed,
+        raise StepOutOfOrder(f"Step {step_index} of study {study.slug} was skipped and cannot be answered now.")
+    if step_index > participant.step_index:
+        raise StepOutOfOrder(
+            f"Step {step_index} of study {study.slug} is not open yet; the current step is {participant.step_index}."
         )
+    instance = protocol.steps[step_index]
+    if instance.step.kind == "completion":
+        raise StepOutOfOrder("The completion page takes no answers.")
+    responses = _Responses(session, participant_id, before=step_index)
+    ctx = _context(protocol, study, participant, instance, responses, session)
+    response = validate_response(instance, data, ctx.C)
+    if response is not None:
+        errors = instance.step.validate(ctx, response)
+        if errors:
+            raise InvalidResponse(instance.name, dict(errors))
+    clean = response.model_dump(mode="json") if response is not None else {}
+
+    check = instance.step.check
+    attempts = 1
+    passed = True
+    if check is not None:
+        wrong = check.wrong_fields(clean, ctx.C)
+        attempts = rows.failed_attempts(session, participant_id, step_index) + 1
+        if wrong:
+            rows.insert_attempt(session, participant_id=participant_id, step_index=step_index, attempt=attempts,
+                                data=clean, wrong_fields=list(wrong), created_at=utcnow())
+            participant.last_seen_at = utcnow()
+            if attempts < check.max_attempts:
+                return SubmitResult(accepted=False, check_failed=True, wrong_fields=tuple(wrong),
+                                    attempts_left=check.max_attempts - attempts, feedback=check.feedback,
+                                    next_index=step_index)
+            if check.on_fail == "screen_out":
+                participant.step_shown_at = None
+                _finish(protocol, study, participant, ParticipantStatus.SCREENED_OUT)
+                return SubmitResult(accepted=False, check_failed=True, wrong_fields=tuple(wrong),
+                                    screened_out=True, next_index=step_index)
+            passed = False
+            if check.kind == "attention":
+                participant.attention_failures += 1
+
+    now = utcnow()
+    shown_at = participant.step_shown_at
+    stored = dict(clean)
+    if check is not None:
+        stored["_check_passed"] = passed
+    rows.insert_response(
+        session, participant_id=participant_id, step_index=step_index, step_name=instance.name,
+        round_number=instance.round_number, data=stored, attempts=attempts, shown_at=shown_at,
+        submitted_at=now, duration_s=(now - shown_at).total_seconds() if shown_at else None,
+    )
+    if response is not None:
+        instance.step.after_submit(ctx, response)
+    participant.vars = dict(ctx.vars)
+    participant.last_seen_at = now
+    responses.add(instance.name, stored)
+    limit = ctx.C.MAX_ATTENTION_FAILURES
+    if limit is not None and participant.attention_failures > limit:
+        participant.step_shown_at = None
+        _finish(protocol, study, participant, ParticipantStatus.SCREENED_OUT)
+    else:
+        _advance(protocol, study, participant, step_index + 1, responses, session)
+    return SubmitResult(
+        accepted=True, next_index=participant.step_index,
+        finished=participant.status == ParticipantStatus.COMPLETED,
+        screened_out=participant.status == ParticipantStatus.SCREENED_OUT,
+        check_failed=not passed,
+    )
 
 
 __all__ = [
