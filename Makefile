@@ -9,7 +9,10 @@ PORT ?= 8501
 HOST ?= 127.0.0.1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: run test setup setup-test chromium bench bench-quick mutation mutation-changed lint migrate clean lock
+PROCESSES ?= 2
+WORKERS ?= 1
+
+.PHONY: run serve test setup setup-test chromium nginx bench bench-quick mutation mutation-changed lint migrate clean lock
 
 # Installs are the lock files, every package pinned with its sha256 hashes (--require-hashes: a file
 # whose hash is not listed, or a package not in the lock, stops the install). pip itself is in the lock.
@@ -35,7 +38,7 @@ lock: $(VENV)/.test-installed
 
 setup: $(VENV)/.runtime-installed
 
-setup-test: $(VENV)/.test-installed chromium
+setup-test: $(VENV)/.test-installed chromium nginx
 
 # Browser tests drive Debian's chromium (never a downloaded browser build).
 chromium:
@@ -43,6 +46,14 @@ chromium:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium is missing and cannot be installed here: browser tests will be skipped"; fi; }
+
+# make serve's proxy, and the tests of it: the distribution's nginx (never a downloaded build).
+nginx:
+	@command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null 2>&1 || \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null; }; \
+	  else echo "nginx is missing and cannot be installed here: the proxy tests will be skipped"; fi; }
 
 migrate: setup
 	$(PY) -m engines.platform migrate
@@ -59,6 +70,12 @@ run: setup
 	$(PY) -m engines.platform bootstrap
 	$(VENV)/bin/streamlit run app.py --server.headless true --server.address $(HOST) --server.port $(PORT) \
 	  --browser.gatherUsageStats false --server.fileWatcherType none
+
+# Several app processes on one database (PostgreSQL: set HAI_DATABASE_URL) behind nginx with sticky
+# sessions, and separate job workers: `make serve PROCESSES=4 WORKERS=2` (README, "Serving many participants").
+serve: setup
+	$(PY) -m engines.platform bootstrap
+	$(PY) -m engines.platform serve --processes $(PROCESSES) --workers $(WORKERS) --host $(HOST) --port $(PORT)
 
 test: setup-test
 	$(PY) -m pytest

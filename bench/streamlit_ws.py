@@ -192,13 +192,18 @@ class StreamlitSession:
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def open(cls, base_url: str, query_string: str, *, page_name: str = "",
-                   timeout_s: float = 60.0) -> AsyncIterator[StreamlitSession]:
-        """Connect to the app at ``base_url`` as a new tab showing ``/<page_name>?<query_string>``."""
+    async def open(cls, base_url: str, query_string: str, *, page_name: str = "", timeout_s: float = 60.0,
+                   headers: Mapping[str, str] | None = None) -> AsyncIterator[StreamlitSession]:
+        """Connect to the app at ``base_url`` as a new tab showing ``/<page_name>?<query_string>``.
+
+        ``headers`` go with the websocket's opening request, as a browser sends its cookies
+        (a sticky proxy routes by one).
+        """
         # No keep-alive pings from this side (the server pings; a busy client must not drop the link),
         # and no size limit: a page's element can be large. Compression is offered, as browsers do.
         async with connect(stream_url(base_url), subprotocols=["streamlit"], max_size=None,
-                           ping_interval=None, open_timeout=timeout_s, close_timeout=2) as connection:
+                           ping_interval=None, open_timeout=timeout_s, close_timeout=2,
+                           additional_headers=dict(headers or {})) as connection:
             yield cls(connection, query_string, page_name, timeout_s)
 
     async def load(self) -> Page:

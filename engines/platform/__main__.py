@@ -181,6 +181,18 @@ def cmd_worker(args: argparse.Namespace) -> None:
         executor.shutdown()
 
 
+def cmd_serve(args: argparse.Namespace) -> None:
+    from engines.platform import serve
+
+    try:
+        config = serve.ServeConfig(processes=args.processes, workers=args.workers, host=args.host, port=args.port,
+                                   app_port=args.app_port, proxy=args.proxy, nginx=args.nginx)
+        serve.serve_forever(config)
+    except serve.ServeError as exc:
+        print(f"serve: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
 def cmd_bots(args: argparse.Namespace) -> None:
     from engines.platform.bots import run_protocol_bots
 
@@ -242,6 +254,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("worker", help="run queued jobs until stopped (a separate worker process)")
     p.add_argument("--workers", type=int)
     p.set_defaults(fn=cmd_worker)
+
+    p = sub.add_parser("serve", help="several app processes behind nginx with sticky sessions, plus job workers",
+                       description="Serve the app from several Streamlit processes on one database (PostgreSQL "
+                                   "for more than one), behind nginx with sticky sessions, with separate job "
+                                   "workers. Migrate first (bootstrap).")
+    p.add_argument("--processes", type=int, default=2, help="app processes (default 2; about one core each when busy)")
+    p.add_argument("--workers", type=int, default=1, help="job worker processes (default 1; 0: none)")
+    p.add_argument("--host", default="127.0.0.1", help="address the proxy listens on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8501, help="port the proxy listens on (default 8501)")
+    p.add_argument("--app-port", type=int, default=8511,
+                   help="first app process's port on 127.0.0.1; the others follow (default 8511)")
+    p.add_argument("--no-proxy", dest="proxy", action="store_false",
+                   help="start no nginx (put a sticky proxy of your own in front of the app ports)")
+    p.add_argument("--nginx", default="nginx", help="nginx executable (default: nginx on PATH)")
+    p.set_defaults(fn=cmd_serve)
 
     p = sub.add_parser("bots", help="run a protocol's bot headless against a scratch study")
     p.add_argument("protocol")
