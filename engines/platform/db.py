@@ -10,12 +10,14 @@ used through ``psycopg`` 3 with pre-ping; writers there serialise on row locks
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from sqlalchemy import event
+from sqlalchemy import exc as exc_module
 from sqlalchemy.engine import Engine, make_url
 from sqlmodel import Session, create_engine
 
@@ -26,6 +28,8 @@ _ENGINES: dict[str, Engine] = {}
 _LOCK = threading.Lock()
 
 _GATES: dict[str, _WriteGate] = {}
+# id(engine) -> (engine, its write gate, its writer); the engine is kept so that its id stays its own.
+_WRITERS: dict[int, tuple[Engine, _WriteGate | None, Engine]] = {}
 
 SQLITE_PRAGMAS = ("journal_mode=WAL", "busy_timeout=10000", "foreign_keys=ON", "synchronous=NORMAL")
 
@@ -48,8 +52,10 @@ def _install_sqlite_hooks(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn):  # noqa: ANN001 - SQLAlchemy Connection
+        # Straight to the driver: a BEGIN needs none of SQLAlchemy's statement handling, and this
+        # runs once per transaction on the participants' hot path.
         mode = "IMMEDIATE" if conn.get_execution_options().get("hai_write") else "DEFERRED"
-        conn.exec_driver_sql(f"BEGIN {mode}")
+        conn.connection.driver_connection.execute(f"BEGIN {mode}")
 
 
 def create_db_engine(url: str) -> Engine:
@@ -68,7 +74,39 @@ def create_db_engine(url: str) -> Engine:
             # The file appears on the first connection; its -wal and -shm copy its mode.
             event.listen(engine, "connect", lambda *_: private_sqlite_file(database))
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=60, pool_timeout=60)
+    engine = create_engine(url, pool_size=10, max_overflow=60, pool_timeout=60)
+    _ping_when_idle(engine)
+    return engine
+
+
+PING_AFTER_IDLE_S = 1.0
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Test a pooled connection before use only when it has sat unused for a while.
+
+    SQLAlchemy's ``pool_pre_ping`` pings on every checkout: a round trip for each of a
+    participant's steps, about a tenth of a step's time on PostgreSQL under load. A connection
+    that a server restart or an idle timeout has closed has been idle for longer than the restart
+    took, so pinging only those still finds every dead one (SQLAlchemy's documented pessimistic
+    recipe: a failed ping raises ``DisconnectionError`` and the pool takes a fresh connection).
+    """
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_conn, record):  # noqa: ANN001 - DB-API connection, pool record
+        record.info["hai_idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn, record, _proxy):  # noqa: ANN001 - DB-API connection, pool record, proxy
+        idle_since = record.info.get("hai_idle_since")
+        if idle_since is None or time.monotonic() - idle_since < PING_AFTER_IDLE_S:
+            return
+        try:
+            with dbapi_conn.cursor() as cursor:
+                cursor.execute("SELECT 1")
+            dbapi_conn.rollback()
+        except Exception as exc:  # noqa: BLE001 - any failure means the connection is gone
+            raise exc_module.DisconnectionError(f"pooled connection failed its ping: {exc}") from exc
 
 
 def get_engine(url: str | None = None) -> Engine:
@@ -87,6 +125,7 @@ def dispose_engines() -> None:
         for engine in _ENGINES.values():
             engine.dispose()
         _ENGINES.clear()
+        _WRITERS.clear()
 
 
 @contextmanager
@@ -137,10 +176,11 @@ class _WriteGate:
                 self._free += 1
 
 
-def _write_gate(engine: Engine) -> _WriteGate | None:
+def _gate_for(engine: Engine) -> _WriteGate | None:
     # SQLite has one writer anyway; on PostgreSQL a few writers keep the database busy while the
     # rest wait without competing for the GIL (HAI_DB_WRITE_CONCURRENCY; 0 turns the gate off).
-    permits = 1 if is_sqlite(engine) else get_settings().db_write_concurrency
+    # Keyed by URL: two engines on one SQLite file share its single writer.
+    permits = 1 if engine.dialect.name == "sqlite" else get_settings().db_write_concurrency
     if permits <= 0:
         return None
     key = str(engine.url)
@@ -151,11 +191,23 @@ def _write_gate(engine: Engine) -> _WriteGate | None:
         return gate
 
 
+def _writing(engine: Engine) -> tuple[_WriteGate | None, Engine]:
+    """The write gate of ``engine`` and the engine with the write option set, found once per engine.
+
+    A participant's every step opens a write transaction, and rendering the URL (the gate's key)
+    or building an option engine each time (it copies the engine's dispatch) was a noticeable
+    share of its CPU time.
+    """
+    found = _WRITERS.get(id(engine))
+    if found is None or found[0] is not engine:
+        found = _WRITERS[id(engine)] = (engine, _gate_for(engine), engine.execution_options(hai_write=True))
+    return found[1], found[2]
+
+
 @contextmanager
 def write_transaction(engine: Engine | None = None) -> Iterator[Session]:
     """One write transaction: commits on success, rolls back entirely on any exception."""
-    engine = engine or get_engine()
-    with _write_gate(engine) or nullcontext(), Session(engine.execution_options(hai_write=True),
-                                                       expire_on_commit=False) as session:
+    gate, writer = _writing(engine or get_engine())
+    with gate or nullcontext(), Session(writer, expire_on_commit=False) as session:
         with session.begin():
             yield session

@@ -88,6 +88,12 @@ _RESPONSE_EXISTS = select(_RESPONSE.c.id).where(
     _RESPONSE.c.participant_id == bindparam("participant_id"), _RESPONSE.c.step_index == bindparam("step_index"))
 _ATTEMPTS = select(func.count()).select_from(_ATTEMPT).where(
     _ATTEMPT.c.participant_id == bindparam("participant_id"), _ATTEMPT.c.step_index == bindparam("step_index"))
+# Which columns it sets comes from the parameters given (SQLAlchemy caches one compiled form per set).
+_UPDATE_PARTICIPANT = update(_PARTICIPANT).where(_PARTICIPANT.c.id == bindparam("participant_id"))
+_MARK_SHOWN = (update(_PARTICIPANT)
+               .where(_PARTICIPANT.c.id == bindparam("participant_id"), _PARTICIPANT.c.step_index == bindparam("index"),
+                      _PARTICIPANT.c.step_shown_at.is_(None))
+               .values(step_shown_at=bindparam("now"), last_seen_at=bindparam("now")))
 _INSERT_RESPONSE = insert(_RESPONSE)
 _INSERT_ATTEMPT = insert(_ATTEMPT)
 
@@ -110,7 +116,7 @@ def save_participant(session: Session, state: ParticipantState, before: Particip
     """Write the columns of ``state`` that changed since ``before`` (nothing when none did)."""
     changes = state.changes_since(before)
     if changes:
-        session.connection().execute(update(_PARTICIPANT).where(_PARTICIPANT.c.id == state.id).values(**changes))
+        session.connection().execute(_UPDATE_PARTICIPANT, {"participant_id": state.id, **changes})
 
 
 def response_stored(session: Session, participant_id: int, step_index: int) -> bool:
@@ -135,8 +141,4 @@ def insert_attempt(session: Session, **values: Any) -> None:
 
 def mark_shown(session: Session, participant_id: int, step_index: int, now: datetime) -> None:
     """Set when the participant's current step was first shown; a step already marked keeps its time."""
-    session.connection().execute(
-        update(_PARTICIPANT)
-        .where(_PARTICIPANT.c.id == participant_id, _PARTICIPANT.c.step_index == step_index,
-               _PARTICIPANT.c.step_shown_at.is_(None))
-        .values(step_shown_at=now, last_seen_at=now))
+    session.connection().execute(_MARK_SHOWN, {"participant_id": participant_id, "index": step_index, "now": now})

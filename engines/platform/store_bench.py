@@ -12,6 +12,9 @@ N / throughput: at N = 50 the mean stays under 50 ms only above 1000 steps/s.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import multiprocessing
 import random
 import statistics
 import threading
@@ -63,6 +66,7 @@ class StoreBenchResult:
     balance: dict[str, int]
     think_ms: float = 0.0
     enter_p95_ms: float = 0.0
+    processes: int = 1
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -73,24 +77,28 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def run_once(url: str, participants: int, steps: int = BENCH_STEPS, *, think_ms: float = 0.0, seed: int = 0,
-             on_step: Callable[[], None] | None = None) -> StoreBenchResult:
-    """Run N concurrent participants against the (migrated, empty) database at ``url``.
+@dataclass
+class _Played:
+    """What the participants one process ran saw: per participant, its step latencies and entry time."""
 
-    All N enter at once (condition balance under concurrent arrival), then all start submitting
-    at once; ``wall_s`` and the throughput cover that submit phase. ``on_step`` is called after
-    each committed step, outside the timed call (progress bars).
-    """
+    latencies: dict[int, list[float]]
+    enter_ms: dict[int, float]
+    first_start: float  # perf_counter (system-wide monotonic clock) when the first submit began
+    last_end: float
+    errors: list[str]
+
+
+def _play(url: str, slug: str, steps: int, numbers: list[int], think_ms: float, seed: int,
+          arrive, go, on_step: Callable[[], None] | None = None) -> _Played:
+    """Threads for participants ``numbers``: all enter together (``arrive``), then submit as fast as
+    they can from ``go`` on. ``arrive`` and ``go`` are barriers shared with every other participant
+    (threading's in one process, multiprocessing's across several)."""
     from engines.platform.db import get_engine
 
     engine = get_engine(url)
-    protocol = bench_protocol(steps)
-    slug = f"bench-{participants}"
-    study_admin.create_study(slug, protocol.name, engine=engine)
-    latencies: list[list[float]] = [[] for _ in range(participants)]
-    enter_ms: list[float] = [0.0] * participants
-    errors: list[BaseException] = []
-    arrive, go = threading.Barrier(participants), threading.Barrier(participants + 1)
+    bench_protocol(steps)  # a process started for the benchmark registers the protocol itself
+    played = _Played({i: [] for i in numbers}, {}, float("inf"), 0.0, [])
+    lock = threading.Lock()
 
     def participant(i: int) -> None:
         rng = random.Random(seed * 100_003 + i)
@@ -98,59 +106,130 @@ def run_once(url: str, participants: int, steps: int = BENCH_STEPS, *, think_ms:
             arrive.wait()
             start = time.perf_counter()
             entered = runtime.enter(slug, {"pid": f"bench{i}"}, engine=engine)
-            enter_ms[i] = (time.perf_counter() - start) * 1000
+            played.enter_ms[i] = (time.perf_counter() - start) * 1000
             go.wait()
             for step in range(steps):
                 if think_ms > 0:
                     time.sleep(rng.uniform(0.5, 1.5) * think_ms / 1000)
                 start = time.perf_counter()
                 result = runtime.submit(entered.participant_id, step, {"value": step}, engine=engine)
-                latencies[i].append((time.perf_counter() - start) * 1000)
+                end = time.perf_counter()
+                played.latencies[i].append((end - start) * 1000)
+                with lock:
+                    played.first_start = min(played.first_start, start)
+                    played.last_end = max(played.last_end, end)
                 if not result.accepted or result.duplicate:
                     raise RuntimeError(f"participant {i}, step {step}: not stored ({result})")
                 if on_step is not None:
                     on_step()
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+        except threading.BrokenBarrierError:
+            played.errors.append(f"participant {i}: stopped because another participant failed")
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller
+            played.errors.append(f"participant {i}: {exc!r}")
             arrive.abort()
             go.abort()
 
-    threads = [threading.Thread(target=participant, args=(i,), name=f"bench-{i}") for i in range(participants)]
+    threads = [threading.Thread(target=participant, args=(i,), name=f"bench-{i}") for i in numbers]
+    gc.collect()
+    gc.freeze()  # as the app does once its modules are imported (app.freeze_long_lived_objects)
     for t in threads:
         t.start()
-    try:
-        go.wait()
-    except threading.BrokenBarrierError:
-        pass
-    wall = time.perf_counter()
     for t in threads:
         t.join()
-    wall = time.perf_counter() - wall
+    return played
+
+
+def _play_in_child(url: str, slug: str, steps: int, numbers: list[int], think_ms: float, seed: int,
+                   arrive, go, results) -> None:
+    """A benchmark process: ``_play`` its participants, send what they saw to the parent."""
+    try:
+        results.put(_play(url, slug, steps, numbers, think_ms, seed, arrive, go))
+    except BaseException as exc:  # noqa: BLE001 - the parent reports it
+        arrive.abort()
+        go.abort()
+        results.put(_Played({}, {}, float("inf"), 0.0, [f"process with participants {numbers[:3]}...: {exc!r}"]))
+
+
+def run_once(url: str, participants: int, steps: int = BENCH_STEPS, *, think_ms: float = 0.0, seed: int = 0,
+             on_step: Callable[[], None] | None = None, processes: int = 1) -> StoreBenchResult:
+    """Run N concurrent participants against the (migrated, empty) database at ``url``.
+
+    All N enter at once (condition balance under concurrent arrival), then all start submitting
+    at once; ``wall_s`` and the throughput cover that submit phase. ``processes`` > 1 deals the
+    participants round-robin to that many Python processes (threads in each), as several app
+    processes serve them in a deployment (``make serve``). ``on_step`` is called after each
+    committed step, outside the timed call (progress bars); with several processes, for all of a
+    process's steps once it ends.
+    """
+    from engines.platform.db import get_engine
+
+    if not 1 <= processes <= participants:
+        raise ValueError(f"processes must be between 1 and the {participants} participants, got {processes}")
+    engine = get_engine(url)
+    protocol = bench_protocol(steps)
+    slug = f"bench-{participants}-p{processes}"
+    study_admin.create_study(slug, protocol.name, engine=engine)
+    played: list[_Played] = []
+    if processes == 1:
+        arrive, go = threading.Barrier(participants), threading.Barrier(participants + 1)
+        worker = threading.Thread(target=lambda: played.append(
+            _play(url, slug, steps, list(range(participants)), think_ms, seed, arrive, go, on_step)))
+        worker.start()
+        with contextlib.suppress(threading.BrokenBarrierError):
+            go.wait()
+        worker.join()
+    else:
+        context = multiprocessing.get_context("spawn")  # a fresh interpreter each: no copied engine or locks
+        arrive, go = context.Barrier(participants), context.Barrier(participants + 1)
+        results = context.Queue()
+        children = [context.Process(target=_play_in_child, name=f"store-bench-{k}", args=(
+            url, slug, steps, list(range(k, participants, processes)), think_ms, seed, arrive, go, results))
+            for k in range(processes)]
+        for child in children:
+            child.start()
+        with contextlib.suppress(threading.BrokenBarrierError):
+            go.wait()
+        played = [results.get() for _ in children]
+        for child in children:
+            child.join()
+        if on_step is not None:
+            for _ in range(sum(len(v) for p in played for v in p.latencies.values())):
+                on_step()
+    errors = [e for p in played for e in p.errors]
     if errors:
-        first = next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
-        raise RuntimeError(f"{len(errors)} participants failed; first: {first!r}") from first
-    flat = [x for row in latencies for x in row]
+        first = next((e for e in errors if "another participant failed" not in e), errors[0])
+        raise RuntimeError(f"{len(errors)} participants failed; first: {first}")
+    flat = [x for p in played for row in p.latencies.values() for x in row]
+    enter_ms = [x for p in played for x in p.enter_ms.values()]
+    wall = max(p.last_end for p in played) - min(p.first_start for p in played)
     progress = study_admin.progress(slug, engine=engine)
     return StoreBenchResult(
         database=url.split("://", 1)[0].split("+")[0], participants=participants, steps_per_participant=steps,
         commits=len(flat), p50_ms=round(statistics.median(flat), 2), p95_ms=round(_percentile(flat, 0.95), 2),
         max_ms=round(max(flat), 2), throughput_steps_per_s=round(len(flat) / wall, 1), wall_s=round(wall, 3),
         balance={p.condition: p.completed for p in progress}, think_ms=think_ms,
-        enter_p95_ms=round(_percentile(enter_ms, 0.95), 2),
+        enter_p95_ms=round(_percentile(enter_ms, 0.95), 2), processes=processes,
     )
 
 
 def run_store_benchmark(base_urls: dict[str, str | None], sizes: tuple[int, ...] = (1, 10, 50),
                         steps: int = BENCH_STEPS,
                         on_result: Callable[[StoreBenchResult], None] | None = None, *, think_ms: float = 0.0,
-                        on_step: Callable[[], None] | None = None) -> list[StoreBenchResult]:
-    """For every database and N, a fresh scratch database and one ``run_once``."""
+                        on_step: Callable[[], None] | None = None,
+                        processes: tuple[int, ...] = (1,)) -> list[StoreBenchResult]:
+    """For every database, process count and N, a fresh scratch database and one ``run_once``.
+
+    A process count above N is left out (a process would have no participant).
+    """
     results = []
     for _name, base in base_urls.items():
-        for n in sizes:
-            with scratch_database(base) as url:
-                result = run_once(url, n, steps, think_ms=think_ms, on_step=on_step)
-            results.append(result)
-            if on_result:
-                on_result(result)
+        for count in processes:
+            for n in sizes:
+                if count > n:
+                    continue
+                with scratch_database(base) as url:
+                    result = run_once(url, n, steps, think_ms=think_ms, on_step=on_step, processes=count)
+                results.append(result)
+                if on_result:
+                    on_result(result)
     return results

@@ -11,7 +11,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "bench" / "platform_store.py"
 ROW_KEYS = {"database", "participants", "steps_per_participant", "commits", "p50_ms", "p95_ms", "max_ms",
-            "throughput_steps_per_s", "wall_s", "balance", "think_ms", "limit_p95_ms", "p95_ratio_to_limit", "pass"}
+            "throughput_steps_per_s", "wall_s", "balance", "think_ms", "limit_p95_ms", "p95_ratio_to_limit", "pass",
+            "processes"}
 
 
 def test_quick_run_reports_every_participant(tmp_path):
@@ -42,7 +43,9 @@ def test_quick_run_reports_every_participant(tmp_path):
     sizes = result["config"]["participants"]
     steps = result["config"]["steps_per_participant"]
     rows = result["results"]
+    assert result["config"]["processes"] == [1]
     assert sorted((r["database"], r["participants"]) for r in rows) == sorted((d, n) for d in measured for n in sizes)
+    assert {r["processes"] for r in rows} == {1}
     for row in rows:
         assert ROW_KEYS <= set(row), row
         n = row["participants"]
@@ -66,3 +69,19 @@ def test_unreachable_postgres_is_recorded_as_skipped(tmp_path):
     assert result["databases"]["postgresql"]["status"] == "skipped"
     assert "unreachable" in result["databases"]["postgresql"]["reason"]
     assert [r["database"] for r in result["results"]] == ["sqlite"]
+
+
+def test_participants_dealt_over_two_processes_all_complete_once(tmp_path):
+    out = tmp_path / "platform_store.json"
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--sizes", "1,4", "--steps", "3", "--processes", "2",
+         "--out", str(out), "--pg-url", ""],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    # Two processes for one participant would leave one idle: that size is left out.
+    [row] = result["results"]
+    assert (row["processes"], row["participants"], row["commits"]) == (2, 4, 12)
+    assert row["balance"] == {"a": 2, "b": 2}
+    assert result["goal"]["per_database_processes"]["sqlite"] == {}
