@@ -56,20 +56,22 @@ def _heap_state() -> dict[str, int]:
 
 
 def freeze_long_lived_objects() -> None:
-    """Keep the collections Streamlit runs after every script run short: freeze what imports created.
+    """Keep full garbage collections short: freeze what imports created.
 
-    After each run Streamlit calls ``gc.collect(2)``, which walks every tracked object while holding
-    the GIL. With torch, pandas and plotly imported that is ~300,000 objects and 150-250 ms, during
-    which the run's last messages wait unsent and the next run (after ``st.rerun``, a submitted
-    answer's) cannot start. Nearly all of those objects belong to imported modules and live as long
-    as the process, so whenever new modules have appeared since the last look, ``gc.freeze`` moves
-    everything to the permanent generation, which collections skip. The previous run's collection
-    has just removed the garbage, so almost nothing that could be freed is frozen (and frozen objects
-    are still freed by reference counting; only a cycle among them would stay), and this happens only
-    the few times the set of imported modules grows.
+    A full collection walks every tracked object while holding the GIL. With torch, pandas and
+    plotly imported that is ~300,000 objects and 150-250 ms, during which every session's messages
+    wait unsent and no script run can go on. Streamlit's own collection after every run is off
+    (``runner.postScriptGC`` in .streamlit/config.toml); Python's generational collector still
+    reaches the oldest generation now and then. Nearly all of those objects belong to imported
+    modules and live as long as the process, so whenever new modules have appeared since the last
+    look, ``gc.freeze`` moves everything to the permanent generation, which collections skip.
+    Almost nothing that could be freed is frozen (frozen objects are still freed by reference
+    counting; only a cycle among them would stay), and this happens only the few times the set of
+    imported modules grows.
     """
     state = _heap_state()
     if len(sys.modules) != state["modules"]:
+        gc.collect()  # the garbage first, so that only what lives on is frozen
         gc.freeze()
         state["modules"] = len(sys.modules)
 
