@@ -73,7 +73,7 @@ run: setup
 
 # Several app processes on one database (PostgreSQL: set HAI_DATABASE_URL) behind nginx with sticky
 # sessions, and separate job workers: `make serve PROCESSES=4 WORKERS=2` (README, "Serving many participants").
-serve: setup
+serve: setup nginx
 	$(PY) -m engines.platform bootstrap
 	$(PY) -m engines.platform serve --processes $(PROCESSES) --workers $(WORKERS) --host $(HOST) --port $(PORT)
 

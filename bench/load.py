@@ -31,7 +31,7 @@ be counted).
 Prints one JSON line to stdout, writes the same object (indented) to ``bench/results/load.json``
 (or ``--out``), progress on stderr.
 
-    python bench/load.py                          # K = 10, 25, 50 with 1 and with 2 server processes
+    python bench/load.py                          # K = 10, 25, 50, 100, 200 with 1 and with 2 server processes
     python bench/load.py --processes 2 --sizes 50
     python bench/load.py --url http://127.0.0.1:8501 --database-url postgresql+psycopg://...
     python bench/load.py --quick                  # K = 2, think 0.1-0.3 s, one process
@@ -74,7 +74,7 @@ PROTOCOL = "demo_survey"
 BOT_CASE = "diligent"
 LIMIT_P95_MS = 500.0
 GOAL_PARTICIPANTS = 50
-FULL_SIZES, QUICK_SIZES = (10, 25, 50), (2,)
+FULL_SIZES, QUICK_SIZES = (10, 25, 50, 100, 200), (2,)
 FULL_PROCESSES, QUICK_PROCESSES = (1, 2), (1,)
 FULL_THINK_S, QUICK_THINK_S = (1.0, 5.0), (0.1, 0.3)
 DEFAULT_OUT = REPO_ROOT / "bench" / "results" / f"{NAME}.json"

@@ -186,7 +186,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
     try:
         config = serve.ServeConfig(processes=args.processes, workers=args.workers, host=args.host, port=args.port,
-                                   app_port=args.app_port, proxy=args.proxy, nginx=args.nginx)
+                                   app_port=args.app_port or args.port + 10, proxy=args.proxy, nginx=args.nginx)
         serve.serve_forever(config)
     except serve.ServeError as exc:
         print(f"serve: {exc}", file=sys.stderr)
@@ -263,8 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="job worker processes (default 1; 0: none)")
     p.add_argument("--host", default="127.0.0.1", help="address the proxy listens on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8501, help="port the proxy listens on (default 8501)")
-    p.add_argument("--app-port", type=int, default=8511,
-                   help="first app process's port on 127.0.0.1; the others follow (default 8511)")
+    p.add_argument("--app-port", type=int, default=None,
+                   help="first app process's port on 127.0.0.1; the others follow (default: --port + 10)")
     p.add_argument("--no-proxy", dest="proxy", action="store_false",
                    help="start no nginx (put a sticky proxy of your own in front of the app ports)")
     p.add_argument("--nginx", default="nginx", help="nginx executable (default: nginx on PATH)")

@@ -78,7 +78,7 @@ class ServeConfig:
     workers: int = 1
     host: str = "127.0.0.1"
     port: int = 8501
-    app_port: int = 8511
+    app_port: int = 8511  # the command line's default: the proxy's port + 10
     proxy: bool = True
     nginx: str = "nginx"
     run_dir: Path | None = None
@@ -119,7 +119,7 @@ def nginx_config(config: ServeConfig, run_dir: Path) -> str:
     return f"""# Written by engines/platform/serve.py; rewritten at every start.
 {user}worker_processes 1;
 pid {run_dir}/nginx.pid;
-error_log {run_dir}/nginx-error.log warn;
+error_log {run_dir}/logs/nginx-error.log warn;
 events {{ worker_connections 4096; }}
 http {{
     # Which app process served which route (never the query string: study links carry panel ids).
@@ -314,9 +314,10 @@ def _children(config: ServeConfig, run_dir: Path, nginx: str | None) -> list[Chi
                  for i in range(config.workers)]
     if nginx is not None:
         conf = run_dir / "nginx.conf"
-        children.append(Child("proxy", [nginx, "-e", str(run_dir / "nginx-error.log"), "-p", str(run_dir),
+        # One log for what nginx prints at start and what it logs later: a failed start shows its reason.
+        children.append(Child("proxy", [nginx, "-e", str(logs / "nginx-error.log"), "-p", str(run_dir),
                                         "-c", str(conf), "-g", "daemon off;"],
-                              logs / "proxy.log", health_url=f"http://{_local(config.host)}:{config.port}{HEALTH_PATH}"))
+                              logs / "nginx-error.log", health_url=f"http://{_local(config.host)}:{config.port}{HEALTH_PATH}"))
     return children
 
 
@@ -336,7 +337,7 @@ def _check_proxy(config: ServeConfig, run_dir: Path) -> str:
     for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
         private_dir(run_dir / "nginx-temp" / sub)
     conf.write_text(nginx_config(config, run_dir))
-    test = subprocess.run([nginx, "-t", "-q", "-e", str(run_dir / "nginx-error.log"), "-p", str(run_dir),
+    test = subprocess.run([nginx, "-t", "-q", "-e", str(run_dir / "logs" / "nginx-error.log"), "-p", str(run_dir),
                            "-c", str(conf)], capture_output=True, text=True, timeout=30)
     if test.returncode != 0:
         raise ServeError(f"nginx refused its configuration {conf}:\n{(test.stderr or test.stdout).strip()}")

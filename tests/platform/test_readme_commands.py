@@ -52,6 +52,7 @@ class Run(NamedTuple):
 # The command-line walk of the documents, in the order a researcher meets it; one database throughout.
 CLI_WALK: dict[str, Run] = {
     "python -m engines.platform --help": Run(expect="usage: python -m engines.platform"),
+    "python -m engines.platform serve --help": Run(expect="sticky sessions"),
     "python -m engines.platform bootstrap": Run(expect="one-time password: "),
     "python -m engines.platform create-user NAME --role admin": Run(
         "python -m engines.platform create-user lab-admin --role admin",
@@ -76,6 +77,13 @@ OWN_TESTS = {
     "make run": "test_make_run_serves_links_on_the_port_it_serves (and the default port: test_make_run_defaults_to_8501)",
     "make run PORT=8600": "test_make_run_serves_links_on_the_port_it_serves (a free port instead of 8600)",
     "python -m engines.platform worker": "test_worker_runs_queued_jobs",
+    "make serve": "test_make_serve_runs_app_processes_behind_the_proxy_and_a_worker",
+    "python -m engines.platform serve --processes 2 --workers 1":
+        "test_make_serve_runs_app_processes_behind_the_proxy_and_a_worker (make serve runs this command)",
+    "make serve PROCESSES=3": "test_make_serve_runs_app_processes_behind_the_proxy_and_a_worker (with 2)",
+    "HAI_DATABASE_URL=postgresql+psycopg://hai@db:5432/hai make serve PROCESSES=2 WORKERS=1":
+        "test_make_serve_runs_app_processes_behind_the_proxy_and_a_worker (on SQLite and a free port; "
+        "tests/platform/test_serve.py runs the processes on PostgreSQL)",
     "alembic check": "test_alembic_check",
     'python -c "from engines.platform import migrate; migrate.revision(\'what changed\')"':
         "test_migration_revision_command (against a copy of the migrations folder)",
@@ -275,7 +283,7 @@ def _make(*args: str) -> list[str]:
     """``make`` on this environment's venv; its setup stamps count as done (`make test` did the setup),
     so a stale stamp never reinstalls packages from inside a test."""
     return ["make", "-o", f"{VENV}/.runtime-installed", "-o", f"{VENV}/.test-installed", "-o", "chromium",
-            f"VENV={VENV}", *args]
+            "-o", "nginx", f"VENV={VENV}", *args]
 
 
 def _make_env(env: dict[str, str]) -> dict[str, str]:
@@ -326,6 +334,33 @@ def test_make_run_serves_links_on_the_port_it_serves(tmp_path):
             "{{%STUDY_ID%}}", params["STUDY_ID"]).replace("{{%SESSION_ID%}}", params["SESSION_ID"])
         assert filled == link
         assert _get(link.replace("localhost", "127.0.0.1"))[0] == 200
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nginx", path="/usr/sbin:" + os.environ.get("PATH", "")) is None,
+                    reason="nginx is not installed (make setup-test installs Debian's nginx-light as root)")
+def test_make_serve_runs_app_processes_behind_the_proxy_and_a_worker(tmp_path):
+    """`make serve PROCESSES=2 WORKERS=1`: migrates, serves through nginx, runs a queued job, stops on Ctrl-C."""
+    from engines.platform import jobqueue
+    from engines.platform.db import get_engine
+
+    port = _free_port()
+    env = _environment(tmp_path)
+    with serving(_make("serve", "PROCESSES=2", "WORKERS=1", f"PORT={port}"), _make_env(env), ROOT) as (proc, output):
+        wait_until(lambda: "serving http://" in output.text(), "serving line", proc, output, timeout=180)
+        printed = output.text()
+        assert "note: several app processes on SQLite" in printed, printed
+        assert f"serving http://127.0.0.1:{port} : 2 app processes" in printed, printed
+        assert _get(f"http://127.0.0.1:{port}/_stcore/health") == (200, "ok")
+        status, _ = _get(f"http://127.0.0.1:{port}/?study=demo-survey&PROLIFIC_PID=p1&STUDY_ID=s1&SESSION_ID=x1")
+        assert status == 200
+        engine = get_engine(env["HAI_DATABASE_URL"])
+        job_id = jobqueue.submit_job("platform.countdown", {"seconds": 0}, engine=engine)
+        wait_until(lambda: jobqueue.get_job(job_id, engine=engine).status == "succeeded", "job run by the worker",
+                   proc, output, timeout=60)
+    # make itself ends by the Ctrl-C (returncode -2); what it started stopped cleanly, every process of it.
+    assert output.text().rstrip().endswith("stopped"), output.text()
+    assert not subprocess.run(["pgrep", "-f", f"--server.port {port + 10}"], capture_output=True).stdout
 
 
 @pytest.mark.slow

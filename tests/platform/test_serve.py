@@ -256,3 +256,32 @@ def test_several_processes_on_sqlite_are_warned_about_and_one_is_not():
     assert "PostgreSQL" in serve.database_warning("sqlite:///data/x.db", 2)
     assert serve.database_warning("sqlite:///data/x.db", 1) is None
     assert serve.database_warning("postgresql+psycopg://db/hai", 4) is None
+
+
+def test_a_proxy_that_cannot_listen_stops_the_set_with_nginx_s_reason(database, tmp_path):
+    url, data_dir = database
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = serve.ServeConfig(processes=1, workers=0, port=port, app_port=free_ports(1), run_dir=tmp_path)
+        if shutil.which("nginx", path="/usr/sbin:" + os.environ.get("PATH", "")) is None:
+            pytest.skip("nginx is not installed")
+        with pytest.raises(serve.ServeError, match="(?s)proxy exited .*Address already in use"), \
+                serve.served(config, child_env(url, data_dir)):
+            pass
+
+
+def test_a_process_that_keeps_dying_at_start_is_restarted_then_given_up_with_its_log(tmp_path):
+    log = tmp_path / "app.log"
+    broken = serve.Child("app 1", ["sh", "-c", "echo port taken; exit 3"], log)
+    running = serve.ServedSet(serve.ServeConfig(processes=1, proxy=False, run_dir=tmp_path), tmp_path, [broken],
+                              dict(os.environ))
+    broken.start(running.env)
+    restarts = []
+    with pytest.raises(serve.ServeError, match=r"(?s)app 1 exited 4 times .*last code 3.*port taken"):
+        for _ in range(10):
+            broken.process.wait(timeout=10)
+            restarts += running.supervise_once()
+    assert len(restarts) == serve.QUICK_DEATHS_TOLERATED
+    assert all("exited with code 3; restarted" in line for line in restarts)
