@@ -36,3 +36,27 @@ def trained_counter_job() -> int:
     job_id = jobqueue.submit_job(TRAIN_COUNTER, QUICK_TRAINING)
     assert jobqueue.run_job(job_id) == "succeeded", jobqueue.get_job(job_id).error
     return job_id
+
+
+def run_async(coroutine):
+    """``asyncio.run(coroutine)`` on a thread of its own; its result, or its exception raised here.
+
+    Playwright's sync API keeps an event loop running on the main thread for the whole session once
+    a browser test has run, and ``asyncio.run`` refuses to start inside a running loop.
+    """
+    import asyncio
+
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = asyncio.run(coroutine)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="run-async")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]

@@ -15,6 +15,7 @@ from streamlit.proto.Element_pb2 import Element
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from bench.streamlit_ws import StreamlitProtocolError, StreamlitSession, Widget, stream_url, user_key
+from tests.helpers import run_async
 
 FORM = "form-7"
 SUBMIT_ID = "$$ID-c3-FormSubmitter:form-7-Finish"
@@ -131,7 +132,7 @@ def test_a_refused_then_accepted_submit_sends_what_the_frontend_sends():
         done = await session.submit(FORM, {"step7-age": 34, "step7-comments": "Clear and quick."})
         return first, refused, done
 
-    first, refused, done = asyncio.run(play())
+    first, refused, done = run_async(play())
     assert [w.key for w in first.widgets] == ["step7-age", "step7-ai_use", "step7-comments",
                                               "FormSubmitter:form-7-Finish"]
     assert first.form_ids == [FORM] and first.latency_s >= 0
@@ -159,7 +160,7 @@ def test_a_run_cut_short_by_rerun_is_followed_to_the_next_one():
         await session.load()
         return await session.submit(FORM, {"step7-age": 34, "step7-ai_use": "Weekly"})
 
-    page = asyncio.run(play())
+    page = run_async(play())
     assert page.code_blocks == ["DEMO2026"] and page.widgets == []
 
 
@@ -171,4 +172,4 @@ def test_filling_a_widget_the_page_does_not_show_is_an_error():
         await session.submit(FORM, {"step7-favourite_colour": "blue"})
 
     with pytest.raises(StreamlitProtocolError, match="no widget with key 'step7-favourite_colour'"):
-        asyncio.run(play())
+        run_async(play())

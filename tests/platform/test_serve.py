@@ -31,6 +31,7 @@ from engines.platform.db import get_engine
 from engines.platform.models import Participant, StepResponse
 from engines.platform.scratch import scratch_database
 from pages._ui import widget_key
+from tests.helpers import run_async
 
 pytestmark = pytest.mark.slow
 PROTOCOL = "demo_survey"
@@ -127,7 +128,7 @@ def test_a_participant_resumes_on_the_other_process_and_a_submit_sent_to_both_is
             # The same answer clicked in a tab on each process at once.
             await asyncio.gather(play(tab_a, plan, [2]), play(tab_b, plan, [2]))
 
-    asyncio.run(scenario())
+    run_async(scenario())
     participant, rows = stored(url, slug, "p-moves")
     assert [r.step_index for r in rows] == [item.step_index for item in plan.items[:3]]
     assert participant.step_index == plan.items[3].step_index
@@ -145,7 +146,7 @@ def test_condition_balance_holds_for_arrivals_on_both_processes(two_apps, databa
     async def everyone():
         await asyncio.gather(*(arrive(i) for i in range(8)))
 
-    asyncio.run(everyone())
+    run_async(everyone())
     with Session(get_engine(url)) as session:
         study = study_admin.get_study(slug, engine=get_engine(url))
         conditions = Counter(p.condition for p in session.exec(
@@ -196,7 +197,7 @@ def test_behind_nginx_a_browser_stays_on_one_process_and_moves_on_when_it_dies(d
                 await tab.load()
                 await play(tab, plan, [0, 1])
 
-        asyncio.run(first_visit())
+        run_async(first_visit())
         access_log = tmp_path / "logs" / "proxy-access.log"
         time.sleep(0.5)  # nginx writes a websocket's line when it closes
         routes = _upstreams_by_route(access_log)
@@ -216,7 +217,7 @@ def test_behind_nginx_a_browser_stays_on_one_process_and_moves_on_when_it_dies(d
                 assert page.submit_button(f"form-{plan.items[2].step_index}") is not None, page.form_ids
                 await play(tab, plan, [2])
 
-        asyncio.run(after_the_crash())
+        run_async(after_the_crash())
         participant, rows = stored(url, slug, "p-proxied")
         assert [r.step_index for r in rows] == [item.step_index for item in plan.items[:3]]
 
