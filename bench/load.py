@@ -47,14 +47,10 @@ import os
 import random
 import secrets
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -79,7 +75,6 @@ FULL_PROCESSES, QUICK_PROCESSES = (1, 2), (1,)
 FULL_THINK_S, QUICK_THINK_S = (1.0, 5.0), (0.1, 0.3)
 DEFAULT_OUT = REPO_ROOT / "bench" / "results" / f"{NAME}.json"
 STREAMLIT = REPO_ROOT / ".venv" / "bin" / "streamlit"
-HEALTH_TIMEOUT_S = 120.0
 STEP_TIMEOUT_S = 60.0
 SLOWEST_SHOWN = 5
 ERRORS_SHOWN = 20
@@ -266,12 +261,6 @@ def bench_database(kind: str) -> Iterator[BenchDatabase]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @dataclass
 class Server:
     base_url: str
@@ -290,56 +279,25 @@ class Server:
 
 @contextlib.contextmanager
 def streamlit_servers(database: BenchDatabase, count: int, log_dir: Path) -> Iterator[list[Server]]:
-    """``count`` ``streamlit run app.py`` processes on free ports against ``database``, once all are healthy."""
-    # Adapted from bench.participant_ui.streamlit_server: several processes, and their pids for CPU time.
+    """``count`` app processes on free ports against ``database``, once all are healthy.
+
+    Started as ``make serve`` starts them (``engines.platform.serve``), without its proxy: the
+    participants are dealt to the processes here.
+    """
+    from engines.platform import serve
+
     env = {**os.environ, "HAI_DATABASE_URL": database.url, "HAI_DATA_DIR": str(database.data_dir),
-           "HAI_RUN_JOBS_IN_APP": "false", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
-    log_dir.mkdir(parents=True, exist_ok=True)
-    started: list[tuple[subprocess.Popen, Server, Path]] = []
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    config = serve.ServeConfig(processes=count, workers=0, proxy=False, app_port=serve.free_ports(count),
+                               run_dir=log_dir)
     try:
-        for number in range(count):
-            port = free_port()
-            log_path = log_dir / f"streamlit-{port}.log"
-            with open(log_path, "ab") as log:
-                process = subprocess.Popen(
-                    [str(STREAMLIT), "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-                     "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-                     "--server.fileWatcherType", "none"],
-                    cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-            started.append((process, Server(f"http://127.0.0.1:{port}", process.pid), log_path))
-            print(f"{NAME}: server {number + 1}/{count} on port {port} (log {log_path})", file=sys.stderr)
-        for process, server, log_path in started:
-            _wait_healthy(process, server.base_url, log_path)
-        yield [server for _, server, _ in started]
-    finally:
-        for process, _, _ in started:
-            process.terminate()
-        for process, _, _ in started:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
-
-
-def _wait_healthy(process: subprocess.Popen, base: str, log_path: Path) -> None:
-    deadline = time.monotonic() + HEALTH_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {process.returncode}:\n{_tail(log_path)}")
-        with contextlib.suppress(urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
-                if response.read().decode().strip() == "ok":
-                    return
-        time.sleep(0.2)
-    raise RuntimeError(f"streamlit was not healthy within {HEALTH_TIMEOUT_S:g} s:\n{_tail(log_path)}")
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
+        with serve.served(config, env) as running:
+            for app in running.apps:
+                print(f"{NAME}: server {app.name} (log {app.log_path})", file=sys.stderr)
+            yield [Server(f"http://127.0.0.1:{port}", app.pid) for port, app in zip(config.app_ports, running.apps,
+                                                                                     strict=True)]
+    except serve.ServeError as exc:
+        raise RuntimeError(str(exc)) from None
 
 
 def _redact(url: str) -> str:

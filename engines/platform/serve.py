@@ -33,6 +33,7 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -231,6 +232,27 @@ class Child:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=timeout_s)
+
+
+def free_ports(count: int) -> int:
+    """The first of ``count`` consecutive ports free now on 127.0.0.1 (for ``app_port``)."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            first = probe.getsockname()[1]
+        held = []
+        try:
+            for port in range(first, first + count):
+                sock = socket.socket()
+                held.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+        finally:
+            for sock in held:
+                sock.close()
+    raise ServeError(f"no run of {count} free ports on 127.0.0.1")
 
 
 def log_tail(path: Path, lines: int = 30) -> str:

@@ -12,7 +12,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import time
 from pathlib import Path
 
@@ -34,31 +33,11 @@ from tests.e2e.browser_bot import BrowserParticipant, wait_ready  # noqa: E402
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def free_run_of_ports(count: int) -> int:
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            first = probe.getsockname()[1]
-        try:
-            held = []
-            for port in range(first, first + count):
-                sock = socket.socket()
-                held.append(sock)
-                sock.bind(("127.0.0.1", port))
-            return first
-        except OSError:
-            continue
-        finally:
-            for sock in held:
-                sock.close()
-    raise RuntimeError("no run of free ports")
-
-
 @pytest.fixture
 def deployment(tmp_path):
     with scratch_database(os.environ.get("HAI_TEST_DATABASE_URL") or None) as url:
         study_admin.create_study("demo", "demo_survey", engine=get_engine(url))
-        first = free_run_of_ports(3)
+        first = serve.free_ports(3)
         config = serve.ServeConfig(processes=2, workers=0, port=first, app_port=first + 1, run_dir=tmp_path)
         env = {**os.environ, "HAI_DATABASE_URL": url, "HAI_DATA_DIR": str(tmp_path / "data")}
         with serve.served(config, env) as running:

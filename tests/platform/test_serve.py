@@ -37,29 +37,6 @@ pytestmark = pytest.mark.slow
 PROTOCOL = "demo_survey"
 
 
-def free_ports(count: int) -> int:
-    """The first of ``count`` consecutive ports free now on 127.0.0.1."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            first = probe.getsockname()[1]
-        if first + count > 65535:
-            continue
-        sockets = []
-        try:
-            for port in range(first, first + count):
-                sock = socket.socket()
-                sockets.append(sock)
-                sock.bind(("127.0.0.1", port))
-            return first
-        except OSError:
-            continue
-        finally:
-            for sock in sockets:
-                sock.close()
-    raise RuntimeError("no run of free ports")
-
-
 @pytest.fixture(scope="module")
 def database(tmp_path_factory):
     with scratch_database(os.environ.get("HAI_TEST_DATABASE_URL") or None) as url:
@@ -79,7 +56,7 @@ def child_env(url: str, data_dir: Path) -> dict[str, str]:
 def two_apps(database, tmp_path_factory):
     """Two app processes, no proxy: the test picks the process a participant reaches."""
     url, data_dir = database
-    config = serve.ServeConfig(processes=2, workers=0, proxy=False, app_port=free_ports(2),
+    config = serve.ServeConfig(processes=2, workers=0, proxy=False, app_port=serve.free_ports(2),
                                run_dir=tmp_path_factory.mktemp("serve-apps"))
     with serve.served(config, child_env(url, data_dir)):
         yield [f"http://127.0.0.1:{port}" for port in config.app_ports]
@@ -178,7 +155,7 @@ def _get(url: str, cookie: str | None = None) -> tuple[int, str | None]:
                     reason="nginx is not installed (Debian: apt-get install nginx-light)")
 def test_behind_nginx_a_browser_stays_on_one_process_and_moves_on_when_it_dies(database, plan, tmp_path):
     url, data_dir = database
-    first_port = free_ports(3)
+    first_port = serve.free_ports(3)
     config = serve.ServeConfig(processes=2, workers=0, port=first_port, app_port=first_port + 1, run_dir=tmp_path)
     slug = new_study(url, "proxy")
     link = study_query(slug, "p-proxied")
@@ -265,7 +242,7 @@ def test_a_proxy_that_cannot_listen_stops_the_set_with_nginx_s_reason(database, 
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        config = serve.ServeConfig(processes=1, workers=0, port=port, app_port=free_ports(1), run_dir=tmp_path)
+        config = serve.ServeConfig(processes=1, workers=0, port=port, app_port=serve.free_ports(1), run_dir=tmp_path)
         if shutil.which("nginx", path="/usr/sbin:" + os.environ.get("PATH", "")) is None:
             pytest.skip("nginx is not installed")
         with pytest.raises(serve.ServeError, match="(?s)proxy exited .*Address already in use"), \
