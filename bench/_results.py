@@ -22,6 +22,19 @@ def write_result(result: dict, out: Path) -> None:
     tmp.replace(out)
 
 
+def positive_counts(text: str) -> tuple[int, ...]:
+    """An ``argparse`` type: comma-separated counts of 1 or more, such as ``1,10,50``."""
+    import argparse
+
+    try:
+        counts = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 1,10,50, got {text!r}") from None
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"counts must be >= 1, got {text!r}")
+    return counts
+
+
 def pg_url_from_env() -> str:
     """The PostgreSQL URL from ``$HAI_BENCH_PG_URL``, else ``$HAI_TEST_DATABASE_URL``; "" when neither is set."""
     return next((os.environ[v] for v in PG_ENV_VARS if os.environ.get(v)), "")

@@ -63,7 +63,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 # Needs the repository on sys.path.
-from bench._results import PG_ENV_VARS, emit, machine_info, pg_url_from_env  # noqa: E402
+from bench._results import PG_ENV_VARS, emit, machine_info, pg_url_from_env, positive_counts  # noqa: E402
 
 NAME = "load"
 PROTOCOL = "demo_survey"
@@ -80,16 +80,6 @@ SLOWEST_SHOWN = 5
 ERRORS_SHOWN = 20
 
 
-def _counts(text: str) -> tuple[int, ...]:
-    try:
-        counts = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 10,25,50, got {text!r}") from None
-    if not counts or min(counts) < 1:
-        raise argparse.ArgumentTypeError(f"counts must be >= 1, got {text!r}")
-    return counts
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="K concurrent participants complete the demo survey through the app's websocket protocol; "
@@ -98,9 +88,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help=f"small run for tests: K = {QUICK_SIZES[0]}, think {QUICK_THINK_S[0]:g}-"
                              f"{QUICK_THINK_S[1]:g} s, one process")
-    parser.add_argument("--sizes", type=_counts, default=None,
+    parser.add_argument("--sizes", type=positive_counts, default=None,
                         help="participant counts K, comma-separated (default 10,25,50)")
-    parser.add_argument("--processes", type=_counts, default=None,
+    parser.add_argument("--processes", type=positive_counts, default=None,
                         help="server process counts, comma-separated: one pass per count (default 1,2)")
     parser.add_argument("--url", action="append", default=[],
                         help="base URL of a running server (repeatable); no servers are started")

@@ -38,7 +38,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 # Needs the repository on sys.path.
-from bench._results import PG_ENV_VARS, emit, machine_info, pg_url_from_env  # noqa: E402
+from bench._results import PG_ENV_VARS, emit, machine_info, pg_url_from_env, positive_counts  # noqa: E402
 
 NAME = "platform_store"
 LIMIT_P95_MS = 50.0
@@ -49,16 +49,6 @@ FULL_PROCESSES = (1, 2)
 QUICK_PROCESSES = (1,)
 QUICK_STEPS = 5
 DEFAULT_OUT = REPO_ROOT / "bench" / "results" / f"{NAME}.json"
-
-
-def _sizes(text: str) -> tuple[int, ...]:
-    try:
-        sizes = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 1,10,50, got {text!r}") from None
-    if not sizes or min(sizes) < 1:
-        raise argparse.ArgumentTypeError(f"participant counts must be >= 1, got {text!r}")
-    return sizes
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -77,9 +67,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--think-ms", type=float, default=0.0,
                         help="also run a pass where participants pause 0.5-1.5 x this many ms before each step "
                              "(default 0: the zero-think-time pass only, which is the headline)")
-    parser.add_argument("--sizes", type=_sizes, default=None,
+    parser.add_argument("--sizes", type=positive_counts, default=None,
                         help="participant counts, comma-separated (default 1,10,50; --quick: 1,5)")
-    parser.add_argument("--processes", type=_sizes, default=None,
+    parser.add_argument("--processes", type=positive_counts, default=None,
                         help="process counts the participants are dealt over, comma-separated (default 1,2; "
                              "--quick: 1)")
     parser.add_argument("--steps", type=int, default=None,

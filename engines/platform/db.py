@@ -3,8 +3,8 @@
 SQLite (the default) runs in WAL mode with ``busy_timeout`` and foreign keys on; write
 transactions start with ``BEGIN IMMEDIATE`` so that two read-then-write transactions queue for
 the single writer lock instead of failing half-way (SQLite's documented advice). PostgreSQL is
-used through ``psycopg`` 3 with pre-ping; writers there serialise on row locks
-(``SELECT ... FOR UPDATE``) taken by the callers that need them.
+used through ``psycopg`` 3, pooled connections pinged once they have sat idle; writers there
+serialise on row locks (``SELECT ... FOR UPDATE``) taken by the callers that need them.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ _ENGINES: dict[str, Engine] = {}
 _LOCK = threading.Lock()
 
 _GATES: dict[str, _WriteGate] = {}
-# id(engine) -> (engine, its write gate, its writer); the engine is kept so that its id stays its own.
-_WRITERS: dict[int, tuple[Engine, _WriteGate | None, Engine]] = {}
+# engine -> (its write gate, the engine with the write option set)
+_WRITERS: dict[Engine, tuple[_WriteGate | None, Engine]] = {}
 
 SQLITE_PRAGMAS = ("journal_mode=WAL", "busy_timeout=10000", "foreign_keys=ON", "synchronous=NORMAL")
 
@@ -198,10 +198,10 @@ def _writing(engine: Engine) -> tuple[_WriteGate | None, Engine]:
     or building an option engine each time (it copies the engine's dispatch) was a noticeable
     share of its CPU time.
     """
-    found = _WRITERS.get(id(engine))
-    if found is None or found[0] is not engine:
-        found = _WRITERS[id(engine)] = (engine, _gate_for(engine), engine.execution_options(hai_write=True))
-    return found[1], found[2]
+    found = _WRITERS.get(engine)
+    if found is None:
+        found = _WRITERS[engine] = (_gate_for(engine), engine.execution_options(hai_write=True))
+    return found
 
 
 @contextmanager

@@ -2,9 +2,8 @@
 
 Every submitted step reads the participant (locked) with its study, stores one response and
 moves the participant on. Through the ORM that is an identity map, instrumented objects and a
-unit-of-work flush for two rows: about half of a step's CPU time, which at 50 participants
-without think time is the difference between a p95 above and below 50 ms
-(``bench/platform_store.py``). Here the statements are built once, rows are read into plain
+unit-of-work flush for two rows: about half of a step's CPU time, and at 50 participants
+without think time every millisecond of it queues (``bench/platform_store.py``). Here the statements are built once, rows are read into plain
 dataclasses and only the columns that changed are written back. The statements run on the
 session's own connection, so step hooks that write through ``ctx.session`` stay in the same
 transaction.
