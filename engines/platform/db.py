@@ -74,7 +74,12 @@ def create_db_engine(url: str) -> Engine:
             # The file appears on the first connection; its -wal and -shm copy its mode.
             event.listen(engine, "connect", lambda *_: private_sqlite_file(database))
         return engine
-    engine = create_engine(url, pool_size=10, max_overflow=60, pool_timeout=60)
+    # psycopg's automatic preparing ends every rolled-back transaction (every read, through
+    # the pool's reset) with DEALLOCATE ALL once it has prepared something: a round trip more
+    # per read, and it would drop the statements a participant's step prepares itself
+    # (engines/platform/step_transaction.py).
+    connect_args = {"prepare_threshold": None} if make_url(url).get_driver_name() == "psycopg" else {}
+    engine = create_engine(url, pool_size=10, max_overflow=60, pool_timeout=60, connect_args=connect_args)
     _ping_when_idle(engine)
     return engine
 
@@ -191,7 +196,7 @@ def _gate_for(engine: Engine) -> _WriteGate | None:
         return gate
 
 
-def _writing(engine: Engine) -> tuple[_WriteGate | None, Engine]:
+def write_gate_and_engine(engine: Engine) -> tuple[_WriteGate | None, Engine]:
     """The write gate of ``engine`` and the engine with the write option set, found once per engine.
 
     A participant's every step opens a write transaction, and rendering the URL (the gate's key)
@@ -207,7 +212,7 @@ def _writing(engine: Engine) -> tuple[_WriteGate | None, Engine]:
 @contextmanager
 def write_transaction(engine: Engine | None = None) -> Iterator[Session]:
     """One write transaction: commits on success, rolls back entirely on any exception."""
-    gate, writer = _writing(engine or get_engine())
+    gate, writer = write_gate_and_engine(engine or get_engine())
     with gate or nullcontext(), Session(writer, expire_on_commit=False) as session:
         with session.begin():
             yield session

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -41,6 +41,7 @@ from engines.platform.panels import (
 )
 from engines.platform.registry import get_protocol
 from engines.platform.settings import get_settings
+from engines.platform.step_transaction import StepTransaction, step_transaction
 from engines.platform.study import Step, StepContext, StepInstance, StudyProtocol
 
 
@@ -132,6 +133,12 @@ class StepView:
 # Entering works on ORM objects (it creates the participant); steps on plain rows (participant_rows).
 _StudyLike = Study | rows.StudyRow
 _ParticipantLike = Participant | rows.ParticipantState
+SessionOf = Callable[[], Session]  # opens, or returns, the session hooks read and write through
+
+
+def _the(session: Session) -> SessionOf:
+    """``session`` as a ``SessionOf`` (reads and ``enter``, whose session is open anyway)."""
+    return lambda: session
 
 
 def _study_protocol(study: _StudyLike) -> StudyProtocol:
@@ -149,14 +156,14 @@ class _Responses(Mapping[str, list[dict[str, Any]]]):
     participant's earlier rows only when a hook asks for them (a query, O(steps) rows).
     """
 
-    def __init__(self, session: Session, participant_id: int, before: int) -> None:
-        self._session, self._participant_id, self._before = session, participant_id, before
+    def __init__(self, session_of: SessionOf, participant_id: int, before: int) -> None:
+        self._session_of, self._participant_id, self._before = session_of, participant_id, before
         self._data: dict[str, list[dict[str, Any]]] | None = None
         self._added: list[tuple[str, dict[str, Any]]] = []
 
     def _loaded(self) -> dict[str, list[dict[str, Any]]]:
         if self._data is None:
-            rows = self._session.exec(
+            rows = self._session_of().exec(
                 select(StepResponse.step_name, StepResponse.data)
                 .where(StepResponse.participant_id == self._participant_id, StepResponse.step_index < self._before)
                 .order_by(StepResponse.step_index)
@@ -184,7 +191,7 @@ class _Responses(Mapping[str, list[dict[str, Any]]]):
 
 
 def _context(protocol: StudyProtocol, study: _StudyLike, participant: _ParticipantLike, instance: StepInstance,
-             responses: dict[str, list[dict[str, Any]]], session: Session | None = None) -> StepContext:
+             responses: dict[str, list[dict[str, Any]]], session_of: SessionOf | None = None) -> StepContext:
     C = _constants(protocol, study)
     return StepContext(
         participant_id=participant.id,
@@ -198,21 +205,22 @@ def _context(protocol: StudyProtocol, study: _StudyLike, participant: _Participa
         study_config=dict(study.config or {}),
         study_slug=study.slug,
         step_index=instance.index,
-        session=session,
+        session_of=session_of,
     )
 
 
 def _next_displayed(protocol: StudyProtocol, study: _StudyLike, participant: _ParticipantLike, start: int,
-                    responses: dict[str, list[dict[str, Any]]], session: Session | None = None) -> int:
+                    responses: dict[str, list[dict[str, Any]]], session_of: SessionOf | None = None) -> int:
     """Index of the first step at or after ``start`` whose ``is_displayed`` is true.
 
-    ``session``: the write transaction moving the participant on; ``is_displayed`` reads through
-    it (``ctx.session``) and so sees what the step just submitted has written.
+    ``session_of``: the session of the write transaction moving the participant on;
+    ``is_displayed`` reads through it (``ctx.session``) and so sees what the step just submitted
+    has written.
     """
     if start >= len(protocol.steps):
         return len(protocol.steps)
     # One context (one copy of the vars) for all the checks: is_displayed only reads.
-    ctx = _context(protocol, study, participant, protocol.steps[start], responses, session)
+    ctx = _context(protocol, study, participant, protocol.steps[start], responses, session_of)
     for instance in protocol.steps[start:]:
         ctx = dataclasses.replace(ctx, round_number=instance.round_number, step_index=instance.index)
         if instance.step.is_displayed(ctx):
@@ -239,8 +247,8 @@ def _finish(protocol: StudyProtocol, study: _StudyLike, participant: _Participan
 
 
 def _advance(protocol: StudyProtocol, study: _StudyLike, participant: _ParticipantLike, start: int,
-             responses: dict[str, list[dict[str, Any]]], session: Session | None = None) -> None:
-    nxt = _next_displayed(protocol, study, participant, start, responses, session)
+             responses: dict[str, list[dict[str, Any]]], session_of: SessionOf | None = None) -> None:
+    nxt = _next_displayed(protocol, study, participant, start, responses, session_of)
     participant.step_index = nxt
     participant.step_shown_at = None
     at_end = nxt >= len(protocol.steps) or protocol.steps[nxt].step.kind == "completion"
@@ -248,7 +256,7 @@ def _advance(protocol: StudyProtocol, study: _StudyLike, participant: _Participa
         _finish(protocol, study, participant, ParticipantStatus.COMPLETED)
     else:
         arrived = protocol.steps[nxt]
-        arrived.step.on_enter(_context(protocol, study, participant, arrived, responses, session))
+        arrived.step.on_enter(_context(protocol, study, participant, arrived, responses, session_of))
 
 
 def _lock_study(session: Session, slug: str) -> Study:
@@ -354,7 +362,7 @@ def _enter_once(slug: str, identity: PanelIdentity, engine: Engine | None) -> En
         )
         session.add(participant)
         session.flush()
-        _advance(protocol, study, participant, 0, {}, session)
+        _advance(protocol, study, participant, 0, {}, _the(session))
         session.add(participant)
         session.flush()
         return EnterResult(participant.id, slug, condition, resumed=False)
@@ -377,7 +385,7 @@ def current_view(participant_id: int, *, engine: Engine | None = None) -> StepVi
             raise StudyError(f"No participant with id {participant_id}.")
         participant, study = found
         protocol = _study_protocol(study)
-        responses = _Responses(session, participant_id, before=len(protocol.steps))
+        responses = _Responses(_the(session), participant_id, before=len(protocol.steps))
         instance: StepInstance | None = None
         if participant.step_index < len(protocol.steps) and participant.status != ParticipantStatus.SCREENED_OUT:
             instance = protocol.steps[participant.step_index]
@@ -391,7 +399,7 @@ def current_view(participant_id: int, *, engine: Engine | None = None) -> StepVi
                                                 participant.completion_code or "")
         if instance is None:
             return view
-        ctx = _context(protocol, study, participant, instance, responses, session)
+        ctx = _context(protocol, study, participant, instance, responses, _the(session))
         view.template_vars = instance.step.vars_for_template(ctx)  # the completion page's texts too
         if participant.status != ParticipantStatus.ACTIVE:
             return view
@@ -417,7 +425,7 @@ def _progress(session: Session, protocol: StudyProtocol, study: _StudyLike, part
         select(func.count()).select_from(StepResponse).where(StepResponse.participant_id == participant.id)
     ).one()
     ahead = protocol.steps[participant.step_index:]
-    ctx = _context(protocol, study, participant, ahead[0], responses, session)  # is_displayed reads through it
+    ctx = _context(protocol, study, participant, ahead[0], responses, _the(session))  # is_displayed reads through it
     shown = 0
     for instance in ahead:
         if instance.step.kind == "completion":
@@ -434,8 +442,8 @@ def record_shown(participant_id: int, step_index: int, *, engine: Engine | None 
     reruns after the first write nothing.
     """
     now = utcnow()
-    with write_transaction(engine) as session:
-        rows.mark_shown(session, participant_id, step_index, now)
+    with step_transaction(engine) as step:
+        rows.mark_shown(step, participant_id, step_index, now)
 
 
 def validate_response(instance: StepInstance, data: Mapping[str, Any], C: Any = None) -> Any:
@@ -487,26 +495,26 @@ def submit(participant_id: int, step_index: int, data: Mapping[str, Any] | None 
         StepOutOfOrder: the step is ahead of the participant's current step.
     """
     data = dict(data or {})
-    with write_transaction(engine) as session:
-        found = rows.read_participant(session, participant_id, lock=True)
+    with step_transaction(engine) as step:
+        found = rows.lock_participant(step, participant_id)
         if found is None:
             raise StudyError(f"No participant with id {participant_id}.")
         participant, study = found
         before = participant.snapshot()
-        result = _store_answer(session, participant, study, step_index, data)
-        rows.save_participant(session, participant, before)
+        result = _store_answer(step, participant, study, step_index, data)
+        rows.save_participant(step, participant, before)
         return result
 
 
-def _store_answer(session: Session, participant: rows.ParticipantState, study: rows.StudyRow, step_index: int,
+def _store_answer(step: StepTransaction, participant: rows.ParticipantState, study: rows.StudyRow, step_index: int,
                   data: dict[str, Any]) -> SubmitResult:
-    """``submit`` inside its transaction: moves ``participant`` on in memory, inserts the rows."""
+    """``submit`` inside its transaction: moves ``participant`` on in memory, stores the rows at commit."""
     protocol = _study_protocol(study)
     participant_id = participant.id
     if step_index < 0 or step_index >= len(protocol.steps):
         raise StepOutOfOrder(f"Study {study.slug} has no step {step_index}.")
     if step_index < participant.step_index or participant.status != ParticipantStatus.ACTIVE:
-        if rows.response_stored(session, participant_id, step_index) or participant.status != ParticipantStatus.ACTIVE:
+        if rows.response_stored(step.session, participant_id, step_index) or participant.status != ParticipantStatus.ACTIVE:
             return SubmitResult(
                 accepted=True, duplicate=True, next_index=participant.step_index,
                 finished=participant.status == ParticipantStatus.COMPLETED,
@@ -520,8 +528,10 @@ def _store_answer(session: Session, participant: rows.ParticipantState, study: r
     instance = protocol.steps[step_index]
     if instance.step.kind == "completion":
         raise StepOutOfOrder("The completion page takes no answers.")
-    responses = _Responses(session, participant_id, before=step_index)
-    ctx = _context(protocol, study, participant, instance, responses, session)
+    # The session is opened only if a hook or an earlier answer needs it (most steps: never).
+    session_of = step.session_of
+    responses = _Responses(session_of, participant_id, before=step_index)
+    ctx = _context(protocol, study, participant, instance, responses, session_of)
     response = validate_response(instance, data, ctx.C)
     if response is not None:
         errors = instance.step.validate(ctx, response)
@@ -534,9 +544,9 @@ def _store_answer(session: Session, participant: rows.ParticipantState, study: r
     passed = True
     if check is not None:
         wrong = check.wrong_fields(clean, ctx.C)
-        attempts = rows.failed_attempts(session, participant_id, step_index) + 1
+        attempts = rows.failed_attempts(step.session, participant_id, step_index) + 1
         if wrong:
-            rows.insert_attempt(session, participant_id=participant_id, step_index=step_index, attempt=attempts,
+            rows.insert_attempt(step.session, participant_id=participant_id, step_index=step_index, attempt=attempts,
                                 data=clean, wrong_fields=list(wrong), created_at=utcnow())
             participant.last_seen_at = utcnow()
             if attempts < check.max_attempts:
@@ -558,7 +568,7 @@ def _store_answer(session: Session, participant: rows.ParticipantState, study: r
     if check is not None:
         stored["_check_passed"] = passed
     rows.insert_response(
-        session, participant_id=participant_id, step_index=step_index, step_name=instance.name,
+        step, participant_id=participant_id, step_index=step_index, step_name=instance.name,
         round_number=instance.round_number, data=stored, attempts=attempts, shown_at=shown_at,
         submitted_at=now, duration_s=(now - shown_at).total_seconds() if shown_at else None,
     )
@@ -572,7 +582,7 @@ def _store_answer(session: Session, participant: rows.ParticipantState, study: r
         participant.step_shown_at = None
         _finish(protocol, study, participant, ParticipantStatus.SCREENED_OUT)
     else:
-        _advance(protocol, study, participant, step_index + 1, responses, session)
+        _advance(protocol, study, participant, step_index + 1, responses, session_of)
     return SubmitResult(
         accepted=True, next_index=participant.step_index,
         finished=participant.status == ParticipantStatus.COMPLETED,

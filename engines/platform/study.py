@@ -104,10 +104,16 @@ class StepContext:
     study_config: dict[str, Any] = field(default_factory=dict)
     study_slug: str = ""
     step_index: int = 0
-    # The open database session of the transaction the hook runs in (None in read-only hooks
-    # such as vars_for_template when no write is under way). after_submit writes through it so
-    # its writes commit or roll back together with the stored answer.
-    session: Any = field(default=None, repr=False, compare=False)
+    # Opens (or returns) the database session of the transaction the hook runs in; the runtime
+    # opens it only for a hook that asks for ``session``.
+    session_of: Callable[[], Any] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def session(self) -> Any:
+        """The open database session of the transaction the hook runs in (None in read-only hooks
+        such as vars_for_template when no write is under way). after_submit writes through it so
+        its writes commit or roll back together with the stored answer."""
+        return None if self.session_of is None else self.session_of()
 
     def last_response(self, step_name: str) -> dict[str, Any] | None:
         answers = self.responses.get(step_name) or []

@@ -485,7 +485,7 @@ def test_earlier_answers_come_in_step_order_whatever_order_they_were_stored_in(p
             session.add(StepResponse(participant_id=pid, step_index=index, step_name="Ask", round_number=index + 1,
                                      data={"name": f"round {index + 1}"}, attempts=1, submitted_at=T0))
     with read_session(engine) as session:
-        responses = runtime._Responses(session, pid, before=2)  # noqa: SLF001
+        responses = runtime._Responses(lambda: session, pid, before=2)  # noqa: SLF001
         assert responses["Ask"] == [{"name": "round 1"}, {"name": "round 2"}]
 
 
@@ -751,17 +751,17 @@ def test_earlier_answers_are_read_by_step_name_before_the_given_step(probe_study
         _submit(engine, pid, index, data)
     _submit(engine, other, 0, {"name": "zed"})
     with read_session(engine) as session:
-        before_two = runtime._Responses(session, pid, before=2)  # noqa: SLF001
+        before_two = runtime._Responses(lambda: session, pid, before=2)  # noqa: SLF001
         assert dict(before_two) == {"Ask": [{"name": "ann", "scores": []}, {"name": "bob", "scores": []}]}
         assert (len(before_two), list(before_two)) == (1, ["Ask"])
-        assert len(runtime._Responses(session, pid, before=3)) == 2  # noqa: SLF001 - Ask and Attend
+        assert len(runtime._Responses(lambda: session, pid, before=3)) == 2  # noqa: SLF001 - Ask and Attend
 
 
 def test_an_answer_added_before_reading_comes_after_the_stored_ones(probe_study, engine):
     pid = _enter(engine)
     _submit(engine, pid, 0, {"name": "ann"})
     with read_session(engine) as session:
-        responses = runtime._Responses(session, pid, before=1)  # noqa: SLF001
+        responses = runtime._Responses(lambda: session, pid, before=1)  # noqa: SLF001
         responses.add("Ask", {"name": "new"})
         assert responses["Ask"] == [{"name": "ann", "scores": []}, {"name": "new"}]
 
@@ -770,7 +770,7 @@ def test_an_answer_added_after_reading_is_seen_too(probe_study, engine):
     pid = _enter(engine)
     _submit(engine, pid, 0, {"name": "ann"})
     with read_session(engine) as session:
-        responses = runtime._Responses(session, pid, before=1)  # noqa: SLF001
+        responses = runtime._Responses(lambda: session, pid, before=1)  # noqa: SLF001
         assert responses["Ask"] == [{"name": "ann", "scores": []}]
         responses.add("Ask", {"name": "new"})
         responses.add("Attend", {"answer": "left"})
