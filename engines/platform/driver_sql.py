@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement
 
 Processor = Callable[[Any], Any] | None
@@ -85,9 +86,8 @@ class DriverStatement:
 
     def first(self, connection: Connection, values: Mapping[str, Any]) -> tuple | None:
         """The first row, processed as SQLAlchemy would, or None."""
-        cursor = connection.connection.dbapi_connection.cursor()
+        cursor = self._execute(connection, values)
         try:
-            cursor.execute(self.sql, self.parameters(values))
             row = cursor.fetchone()
             return None if row is None else self.results.row(row, cursor.description)
         finally:
@@ -95,11 +95,30 @@ class DriverStatement:
 
     def run(self, connection: Connection, values: Mapping[str, Any]) -> None:
         """Run a statement that returns no rows."""
-        cursor = connection.connection.dbapi_connection.cursor()
+        self._execute(connection, values).close()
+
+    def _execute(self, connection: Connection, values: Mapping[str, Any]):  # noqa: ANN202 - a DB-API cursor
+        driver = connection.connection.dbapi_connection
+        cursor = driver.cursor()
+        parameters = self.parameters(values)
         try:
-            cursor.execute(self.sql, self.parameters(values))
-        finally:
+            cursor.execute(self.sql, parameters)
+        except connection.dialect.loaded_dbapi.Error as exc:
             cursor.close()
+            raise sqlalchemy_error(connection, exc, self.sql, parameters, cursor) from exc
+        return cursor
+
+
+def sqlalchemy_error(connection: Connection, exc: Exception, sql: str, parameters: Any, cursor: Any = None,
+                     *, invalidated: bool = False) -> Exception:
+    """The error SQLAlchemy would raise for the driver's ``exc`` (``IntegrityError`` and so on); a
+    connection the server has dropped is invalidated, as SQLAlchemy does."""
+    dialect = connection.dialect
+    if not invalidated and dialect.is_disconnect(exc, connection.connection.dbapi_connection, cursor):
+        connection.invalidate(exc)
+        invalidated = True
+    return DBAPIError.instance(sql, parameters, exc, dialect.loaded_dbapi.Error, connection_invalidated=invalidated,
+                               hide_parameters=connection.engine.hide_parameters, dialect=dialect)
 
 
 class PreparedPlan:

@@ -42,11 +42,10 @@ from typing import Any, NoReturn
 
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, RootTransaction
-from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
 from engines.platform.db import get_engine, write_gate_and_engine
-from engines.platform.driver_sql import CompiledForms
+from engines.platform.driver_sql import CompiledForms, sqlalchemy_error
 from engines.platform.settings import get_settings
 
 _STEP_KEY = "hai_step_transaction"  # in the pooled connection's info while a step runs on it
@@ -226,12 +225,8 @@ class _PostgresStepTransaction(StepTransaction):
         return "; ".join(parts), params, new_names
 
     def _fail(self, exc: Exception, sql: str, params: list[Any]) -> NoReturn:
-        import psycopg
-
         self._discard()  # which of the message's PREPAREs ran is unknown: the connection is not reused
-        raise DBAPIError.instance(sql, params, exc, psycopg.Error, connection_invalidated=True,
-                                  hide_parameters=self.connection.engine.hide_parameters,
-                                  dialect=self.connection.dialect) from exc
+        raise sqlalchemy_error(self.connection, exc, sql, params, invalidated=True) from exc
 
 
 def _send_queued_first(conn, *_args) -> None:  # noqa: ANN001 - SQLAlchemy Connection

@@ -1,0 +1,232 @@
+"""A participant's step transaction (engines/platform/step_transaction.py, driver_sql.py).
+
+What a participant or researcher would notice: answers stored through the driver read back
+exactly as SQLAlchemy reads them (JSON, UTC times), a step that fails stores nothing, and on
+PostgreSQL a step is two messages to the server whose prepared statements survive anything
+that drops them; a connection a step leaves behind is in the pool's normal state.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+from sqlalchemy import func, text
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import select
+
+from engines.platform import db, runtime, settings, study_admin
+from engines.platform import participant_rows as rows
+from engines.platform.models import Participant, StepResponse
+from engines.platform.scratch import scratch_database
+from engines.platform.step_transaction import step_transaction
+from engines.platform.store_bench import bench_protocol
+from tests.conftest import PG_URL
+
+T0 = datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)
+
+
+@pytest.fixture
+def engine(any_db):
+    """A fresh engine of its own (one pooled connection in these tests), disposed after."""
+    engine = db.create_db_engine(any_db)
+    yield engine
+    engine.dispose()
+
+
+def _new_participant(engine) -> int:
+    study_admin.create_study("steps", bench_protocol(3).name, engine=engine)
+    return runtime.enter("steps", {"pid": "p-1"}, engine=engine).participant_id
+
+
+@pytest.fixture
+def participant(engine) -> int:
+    return _new_participant(engine)
+
+
+def _stored(engine, participant_id: int) -> list[StepResponse]:
+    with db.read_session(engine) as session:
+        return list(session.exec(select(StepResponse).where(StepResponse.participant_id == participant_id)
+                                 .order_by(StepResponse.step_index)).all())
+
+
+def _participant(engine, participant_id: int) -> Participant:
+    with db.read_session(engine) as session:
+        return session.get(Participant, participant_id)
+
+
+def test_values_written_and_read_on_the_driver_match_what_sqlalchemy_stores_and_reads(engine, participant):
+    nested = {"names": ["Zoë", "李"], "scores": {"a": [1.5, None, True]}, "empty": {}}
+    with step_transaction(engine) as step:
+        state, study = rows.lock_participant(step, participant)
+        before = state.snapshot()
+        state.vars, state.step_shown_at, state.step_index = nested, T0, 1
+        rows.save_participant(step, state, before)
+        rows.insert_response(step, participant_id=participant, step_index=0, step_name="Item", round_number=1,
+                             data={"value": 3, "note": "ünïcode"}, attempts=2, shown_at=T0,
+                             submitted_at=T0 + timedelta(seconds=2.5), duration_s=2.5)
+    assert study.slug == "steps"
+    stored = _participant(engine, participant)
+    assert (stored.vars, stored.step_shown_at, stored.step_index) == (nested, T0, 1)
+    [response] = _stored(engine, participant)
+    assert (response.data, response.attempts, response.shown_at, response.duration_s) == (
+        {"value": 3, "note": "ünïcode"}, 2, T0, 2.5)
+    assert response.submitted_at == T0 + timedelta(seconds=2.5) and response.submitted_at.tzinfo is not None
+    # The locked read on the driver and SQLAlchemy's own read agree, field for field.
+    with db.read_session(engine) as session:
+        through_sqlalchemy = rows.read_participant(session, participant)
+    with step_transaction(engine) as step:
+        through_driver = rows.lock_participant(step, participant)
+    assert through_driver == through_sqlalchemy
+    assert through_driver[0].step_shown_at == T0 and through_driver[0].step_shown_at.utcoffset() == timedelta(0)
+
+
+def test_only_the_columns_that_changed_are_written(engine, participant):
+    with step_transaction(engine) as step:
+        state, _ = rows.lock_participant(step, participant)
+        rows.save_participant(step, state, state.snapshot())  # nothing changed: no UPDATE queued
+        assert step._queued == []  # noqa: SLF001
+        before = state.snapshot()
+        state.attention_failures = 2
+        rows.save_participant(step, state, before)
+        [(_, keys, values)] = step._queued  # noqa: SLF001
+    assert keys == {"attention_failures"} and values == {"participant_id": participant, "attention_failures": 2}
+    assert _participant(engine, participant).attention_failures == 2
+
+
+def test_a_statement_run_through_the_session_sees_the_writes_queued_before_it(engine, participant):
+    with step_transaction(engine) as step:
+        rows.lock_participant(step, participant)
+        rows.insert_response(step, participant_id=participant, step_index=0, step_name="Item", round_number=1,
+                             data={}, attempts=1, shown_at=None, submitted_at=T0, duration_s=None)
+        counted = step.session.exec(select(func.count()).select_from(StepResponse)
+                                    .where(StepResponse.participant_id == participant)).one()
+    assert counted == 1
+
+
+def test_a_step_that_fails_after_writing_stores_nothing(engine, participant):
+    with pytest.raises(RuntimeError, match="hook failed"), step_transaction(engine) as step:
+        state, _ = rows.lock_participant(step, participant)
+        before = state.snapshot()
+        state.step_index = 2
+        rows.save_participant(step, state, before)
+        rows.insert_response(step, participant_id=participant, step_index=0, step_name="Item", round_number=1,
+                             data={}, attempts=1, shown_at=None, submitted_at=T0, duration_s=None)
+        step.session.exec(select(func.count()).select_from(StepResponse)).one()  # the writes reach the server
+        raise RuntimeError("hook failed")
+    assert _stored(engine, participant) == [] and _participant(engine, participant).step_index == 0
+    assert runtime.submit(participant, 0, {"value": 1}, engine=engine).accepted  # the connection is usable
+
+
+def test_a_write_the_database_refuses_raises_its_integrity_error_and_stores_nothing(engine, participant):
+    with pytest.raises(IntegrityError), step_transaction(engine) as step:
+        state, _ = rows.lock_participant(step, participant)
+        before = state.snapshot()
+        state.step_index = 1
+        rows.save_participant(step, state, before)
+        rows.insert_response(step, participant_id=participant + 1000, step_index=0, step_name="Item",
+                             round_number=1, data={}, attempts=1, shown_at=None, submitted_at=T0,
+                             duration_s=None)  # no such participant: the foreign key refuses it at commit
+    assert _participant(engine, participant).step_index == 0
+    assert runtime.submit(participant, 0, {"value": 1}, engine=engine).accepted
+
+
+# ------------------------------------------------------------------ PostgreSQL: messages and prepared statements
+
+
+@pytest.fixture
+def pg_engine(use_database):
+    if not PG_URL:
+        pytest.skip("HAI_TEST_DATABASE_URL is not set")
+    with scratch_database(PG_URL) as url:
+        engine = db.create_db_engine(use_database(url))
+        yield engine
+        engine.dispose()
+
+
+@pytest.fixture
+def pg_participant(pg_engine) -> int:
+    return _new_participant(pg_engine)
+
+
+def _count_messages(monkeypatch) -> dict[str, int]:
+    counts = {"client": 0, "server": 0}
+    client_execute, server_execute = psycopg.ClientCursor.execute, psycopg.Cursor.execute
+
+    def client(self, *args, **kwargs):
+        counts["client"] += 1
+        return client_execute(self, *args, **kwargs)
+
+    def server(self, *args, **kwargs):
+        counts["server"] += 1
+        return server_execute(self, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.ClientCursor, "execute", client)
+    monkeypatch.setattr(psycopg.Cursor, "execute", server)
+    return counts
+
+
+def _prepared_on_the_pooled_connection(engine) -> set[str]:
+    with engine.connect() as connection:
+        return set(connection.execute(text("SELECT name FROM pg_prepared_statements")).scalars())
+
+
+@pytest.mark.postgres
+def test_a_step_is_two_messages_and_showing_a_step_one(pg_engine, pg_participant, monkeypatch):
+    runtime.submit(pg_participant, 0, {"value": 1}, engine=pg_engine)  # prepares the statements
+    counts = _count_messages(monkeypatch)
+    assert runtime.submit(pg_participant, 1, {"value": 2}, engine=pg_engine).accepted
+    assert counts == {"client": 2, "server": 0}
+    runtime.record_shown(pg_participant, 2, engine=pg_engine)
+    assert counts == {"client": 3, "server": 0}
+    assert [r.step_index for r in _stored(pg_engine, pg_participant)] == [0, 1]
+    assert _participant(pg_engine, pg_participant).step_shown_at is not None
+
+
+@pytest.mark.postgres
+def test_the_connection_goes_back_to_the_pool_as_it_came(pg_engine, pg_participant):
+    runtime.submit(pg_participant, 0, {"value": 1}, engine=pg_engine)
+    with pytest.raises(RuntimeError), step_transaction(pg_engine) as step:
+        rows.lock_participant(step, pg_participant)
+        raise RuntimeError("hook failed")
+    with pg_engine.connect() as connection:
+        driver = connection.connection.dbapi_connection
+        assert driver.autocommit is False and driver.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        # psycopg's automatic preparing stays off: it would DEALLOCATE ALL after every rollback.
+        assert driver.prepare_threshold is None
+
+
+@pytest.mark.postgres
+def test_statements_dropped_from_the_server_session_are_prepared_again(pg_engine, pg_participant):
+    runtime.submit(pg_participant, 0, {"value": 1}, engine=pg_engine)
+    assert len(_prepared_on_the_pooled_connection(pg_engine)) >= 2  # the locked read, the writes
+    with pg_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.execute(text("DISCARD ALL"))  # what a pooler's reset does
+    assert _prepared_on_the_pooled_connection(pg_engine) == set()
+    assert runtime.submit(pg_participant, 1, {"value": 2}, engine=pg_engine).accepted
+    assert len(_prepared_on_the_pooled_connection(pg_engine)) >= 2
+    assert [r.data["value"] for r in _stored(pg_engine, pg_participant)] == [1, 2]
+
+
+@pytest.mark.postgres
+def test_without_prepared_statements_a_step_prepares_nothing(pg_engine, pg_participant, monkeypatch):
+    monkeypatch.setenv("HAI_DB_PREPARED_STATEMENTS", "false")
+    settings.reset_settings()
+    counts = _count_messages(monkeypatch)
+    assert runtime.submit(pg_participant, 0, {"value": 1}, engine=pg_engine).accepted
+    assert counts["client"] == 2
+    assert _prepared_on_the_pooled_connection(pg_engine) == set()
+    assert [r.data for r in _stored(pg_engine, pg_participant)] == [{"value": 1}]
+
+
+@pytest.mark.postgres
+def test_a_failed_message_discards_its_connection(pg_engine, pg_participant):
+    with pg_engine.connect() as connection:
+        before = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+    with pytest.raises(IntegrityError), step_transaction(pg_engine) as step:
+        rows.lock_participant(step, pg_participant)
+        rows.insert_response(step, participant_id=pg_participant + 1000, step_index=0, step_name="Item",
+                             round_number=1, data={}, attempts=1, shown_at=None, submitted_at=T0, duration_s=None)
+    with pg_engine.connect() as connection:
+        assert connection.execute(text("SELECT pg_backend_pid()")).scalar_one() != before
