@@ -40,16 +40,32 @@ def pg_url_from_env() -> str:
     return next((os.environ[v] for v in PG_ENV_VARS if os.environ.get(v)), "")
 
 
-def machine_info(load_before: float | None = None) -> dict:
+def cpu_steal_s() -> float | None:
+    """CPU seconds the hypervisor gave to other guests so far, summed over CPUs (Linux; else None)."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = stat.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def machine_info(load_before: float | None = None, steal_before: float | None = None) -> dict:
     """The result file's "machine" block.
 
     ``load_avg_1min`` is the 1-minute load now; given ``load_before`` (the load when the run
     started), it is ``[load_before, load now]``, since other work on the machine skews latency.
+    Given ``steal_before`` (``cpu_steal_s()`` when the run started), ``cpu_steal_s`` is the CPU
+    time a virtual machine's CPUs were taken away during the run: another skew, often the larger.
     """
     load_now = round(os.getloadavg()[0], 2)
-    return {"cpu_count": os.cpu_count(), "python": platform.python_version(),
+    info = {"cpu_count": os.cpu_count(), "python": platform.python_version(),
             "platform": platform.platform(), "processor": platform.machine(),
             "load_avg_1min": load_now if load_before is None else [load_before, load_now]}
+    steal_now = cpu_steal_s()
+    if steal_before is not None and steal_now is not None:
+        info["cpu_steal_s"] = round(steal_now - steal_before, 2)
+    return info
 
 
 def emit(run: Callable[[], dict], out: Path) -> dict:

@@ -14,6 +14,11 @@ once dealt over two processes (threads in each, one database), as ``make serve``
 participants over app processes: the throughput per process count shows how the commit path
 scales. The goal is judged per database on the best process count, and each count is reported.
 
+Each configuration runs ``--repeat`` times (default 3) and the run with the median p95 is the
+one reported, with every run's p95 beside it: on a virtual machine whose CPUs are shared, one
+run can take twice as long as the next (the result's ``machine.cpu_steal_s`` says how much CPU
+time was taken away during the benchmark).
+
 Every (database, processes, N) gets a fresh scratch database (a temp SQLite file, or a new PostgreSQL
 schema dropped afterwards). Prints one JSON line to stdout, writes the same object (indented)
 to ``bench/results/platform_store.json`` (or ``--out``), and shows progress on stderr.
@@ -38,7 +43,14 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 # Needs the repository on sys.path.
-from bench._results import PG_ENV_VARS, emit, machine_info, pg_url_from_env, positive_counts  # noqa: E402
+from bench._results import (  # noqa: E402
+    PG_ENV_VARS,
+    cpu_steal_s,
+    emit,
+    machine_info,
+    pg_url_from_env,
+    positive_counts,
+)
 
 NAME = "platform_store"
 LIMIT_P95_MS = 50.0
@@ -48,6 +60,7 @@ QUICK_SIZES = (1, 5)
 FULL_PROCESSES = (1, 2)
 QUICK_PROCESSES = (1,)
 QUICK_STEPS = 5
+FULL_REPEAT = 3
 DEFAULT_OUT = REPO_ROOT / "bench" / "results" / f"{NAME}.json"
 
 
@@ -74,7 +87,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "--quick: 1)")
     parser.add_argument("--steps", type=int, default=None,
                         help=f"steps per participant (default 20; --quick: {QUICK_STEPS})")
+    parser.add_argument("--repeat", type=int, default=None,
+                        help=f"runs of each configuration; the median-p95 run is reported (default {FULL_REPEAT}; "
+                             "--quick: 1)")
     args = parser.parse_args(argv)
+    if args.repeat is not None and args.repeat < 1:
+        parser.error("--repeat must be >= 1")
     if args.think_ms < 0:
         parser.error("--think-ms must be >= 0")
     if args.steps is not None and args.steps < 1:
@@ -142,6 +160,19 @@ def goal_verdict(databases: dict[str, dict], rows: list[dict]) -> dict:
             "per_database": per_db, "best_processes": best, "per_database_processes": per_processes, "met": met}
 
 
+def median_runs(rows: list[dict]) -> list[dict]:
+    """One row per configuration: its run with the median p95 (the upper one of an even count),
+    with ``p95_runs_ms``, every run's p95 in the order they ran."""
+    by_config: dict[tuple, list[dict]] = {}
+    for row in rows:
+        by_config.setdefault((row["database"], row["think_ms"], row["processes"], row["participants"]), []).append(row)
+    out = []
+    for runs in by_config.values():
+        middle = sorted(runs, key=lambda r: r["p95_ms"])[len(runs) // 2]
+        out.append({**middle, "p95_runs_ms": [r["p95_ms"] for r in runs]})
+    return out
+
+
 def run(args: argparse.Namespace) -> dict:
     from tqdm import tqdm
 
@@ -152,6 +183,7 @@ def run(args: argparse.Namespace) -> dict:
     processes = args.processes or (QUICK_PROCESSES if args.quick else FULL_PROCESSES)
     steps = args.steps or (QUICK_STEPS if args.quick else BENCH_STEPS)
     think_passes = [0.0] + ([args.think_ms] if args.think_ms > 0 else [])
+    repeat = args.repeat or (1 if args.quick else FULL_REPEAT)
 
     databases: dict[str, dict] = {"sqlite": {"status": "ok"}}
     bases: dict[str, str | None] = {"sqlite": None}
@@ -163,8 +195,8 @@ def run(args: argparse.Namespace) -> dict:
         databases["postgresql"] = {"status": "skipped", "reason": skip_reason}
 
     rows: list[dict] = []
-    load_before = round(os.getloadavg()[0], 2)
-    total = len(bases) * len(think_passes) * sum(n for count in processes for n in sizes if count <= n) * steps
+    load_before, steal_before = round(os.getloadavg()[0], 2), cpu_steal_s()
+    total = repeat * len(bases) * len(think_passes) * sum(n for count in processes for n in sizes if count <= n) * steps
     started = time.perf_counter()
     with tqdm(total=total, desc=NAME, unit="step", file=sys.stderr, disable=None) as bar:
         for think_ms in think_passes:
@@ -176,12 +208,14 @@ def run(args: argparse.Namespace) -> dict:
                                f"  p95 {row['p95_ms']:7.2f} ms ({row['p95_ratio_to_limit']:.2f} x limit)"
                                f"  {row['throughput_steps_per_s']:7.1f} steps/s", file=sys.stderr)
 
-                bar.set_description(f"{name} think={think_ms:g}ms")
-                run_store_benchmark({name: base}, sizes=sizes, steps=steps, on_result=report,
-                                    think_ms=think_ms, on_step=bar.update, processes=processes)
+                for attempt in range(repeat):
+                    bar.set_description(f"{name} think={think_ms:g}ms run {attempt + 1}/{repeat}")
+                    run_store_benchmark({name: base}, sizes=sizes, steps=steps, on_result=report,
+                                        think_ms=think_ms, on_step=bar.update, processes=processes)
+    rows = median_runs(rows)
 
-    headline_keys = ("processes", "p50_ms", "p95_ms", "max_ms", "throughput_steps_per_s", "p95_ratio_to_limit",
-                     "pass")
+    headline_keys = ("processes", "p50_ms", "p95_ms", "p95_runs_ms", "max_ms", "throughput_steps_per_s",
+                     "p95_ratio_to_limit", "pass")
     headline = {name: ({k: row[k] for k in headline_keys} if (row := goal_row(rows, name)) else None)
                 for name in databases}
     by_processes = {name: {str(r["processes"]): {k: r[k] for k in headline_keys} for r in goal_rows(rows, name)}
@@ -194,12 +228,12 @@ def run(args: argparse.Namespace) -> dict:
                      "results": headline, "by_processes": by_processes},
         "goal": goal_verdict(databases, rows),
         "config": {"quick": args.quick, "participants": list(sizes), "processes": list(processes),
-                   "steps_per_participant": steps,
+                   "steps_per_participant": steps, "repeat": repeat,
                    "think_ms_passes": think_passes},
         "databases": databases,
         "results": rows,
         # Other work on the machine skews latency: the 1-minute load before and after.
-        "machine": machine_info(load_before),
+        "machine": machine_info(load_before, steal_before),
         "code_version": code_version(),
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "duration_s": round(time.perf_counter() - started, 2),
