@@ -18,6 +18,7 @@ from sqlmodel import select
 
 from engines.platform import db, runtime, settings, study_admin
 from engines.platform import participant_rows as rows
+from engines.platform.driver_sql import CompiledForms
 from engines.platform.models import Participant, StepResponse
 from engines.platform.scratch import scratch_database
 from engines.platform.step_transaction import step_transaction
@@ -25,6 +26,14 @@ from engines.platform.store_bench import bench_protocol
 from tests.conftest import PG_URL
 
 T0 = datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def compiled_afresh(monkeypatch):
+    """Each test compiles the step's statements itself: the forms are cached per process, and a
+    cache filled before the test would hide what compiling them does."""
+    for name in ("_LOCKED_FORMS", "_INSERT_RESPONSE_FORMS", "_UPDATE_PARTICIPANT_FORMS", "_MARK_SHOWN_FORMS"):
+        monkeypatch.setattr(rows, name, CompiledForms(getattr(rows, name).statement))
 
 
 @pytest.fixture
