@@ -129,7 +129,7 @@ def test_a_step_that_fails_after_writing_stores_nothing(engine, participant):
 
 
 def test_a_write_the_database_refuses_raises_its_integrity_error_and_stores_nothing(engine, participant):
-    with pytest.raises(IntegrityError), step_transaction(engine) as step:
+    with pytest.raises(IntegrityError) as refused, step_transaction(engine) as step:
         state, _ = rows.lock_participant(step, participant)
         before = state.snapshot()
         state.step_index = 1
@@ -137,6 +137,11 @@ def test_a_write_the_database_refuses_raises_its_integrity_error_and_stores_noth
         rows.insert_response(step, participant_id=participant + 1000, step_index=0, step_name="Item",
                              round_number=1, data={}, attempts=1, shown_at=None, submitted_at=T0,
                              duration_s=None)  # no such participant: the foreign key refuses it at commit
+    # The error says which statement and values (as SQLAlchemy's own errors do); a refused
+    # write is not a lost connection.
+    assert "INSERT INTO stepresponse" in refused.value.statement
+    assert participant + 1000 in list(refused.value.params)
+    assert refused.value.connection_invalidated is engine.url.get_backend_name().startswith("postgresql")
     assert _participant(engine, participant).step_index == 0
     assert runtime.submit(participant, 0, {"value": 1}, engine=engine).accepted
 
