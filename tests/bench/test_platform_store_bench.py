@@ -15,6 +15,15 @@ ROW_KEYS = {"database", "participants", "steps_per_participant", "commits", "p50
             "processes"}
 
 
+def run_quick(tmp_path, *args: str, timeout: int = 120) -> dict:
+    """``platform_store.py --quick ARGS``: its one JSON line, after a clean exit."""
+    out = tmp_path / "platform_store.json"
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", *args, "--out", str(out)],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
 def test_quick_run_reports_every_participant(tmp_path):
     out = tmp_path / "platform_store.json"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -58,28 +67,15 @@ def test_quick_run_reports_every_participant(tmp_path):
 
 
 def test_unreachable_postgres_is_recorded_as_skipped(tmp_path):
-    out = tmp_path / "platform_store.json"
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--sizes", "2", "--steps", "2", "--out", str(out),
-         "--pg-url", "postgresql+psycopg://nobody@127.0.0.1:1/none"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout)
+    result = run_quick(tmp_path, "--sizes", "2", "--steps", "2", "--pg-url",
+                       "postgresql+psycopg://nobody@127.0.0.1:1/none", timeout=60)
     assert result["databases"]["postgresql"]["status"] == "skipped"
     assert "unreachable" in result["databases"]["postgresql"]["reason"]
     assert [r["database"] for r in result["results"]] == ["sqlite"]
 
 
 def test_participants_dealt_over_two_processes_all_complete_once(tmp_path):
-    out = tmp_path / "platform_store.json"
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--sizes", "1,4", "--steps", "3", "--processes", "2",
-         "--out", str(out), "--pg-url", ""],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout)
+    result = run_quick(tmp_path, "--sizes", "1,4", "--steps", "3", "--processes", "2", "--pg-url", "")
     # Two processes for one participant would leave one idle: that size is left out.
     [row] = result["results"]
     assert (row["processes"], row["participants"], row["commits"]) == (2, 4, 12)
@@ -88,14 +84,7 @@ def test_participants_dealt_over_two_processes_all_complete_once(tmp_path):
 
 
 def test_each_configuration_reports_its_median_run_of_several(tmp_path):
-    out = tmp_path / "platform_store.json"
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--sizes", "3", "--steps", "2", "--repeat", "3",
-         "--out", str(out), "--pg-url", ""],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout)
+    result = run_quick(tmp_path, "--sizes", "3", "--steps", "2", "--repeat", "3", "--pg-url", "")
     [row] = result["results"]
     assert result["config"]["repeat"] == 3 and len(row["p95_runs_ms"]) == 3
     assert row["p95_ms"] == sorted(row["p95_runs_ms"])[1]
