@@ -54,8 +54,10 @@ class _Results:
         self._processors: list[Processor] | None = None
         self._mutex = threading.Lock()
 
-    def row(self, row: Sequence[Any], description: Sequence[Sequence[Any]]) -> tuple:
-        processors = self._processors or self._for(description)
+    def row(self, row: Sequence[Any], cursor: Any) -> tuple:
+        """``row`` of ``cursor``'s result with SQLAlchemy's processing. The cursor's ``description``
+        is read only for the statement's first result: psycopg builds it anew on each access."""
+        processors = self._processors or self._for(cursor.description)
         return tuple(value if processor is None or value is None else processor(value)
                      for processor, value in zip(processors, row, strict=True))
 
@@ -89,7 +91,7 @@ class DriverStatement:
         cursor = self._execute(connection, values)
         try:
             row = cursor.fetchone()
-            return None if row is None else self.results.row(row, cursor.description)
+            return None if row is None else self.results.row(row, cursor)
         finally:
             cursor.close()
 

@@ -101,7 +101,7 @@ class Participant(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("study_id", "external_id"),)
 
     id: int | None = Field(default=None, primary_key=True)
-    study_id: int = Field(foreign_key="study.id", index=True)
+    study_id: int = Field(foreign_key="study.id")  # looked up through the unique constraint's index
     external_id: str = Field(max_length=128)
     panel: str = Field(max_length=16)
     panel_params: dict = _json_column()
@@ -120,10 +120,11 @@ class Participant(SQLModel, table=True):
 class StepResponse(SQLModel, table=True):
     """The accepted answer to one step instance; at most one per participant and step index."""
 
+    # The unique constraint's index leads with participant_id: it serves look-ups by participant too.
     __table_args__ = (UniqueConstraint("participant_id", "step_index"),)
 
     id: int | None = Field(default=None, primary_key=True)
-    participant_id: int = Field(foreign_key="participant.id", index=True)
+    participant_id: int = Field(foreign_key="participant.id")
     step_index: int
     step_name: str = Field(max_length=64)
     round_number: int = 1
@@ -137,10 +138,10 @@ class StepResponse(SQLModel, table=True):
 class StepAttempt(SQLModel, table=True):
     """A submission of a checked step (comprehension or attention) that failed its check."""
 
-    __table_args__ = (UniqueConstraint("participant_id", "step_index", "attempt"),)
+    __table_args__ = (UniqueConstraint("participant_id", "step_index", "attempt"),)  # also the look-up by participant
 
     id: int | None = Field(default=None, primary_key=True)
-    participant_id: int = Field(foreign_key="participant.id", index=True)
+    participant_id: int = Field(foreign_key="participant.id")
     step_index: int
     attempt: int
     data: dict = _json_column()

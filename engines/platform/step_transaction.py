@@ -137,7 +137,7 @@ class _PostgresStepTransaction(StepTransaction):
         cursor = self._send([(plan, values)])
         try:
             row = cursor.fetchone()
-            return None if row is None else plan.results.row(row, cursor.description)
+            return None if row is None else plan.results.row(row, cursor)
         finally:
             cursor.close()
 
