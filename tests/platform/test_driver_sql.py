@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 import psycopg
 import pytest
-from sqlalchemy import Integer, bindparam, create_engine, event, insert, literal_column, select, text
+from sqlalchemy import Float, Integer, bindparam, create_engine, event, insert, literal_column, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from engines.platform import db
@@ -25,6 +25,8 @@ from tests.conftest import PG_URL
 _STUDY = Study.__table__
 _INSERT_STUDY = insert(_STUDY)
 _STUDY_BY_SLUG = select(_STUDY.c.slug, _STUDY.c.config).where(_STUDY.c.slug == bindparam("slug"))
+# numeric, read as a Float: SQLAlchemy converts it by the driver's type code (a Decimal otherwise).
+_NUMERIC_AS_FLOAT = select(literal_column("1.5::numeric", type_=Float).label("x"))
 _PERCENT = select(literal_column("'50%'").label("share"))  # a literal % and no parameter
 _PERCENT_AND_NUMBER = select(literal_column("'50%'").label("share"), bindparam("n", type_=Integer).label("n"))
 
@@ -84,6 +86,18 @@ def test_the_named_parameter_form_runs_on_a_driver_that_takes_names(pg_url):
             assert statement.parameters({"slug": "b"}) == {"slug": "b"}
             assert statement.first(connection, {"slug": "b"}) == ("b", {"k": [1, "é"]})
             assert statement.first(connection, {"slug": "nobody"}) is None
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_column_is_read_with_the_processing_sqlalchemy_picks_for_the_drivers_type(pg_url):
+    engine = db.create_db_engine(pg_url)
+    try:
+        with engine.connect() as connection:
+            row = CompiledForms(_NUMERIC_AS_FLOAT).driver(connection.dialect).first(connection, {})
+            assert row == (1.5,) and type(row[0]) is float
+            assert connection.execute(_NUMERIC_AS_FLOAT).one() == row  # what SQLAlchemy itself reads
     finally:
         engine.dispose()
 

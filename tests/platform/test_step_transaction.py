@@ -244,3 +244,84 @@ def test_a_failed_message_discards_its_connection(pg_engine, pg_participant):
                              round_number=1, data={}, attempts=1, shown_at=None, submitted_at=T0, duration_s=None)
     with pg_engine.connect() as connection:
         assert connection.execute(text("SELECT pg_backend_pid()")).scalar_one() != before
+
+
+def _locked_elsewhere(schema: str, participant_id: int) -> bool:
+    """Whether another session finds the participant's row locked (NOWAIT: no waiting for it)."""
+    with psycopg.connect(PG_URL.replace("+psycopg", ""), autocommit=True) as other:
+        try:
+            other.execute(f'SELECT id FROM "{schema}".participant WHERE id = %s FOR UPDATE NOWAIT', (participant_id,))
+        except psycopg.errors.LockNotAvailable:
+            return True
+        return False
+
+
+@pytest.fixture
+def pg_schema(pg_engine) -> str:
+    """The scratch schema the engine's tables are in."""
+    with pg_engine.connect() as connection:
+        return connection.execute(text("SELECT current_schema()")).scalar_one()
+
+
+def _server_notices(engine) -> list[str]:
+    """Notices the server sends the pooled connection from now on (a stray BEGIN warns of one)."""
+    notices: list[str] = []
+    with engine.connect() as connection:
+        connection.connection.dbapi_connection.add_notice_handler(lambda notice: notices.append(notice.message_primary))
+    return notices
+
+
+@pytest.mark.postgres
+def test_the_participant_stays_locked_until_the_step_ends_and_the_server_warns_of_nothing(
+        pg_engine, pg_participant, pg_schema):
+    runtime.submit(pg_participant, 0, {"value": 1}, engine=pg_engine)  # prepares the statements
+    notices = _server_notices(pg_engine)
+    with step_transaction(pg_engine) as step:
+        rows.lock_participant(step, pg_participant)
+        assert _locked_elsewhere(pg_schema, pg_participant)
+    assert not _locked_elsewhere(pg_schema, pg_participant)
+    assert runtime.submit(pg_participant, 1, {"value": 2}, engine=pg_engine).accepted
+    assert notices == []  # e.g. "there is already a transaction in progress"
+    with pg_engine.connect() as connection:  # a committed step leaves the connection as it came
+        assert connection.connection.dbapi_connection.autocommit is False
+
+
+@pytest.mark.postgres
+def test_after_its_statements_are_prepared_again_a_step_still_holds_the_lock(pg_engine, pg_participant, pg_schema):
+    runtime.submit(pg_participant, 0, {"value": 1}, engine=pg_engine)
+    with pg_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.execute(text("DISCARD ALL"))
+    with step_transaction(pg_engine) as step:
+        rows.lock_participant(step, pg_participant)
+        assert _locked_elsewhere(pg_schema, pg_participant)
+
+
+@pytest.mark.postgres
+def test_a_statement_a_hook_runs_before_the_step_reads_belongs_to_the_step(pg_engine, pg_participant):
+    with pytest.raises(RuntimeError), step_transaction(pg_engine) as step:
+        step.session.exec(text("UPDATE participant SET attention_failures = 5 WHERE id = :id"),
+                          params={"id": pg_participant})
+        raise RuntimeError("hook failed")
+    assert _participant(pg_engine, pg_participant).attention_failures == 0
+
+
+@pytest.mark.postgres
+def test_statements_dropped_in_the_middle_of_a_step_fail_it_and_store_nothing(pg_engine, pg_participant):
+    from sqlalchemy.exc import ProgrammingError
+
+    runtime.submit(pg_participant, 0, {"value": 1}, engine=pg_engine)
+    with pytest.raises(ProgrammingError) as failed, step_transaction(pg_engine) as step:
+        state, _ = rows.lock_participant(step, pg_participant)
+        before = state.snapshot()
+        state.step_index = 2
+        rows.save_participant(step, state, before)
+        rows.insert_response(step, participant_id=pg_participant, step_index=1, step_name="Item", round_number=1,
+                             data={}, attempts=1, shown_at=None, submitted_at=T0, duration_s=None)
+        step.connection.connection.dbapi_connection.execute("DEALLOCATE ALL")  # the writes' statements are gone
+    # Not prepared again and sent a second time: that would commit the writes without the lock
+    # the step's read took.
+    assert isinstance(failed.value.orig, psycopg.errors.InvalidSqlStatementName)
+    assert "EXECUTE" in failed.value.statement and pg_participant in list(failed.value.params)
+    assert failed.value.connection_invalidated is True
+    assert [r.step_index for r in _stored(pg_engine, pg_participant)] == [0]
+    assert _participant(pg_engine, pg_participant).step_index == 1
