@@ -77,6 +77,7 @@ MODULES: dict[str, list[str]] = {
 }
 # What the tests need besides the mutated package (mutmut copies these next to its mutants).
 ALSO_COPY = ["studies", "pages", "assets", "tests", "bench", "app.py", ".streamlit"]
+CAUGHT = ("killed", "timeout", "caught by type check")  # a mutant a test (or the limit) stopped
 STATUSES = ("killed", "survived", "no tests", "timeout", "suspicious", "skipped", "not checked", "segfault",
             "caught by type check")
 
@@ -146,8 +147,9 @@ def score_module(found: dict[str, str], equivalent: dict[str, str]) -> dict:
     counts = {status: 0 for status in STATUSES}
     for status in found.values():
         counts[status] = counts.get(status, 0) + 1
-    equivalent_here = [name for name, status in found.items() if name in equivalent and status != "killed"]
-    caught = counts["killed"] + counts["timeout"] + counts.get("caught by type check", 0)
+    # A listed mutant that a test caught anyway (killed, or a timeout) counts once, as caught.
+    equivalent_here = [name for name, status in found.items() if name in equivalent and status not in CAUGHT]
+    caught = sum(counts.get(status, 0) for status in CAUGHT)
     denominator = len(found) - len(equivalent_here)
     return {"mutants": len(found), "counts": {k: v for k, v in counts.items() if v},
             "equivalent": len(equivalent_here), "score": round(caught / denominator, 4) if denominator else None}
@@ -191,7 +193,7 @@ def run(modules: list[str], workdir: Path, children: int, out: Path = OUT, *, ev
         found = statuses(copy, module)
         entry = score_module(found, equivalent)
         survivors = [name for name, status in sorted(found.items())
-                     if status not in ("killed", "timeout", "caught by type check") and name not in equivalent]
+                     if status not in CAUGHT and name not in equivalent]
         entry.update({
             "tests": MODULES[module], "fingerprint": stamp, "reused": False,
             "seconds": round(time.perf_counter() - started, 1),

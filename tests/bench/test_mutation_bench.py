@@ -32,6 +32,14 @@ def test_a_killed_mutant_listed_as_equivalent_still_counts_as_caught():
     assert entry["score"] == 0.5 and entry["equivalent"] == 0
 
 
+def test_a_listed_mutant_that_timed_out_counts_once_as_caught_never_above_all():
+    mutation = _mutation()
+    found = {"m.z__1": "killed", "m.z__2": "timeout", "m.z__3": "survived"}
+    entry = mutation.score_module(found, {"m.z__2": "equivalent, but slow under load", "m.z__3": "equivalent"})
+    # caught: killed + timeout = 2; denominator: 3 mutants - 1 equivalent survivor = 2.
+    assert entry["score"] == 1.0 and entry["equivalent"] == 1
+
+
 def test_every_core_module_and_its_tests_exist():
     mutation = _mutation()
     for module, tests in mutation.MODULES.items():

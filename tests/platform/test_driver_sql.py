@@ -37,11 +37,14 @@ def _study(slug: str, title: str = "T") -> dict:
 
 
 @pytest.fixture
-def pg_url(use_database):
+def pg_engine(use_database):
+    """An engine of its own on a scratch PostgreSQL schema, disposed after."""
     if not PG_URL:
         pytest.skip("HAI_TEST_DATABASE_URL is not set")
     with scratch_database(PG_URL) as url:
-        yield use_database(url)
+        engine = db.create_db_engine(use_database(url))
+        yield engine
+        engine.dispose()
 
 
 def test_a_statement_is_compiled_once_per_database_kind_and_column_set(any_db):
@@ -77,74 +80,58 @@ def test_a_refused_write_raises_sqlalchemys_error_and_hides_values_when_the_engi
 
 
 @pytest.mark.postgres
-def test_the_named_parameter_form_runs_on_a_driver_that_takes_names(pg_url):
-    engine = db.create_db_engine(pg_url)
-    try:
-        with engine.begin() as connection:
-            connection.execute(_INSERT_STUDY, [_study("a"), _study("b")])
-            statement = CompiledForms(_STUDY_BY_SLUG).driver(connection.dialect)
-            assert statement.parameters({"slug": "b"}) == {"slug": "b"}
-            assert statement.first(connection, {"slug": "b"}) == ("b", {"k": [1, "é"]})
-            assert statement.first(connection, {"slug": "nobody"}) is None
-    finally:
-        engine.dispose()
+def test_the_named_parameter_form_runs_on_a_driver_that_takes_names(pg_engine):
+    with pg_engine.begin() as connection:
+        connection.execute(_INSERT_STUDY, [_study("a"), _study("b")])
+        statement = CompiledForms(_STUDY_BY_SLUG).driver(connection.dialect)
+        assert statement.parameters({"slug": "b"}) == {"slug": "b"}
+        assert statement.first(connection, {"slug": "b"}) == ("b", {"k": [1, "é"]})
+        assert statement.first(connection, {"slug": "nobody"}) is None
 
 
 @pytest.mark.postgres
-def test_a_column_is_read_with_the_processing_sqlalchemy_picks_for_the_drivers_type(pg_url):
-    engine = db.create_db_engine(pg_url)
-    try:
-        with engine.connect() as connection:
-            row = CompiledForms(_NUMERIC_AS_FLOAT).driver(connection.dialect).first(connection, {})
-            assert row == (1.5,) and type(row[0]) is float
-            assert connection.execute(_NUMERIC_AS_FLOAT).one() == row  # what SQLAlchemy itself reads
-    finally:
-        engine.dispose()
+def test_a_column_is_read_with_the_processing_sqlalchemy_picks_for_the_drivers_type(pg_engine):
+    with pg_engine.connect() as connection:
+        row = CompiledForms(_NUMERIC_AS_FLOAT).driver(connection.dialect).first(connection, {})
+        assert row == (1.5,) and type(row[0]) is float
+        assert connection.execute(_NUMERIC_AS_FLOAT).one() == row  # what SQLAlchemy itself reads
 
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "plain"])
-def test_text_with_a_percent_sign_runs_as_written_with_and_without_parameters(pg_url, prepared):
-    engine = db.create_db_engine(pg_url)
-    try:
-        with engine.connect() as connection:
-            dialect = connection.dialect
-            cursor = psycopg.ClientCursor(connection.connection.dbapi_connection)
-            for statement, values, expected in ((_PERCENT, {}, ("50%",)), (_PERCENT_AND_NUMBER, {"n": 7}, ("50%", 7))):
-                plan = CompiledForms(statement).prepared(dialect)
-                if prepared:
-                    cursor.execute(f"{plan.prepare}; {plan.execute}", list(plan.parameters(values)))
-                    cursor.nextset()
-                else:
-                    cursor.execute(plan.inline, list(plan.inline_parameters(values)))
-                assert cursor.fetchone() == expected
+def test_text_with_a_percent_sign_runs_as_written_with_and_without_parameters(pg_engine, prepared):
+    with pg_engine.connect() as connection:
+        dialect = connection.dialect
+        cursor = psycopg.ClientCursor(connection.connection.dbapi_connection)
+        for statement, values, expected in ((_PERCENT, {}, ("50%",)), (_PERCENT_AND_NUMBER, {"n": 7}, ("50%", 7))):
+            plan = CompiledForms(statement).prepared(dialect)
             if prepared:
-                names = set(connection.execute(text("SELECT name FROM pg_prepared_statements")).scalars())
-                assert names and all(name.startswith("hai_") for name in names)
-            cursor.close()
-            connection.rollback()
-    finally:
-        engine.dispose()
+                cursor.execute(f"{plan.prepare}; {plan.execute}", list(plan.parameters(values)))
+                cursor.nextset()
+            else:
+                cursor.execute(plan.inline, list(plan.inline_parameters(values)))
+            assert cursor.fetchone() == expected
+        if prepared:
+            names = set(connection.execute(text("SELECT name FROM pg_prepared_statements")).scalars())
+            assert names and all(name.startswith("hai_") for name in names)
+        cursor.close()
+        connection.rollback()
 
 
 @pytest.mark.postgres
-def test_a_connection_the_server_dropped_is_thrown_away_with_the_servers_error_as_reason(pg_url):
-    engine = db.create_db_engine(pg_url)
+def test_a_connection_the_server_dropped_is_thrown_away_with_the_servers_error_as_reason(pg_engine):
     reasons: list[BaseException | None] = []
-    event.listen(engine, "invalidate", lambda _dbapi, _record, exception: reasons.append(exception))
-    try:
-        with engine.connect() as connection:
-            pid = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
-            connection.rollback()
-            with psycopg.connect(PG_URL.replace("+psycopg", ""), autocommit=True) as other:
-                other.execute("SELECT pg_terminate_backend(%s)", (pid,))
-            statement = CompiledForms(_STUDY_BY_SLUG).driver(connection.dialect)
-            with pytest.raises(DBAPIError) as dropped:
-                statement.first(connection, {"slug": "a"})
-            assert dropped.value.connection_invalidated is True
-            assert connection.invalidated
-        assert len(reasons) == 1 and isinstance(reasons[0], psycopg.OperationalError)
-        with engine.connect() as connection:  # the pool hands out a new, working connection
-            assert connection.execute(text("SELECT pg_backend_pid()")).scalar_one() != pid
-    finally:
-        engine.dispose()
+    event.listen(pg_engine, "invalidate", lambda _dbapi, _record, exception: reasons.append(exception))
+    with pg_engine.connect() as connection:
+        pid = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        connection.rollback()
+        with psycopg.connect(PG_URL.replace("+psycopg", ""), autocommit=True) as other:
+            other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        statement = CompiledForms(_STUDY_BY_SLUG).driver(connection.dialect)
+        with pytest.raises(DBAPIError) as dropped:
+            statement.first(connection, {"slug": "a"})
+        assert dropped.value.connection_invalidated is True
+        assert connection.invalidated
+    assert len(reasons) == 1 and isinstance(reasons[0], psycopg.OperationalError)
+    with pg_engine.connect() as connection:  # the pool hands out a new, working connection
+        assert connection.execute(text("SELECT pg_backend_pid()")).scalar_one() != pid

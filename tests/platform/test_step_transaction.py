@@ -65,6 +65,16 @@ def _participant(engine, participant_id: int) -> Participant:
         return session.get(Participant, participant_id)
 
 
+def _answer_and_move_on(step, participant_id: int, step_index: int, to: int) -> None:
+    """In ``step``: lock the participant, queue its answer to ``step_index`` and move it to step ``to``."""
+    state, _ = rows.lock_participant(step, participant_id)
+    before = state.snapshot()
+    state.step_index = to
+    rows.save_participant(step, state, before)
+    rows.insert_response(step, participant_id=participant_id, step_index=step_index, step_name="Item", round_number=1,
+                         data={}, attempts=1, shown_at=None, submitted_at=T0, duration_s=None)
+
+
 def test_values_written_and_read_on_the_driver_match_what_sqlalchemy_stores_and_reads(engine, participant):
     nested = {"names": ["Zoë", "李"], "scores": {"a": [1.5, None, True]}, "empty": {}}
     with step_transaction(engine) as step:
@@ -116,12 +126,7 @@ def test_a_statement_run_through_the_session_sees_the_writes_queued_before_it(en
 
 def test_a_step_that_fails_after_writing_stores_nothing(engine, participant):
     with pytest.raises(RuntimeError, match="hook failed"), step_transaction(engine) as step:
-        state, _ = rows.lock_participant(step, participant)
-        before = state.snapshot()
-        state.step_index = 2
-        rows.save_participant(step, state, before)
-        rows.insert_response(step, participant_id=participant, step_index=0, step_name="Item", round_number=1,
-                             data={}, attempts=1, shown_at=None, submitted_at=T0, duration_s=None)
+        _answer_and_move_on(step, participant, 0, to=2)
         step.session.exec(select(func.count()).select_from(StepResponse)).one()  # the writes reach the server
         raise RuntimeError("hook failed")
     assert _stored(engine, participant) == [] and _participant(engine, participant).step_index == 0
@@ -311,12 +316,7 @@ def test_statements_dropped_in_the_middle_of_a_step_fail_it_and_store_nothing(pg
 
     runtime.submit(pg_participant, 0, {"value": 1}, engine=pg_engine)
     with pytest.raises(ProgrammingError) as failed, step_transaction(pg_engine) as step:
-        state, _ = rows.lock_participant(step, pg_participant)
-        before = state.snapshot()
-        state.step_index = 2
-        rows.save_participant(step, state, before)
-        rows.insert_response(step, participant_id=pg_participant, step_index=1, step_name="Item", round_number=1,
-                             data={}, attempts=1, shown_at=None, submitted_at=T0, duration_s=None)
+        _answer_and_move_on(step, pg_participant, 1, to=2)
         step.connection.connection.dbapi_connection.execute("DEALLOCATE ALL")  # the writes' statements are gone
     # Not prepared again and sent a second time: that would commit the writes without the lock
     # the step's read took.
