@@ -19,7 +19,6 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from engines.platform import db
 from engines.platform.driver_sql import CompiledForms
 from engines.platform.models import Study
-from engines.platform.scratch import scratch_database
 from tests.conftest import PG_URL
 
 _STUDY = Study.__table__
@@ -36,15 +35,6 @@ def _study(slug: str, title: str = "T") -> dict:
             "created_at": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), "created_by": None}
 
 
-@pytest.fixture
-def pg_engine(use_database):
-    """An engine of its own on a scratch PostgreSQL schema, disposed after."""
-    if not PG_URL:
-        pytest.skip("HAI_TEST_DATABASE_URL is not set")
-    with scratch_database(PG_URL) as url:
-        engine = db.create_db_engine(use_database(url))
-        yield engine
-        engine.dispose()
 
 
 def test_a_statement_is_compiled_once_per_database_kind_and_column_set(any_db):

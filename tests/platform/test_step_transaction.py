@@ -20,7 +20,6 @@ from engines.platform import db, runtime, settings, study_admin
 from engines.platform import participant_rows as rows
 from engines.platform.driver_sql import CompiledForms
 from engines.platform.models import Participant, StepResponse
-from engines.platform.scratch import scratch_database
 from engines.platform.step_transaction import step_transaction
 from engines.platform.store_bench import bench_protocol
 from tests.conftest import PG_URL
@@ -154,14 +153,6 @@ def test_a_write_the_database_refuses_raises_its_integrity_error_and_stores_noth
 # ------------------------------------------------------------------ PostgreSQL: messages and prepared statements
 
 
-@pytest.fixture
-def pg_engine(use_database):
-    if not PG_URL:
-        pytest.skip("HAI_TEST_DATABASE_URL is not set")
-    with scratch_database(PG_URL) as url:
-        engine = db.create_db_engine(use_database(url))
-        yield engine
-        engine.dispose()
 
 
 @pytest.fixture
