@@ -74,7 +74,7 @@ class DriverStatement:
     """A statement compiled for one dialect, run on the connection's DB-API cursor."""
 
     def __init__(self, statement: ClauseElement, dialect: Dialect, keys: Sequence[str] | None = None) -> None:
-        compiled = statement.compile(dialect=dialect, column_keys=list(keys) if keys is not None else None)
+        compiled = statement.compile(dialect=dialect, column_keys=keys)
         self.sql: str = compiled.string
         # Positional paramstyles (SQLite's qmark) list a parameter once per use.
         self._order: tuple[str, ...] | None = tuple(compiled.positiontup) if compiled.positional else None
@@ -134,7 +134,7 @@ class PreparedPlan:
 
     def __init__(self, statement: ClauseElement, dialect: Dialect, keys: Sequence[str] | None = None) -> None:
         numbered = type(dialect)(paramstyle="numeric_dollar")  # $1, $2, ...: what PREPARE takes
-        compiled = statement.compile(dialect=numbered, column_keys=list(keys) if keys is not None else None)
+        compiled = statement.compile(dialect=numbered, column_keys=keys)
         text = compiled.string
         self.name = "hai_" + hashlib.sha1(text.encode()).hexdigest()[:20]
         # The PREPARE text passes through the client-side binding too: a literal % is doubled.
@@ -146,7 +146,7 @@ class PreparedPlan:
         self.results = _Results(statement, dialect)
         # Without prepared statements (PgBouncer in transaction mode): the text itself, %s per use.
         plain = statement.compile(dialect=type(dialect)(paramstyle="format"),
-                                  column_keys=list(keys) if keys is not None else None)
+                                  column_keys=keys)
         self.inline = plain.string
         self._inline_order = tuple(plain.positiontup or ())
 
