@@ -19,6 +19,12 @@ one reported, with every run's p95 beside it: on a virtual machine whose CPUs ar
 run can take twice as long as the next (the result's ``machine.cpu_steal_s`` says how much CPU
 time was taken away during the benchmark).
 
+Before each timed run the same participants complete an identical, untimed warm-up study on the
+same engine and database (``engines.platform.store_bench``): the timed study measures a running
+app's steps, not the once-per-process costs of a cold one (statement compiling, new pool
+connections, PostgreSQL's PREPAREs and first plans). Each row's ``warmup_p95_ms`` is that
+warm-up's p95, the cold figure; ``--no-warmup`` measures cold processes only.
+
 Every (database, processes, N) gets a fresh scratch database (a temp SQLite file, or a new PostgreSQL
 schema dropped afterwards). Prints one JSON line to stdout, writes the same object (indented)
 to ``bench/results/platform_store.json`` (or ``--out``), and shows progress on stderr.
@@ -27,6 +33,7 @@ to ``bench/results/platform_store.json`` (or ``--out``), and shows progress on s
     python bench/platform_store.py --quick           # N = 1, 5, 5 steps; PostgreSQL only if a URL is given
     python bench/platform_store.py --think-ms 2000   # also a pass with 2 s think time
     python bench/platform_store.py --processes 1,2,4 --sizes 50
+    python bench/platform_store.py --no-warmup       # cold processes: the first study after start
 """
 
 from __future__ import annotations
@@ -90,6 +97,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=None,
                         help=f"runs of each configuration; the median-p95 run is reported (default {FULL_REPEAT}; "
                              "--quick: 1)")
+    parser.add_argument("--no-warmup", dest="warmup", action="store_false",
+                        help="time the first study of a cold process (default: an untimed warm-up study first)")
     args = parser.parse_args(argv)
     if args.repeat is not None and args.repeat < 1:
         parser.error("--repeat must be >= 1")
@@ -206,16 +215,19 @@ def run(args: argparse.Namespace) -> dict:
                     rows.append(row)
                     tqdm.write(f"{name:>10} P={row['processes']} N={row['participants']:<3} think={row['think_ms']:g}ms  p50 {row['p50_ms']:7.2f} ms"
                                f"  p95 {row['p95_ms']:7.2f} ms ({row['p95_ratio_to_limit']:.2f} x limit)"
-                               f"  {row['throughput_steps_per_s']:7.1f} steps/s", file=sys.stderr)
+                               f"  {row['throughput_steps_per_s']:7.1f} steps/s"
+                               + (f"  (warm-up p95 {row['warmup_p95_ms']:.2f} ms)" if row["warmup_p95_ms"] else ""),
+                               file=sys.stderr)
 
                 for attempt in range(repeat):
                     bar.set_description(f"{name} think={think_ms:g}ms run {attempt + 1}/{repeat}")
                     run_store_benchmark({name: base}, sizes=sizes, steps=steps, on_result=report,
-                                        think_ms=think_ms, on_step=bar.update, processes=processes)
+                                        think_ms=think_ms, on_step=bar.update, processes=processes,
+                                        warmup=args.warmup)
     rows = median_runs(rows)
 
     headline_keys = ("processes", "p50_ms", "p95_ms", "p95_runs_ms", "max_ms", "throughput_steps_per_s",
-                     "p95_ratio_to_limit", "pass")
+                     "p95_ratio_to_limit", "pass", "warmup_p95_ms")
     headline = {name: ({k: row[k] for k in headline_keys} if (row := goal_row(rows, name)) else None)
                 for name in databases}
     by_processes = {name: {str(r["processes"]): {k: r[k] for k in headline_keys} for r in goal_rows(rows, name)}
@@ -229,7 +241,7 @@ def run(args: argparse.Namespace) -> dict:
         "goal": goal_verdict(databases, rows),
         "config": {"quick": args.quick, "participants": list(sizes), "processes": list(processes),
                    "steps_per_participant": steps, "repeat": repeat,
-                   "think_ms_passes": think_passes},
+                   "think_ms_passes": think_passes, "warmup": args.warmup},
         "databases": databases,
         "results": rows,
         # Other work on the machine skews latency: the 1-minute load before and after.

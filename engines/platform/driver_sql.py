@@ -12,8 +12,8 @@ Two compiled forms:
 
 - ``DriverStatement``: the statement for the connection's dialect and paramstyle.
 - ``PreparedPlan`` (PostgreSQL): the statement as a named prepared statement, a ``PREPARE``
-  text to send once per connection and an ``EXECUTE name(...)`` text whose parameters the
-  driver binds on the client, so that several statements travel in one message
+  text to send once per connection and an ``EXECUTE name(...)`` template that takes the
+  parameters as SQL literals, so that several statements travel in one message
   (``engines.platform.step_transaction``).
 
 For statements with plain bound parameters only (no expanding ``IN``, no literal binds).
@@ -54,19 +54,20 @@ class _Results:
         self._processors: list[Processor] | None = None
         self._mutex = threading.Lock()
 
-    def row(self, row: Sequence[Any], cursor: Any) -> tuple:
-        """``row`` of ``cursor``'s result with SQLAlchemy's processing. The cursor's ``description``
-        is read only for the statement's first result: psycopg builds it anew on each access."""
-        processors = self._processors or self._for(cursor.description)
+    def row(self, row: Sequence[Any], type_codes: Callable[[], Sequence[Any]]) -> tuple:
+        """``row`` with SQLAlchemy's processing. ``type_codes``: the driver's type code of each column
+        of the result (DB-API ``description[i][1]``), asked for only on the statement's first result
+        (psycopg builds a cursor's ``description`` anew on each access)."""
+        processors = self._processors or self._for(type_codes())
         return tuple(value if processor is None or value is None else processor(value)
                      for processor, value in zip(processors, row, strict=True))
 
-    def _for(self, description: Sequence[Sequence[Any]]) -> list[Processor]:
+    def _for(self, type_codes: Sequence[Any]) -> list[Processor]:
         # The driver's type codes are fixed for a statement: found on its first result.
         with self._mutex:
             if self._processors is None:
-                self._processors = [type_.dialect_impl(self._dialect).result_processor(self._dialect, column[1])
-                                    for type_, column in zip(self._types, description, strict=True)]
+                self._processors = [type_.dialect_impl(self._dialect).result_processor(self._dialect, code)
+                                    for type_, code in zip(self._types, type_codes, strict=True)]
             return self._processors
 
 
@@ -91,7 +92,7 @@ class DriverStatement:
         cursor = self._execute(connection, values)
         try:
             row = cursor.fetchone()
-            return None if row is None else self.results.row(row, cursor)
+            return None if row is None else self.results.row(row, lambda: [column[1] for column in cursor.description])
         finally:
             cursor.close()
 
@@ -127,9 +128,10 @@ class PreparedPlan:
     """A statement as a PostgreSQL prepared statement named after its text.
 
     ``prepare`` creates it on a connection (once: a prepared statement lives as long as the
-    session); ``execute`` runs it with ``%s`` placeholders for the client-side binding of a
-    ``psycopg.ClientCursor``, which lets several statements go in one simple-protocol message.
-    The server still parses and plans the statement once per connection, not per step.
+    session); ``execute % literals`` runs it, its parameters given as SQL literals (as quoted by
+    the driver, ``psycopg.adapt.Transformer.as_literal``), which lets several statements go in
+    one simple-protocol message. The server still parses and plans the statement once per
+    connection, not per step. The texts are ASCII bytes, the same in every client encoding.
     """
 
     def __init__(self, statement: ClauseElement, dialect: Dialect, keys: Sequence[str] | None = None) -> None:
@@ -137,17 +139,18 @@ class PreparedPlan:
         compiled = statement.compile(dialect=numbered, column_keys=keys)
         text = compiled.string
         self.name = "hai_" + hashlib.sha1(text.encode()).hexdigest()[:20]
-        # The PREPARE text passes through the client-side binding too: a literal % is doubled.
-        self.prepare = f"PREPARE {self.name} AS {text}".replace("%", "%%")
+        self.prepare: bytes = f"PREPARE {self.name} AS {text}".encode("ascii")
         self._order = tuple(compiled.positiontup or ())
-        self.execute = f"EXECUTE {self.name}({', '.join(['%s'] * len(self._order))})" if self._order \
-            else f"EXECUTE {self.name}"
+        # A %-template: a literal % of the statement is in PREPARE only, never here.
+        self.execute: bytes = (f"EXECUTE {self.name}({', '.join(['%s'] * len(self._order))})" if self._order
+                               else f"EXECUTE {self.name}").encode("ascii")
         self._processors = _bind_processors(compiled, dialect)
         self.results = _Results(statement, dialect)
-        # Without prepared statements (PgBouncer in transaction mode): the text itself, %s per use.
+        # Without prepared statements (PgBouncer in transaction mode): the text itself as a
+        # %-template, %s per use (the "format" paramstyle writes a literal % as %%).
         plain = statement.compile(dialect=type(dialect)(paramstyle="format"),
                                   column_keys=keys)
-        self.inline = plain.string
+        self.inline: bytes = plain.string.encode("ascii")
         self._inline_order = tuple(plain.positiontup or ())
 
     def parameters(self, values: Mapping[str, Any]) -> tuple[Any, ...]:

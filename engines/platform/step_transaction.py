@@ -7,8 +7,14 @@ the app process and the server a wake-up and a system call or two: at 50 partici
 think time, more CPU than the statements themselves (``bench/platform_store.py``). Here a step
 whose hooks run no SQL of their own is two: BEGIN travels with the locked read, and the step's
 writes travel with COMMIT, as ``EXECUTE`` of statements prepared once per connection
-(``driver_sql.PreparedPlan``) in psycopg's client-side-binding cursor, which sends several
-statements in one message.
+(``driver_sql.PreparedPlan``), several statements in one simple-protocol message.
+
+The messages go straight to psycopg's libpq connection (``Connection.pgconn``): the parameters
+quoted as literals by the connection's own adapters (``psycopg.adapt.Transformer``, what
+psycopg's ``ClientCursor`` does), the results read by the same adapters, errors raised as
+psycopg raises them (``UniqueViolation`` and so on). A cursor per message cost more CPU than
+the rest of the step's Python, and at 50 participants without think time that CPU is the
+queue every step waits in.
 
 Statements keep their order. A write the step has queued (``write``) waits for the next message
 the transaction sends; when a hook runs a statement through ``step.session`` first, the queued
@@ -127,6 +133,11 @@ class _PostgresStepTransaction(StepTransaction):
         self._driver = pooled.dbapi_connection
         # Names prepared on this server session: the pool keeps ``info`` with the connection.
         self._prepared: set[str] = pooled.info.setdefault("hai_prepared_statements", set())
+        self._adapters = pooled.info.get("hai_transformer")
+        if self._adapters is None:
+            from psycopg.adapt import Transformer
+
+            self._adapters = pooled.info["hai_transformer"] = Transformer(self._driver)
         self._use_prepared = get_settings().db_prepared_statements
         self._driver.autocommit = True
         self._begun = False
@@ -134,20 +145,20 @@ class _PostgresStepTransaction(StepTransaction):
 
     def read(self, forms: CompiledForms, values: Mapping[str, Any]) -> tuple | None:
         plan = forms.prepared(self.connection.dialect)
-        cursor = self._send([(plan, values)])
-        try:
-            row = cursor.fetchone()
-            return None if row is None else plan.results.row(row, cursor)
-        finally:
-            cursor.close()
+        result = self._send([(plan, values)])
+        if not result.ntuples:
+            return None
+        self._adapters.set_pgresult(result)
+        return plan.results.row(self._adapters.load_row(0, tuple),
+                                lambda: [result.ftype(i) for i in range(result.nfields)])
 
     def send_queued(self) -> None:
         if self._queued or not self._begun:
-            self._send([]).close()
+            self._send([])
 
     def commit(self, transaction: RootTransaction) -> None:
         self.flush_session()  # ORM objects a hook added: before COMMIT, after the queued writes
-        self._send([], commit=True).close()
+        self._send([], commit=True)
         self._driver.autocommit = False
         self._release()
         transaction.commit()  # SQLAlchemy's bookkeeping: psycopg sends nothing on an idle connection
@@ -167,10 +178,10 @@ class _PostgresStepTransaction(StepTransaction):
         self._discarded = True
         self.connection.invalidate()
 
-    def _send(self, statements: list, *, commit: bool = False):  # noqa: ANN202 - a psycopg ClientCursor
+    def _send(self, statements: list, *, commit: bool = False):  # noqa: ANN202 - a psycopg PGresult
         """One message: PREPAREs new to this connection, BEGIN once, the queued writes, ``statements``, COMMIT.
 
-        Returns the cursor on the last statement's result.
+        Returns the last statement's result.
         """
         import psycopg
 
@@ -179,32 +190,40 @@ class _PostgresStepTransaction(StepTransaction):
         plans = [(forms.prepared(dialect, keys), values) for forms, keys, values in queued] + statements
         first = not self._begun
         while True:
-            sql, params, new_names = self._message(plans, commit=commit)
-            cursor = psycopg.ClientCursor(self._driver)
+            message, new_names = self._message(plans, commit=commit)
             try:
-                cursor.execute(sql, params)
+                result = self._exchange(message)
                 break
             except psycopg.errors.InvalidSqlStatementName as exc:
-                cursor.close()
                 if not (first and self._prepared):
-                    self._fail(exc, sql, params)
+                    self._fail(exc, plans, commit=commit)
                 # Something deallocated this connection's statements (DISCARD ALL, say). Nothing
                 # has run in this transaction yet: end it and send the message again, preparing all.
                 self._driver.rollback()
                 self._begun = False
                 self._prepared.clear()
             except psycopg.Error as exc:
-                cursor.close()
-                self._fail(exc, sql, params)
+                self._fail(exc, plans, commit=commit)
         self._begun = True
         self._prepared.update(new_names)
-        while cursor.nextset():  # on to the last statement's result
-            pass
-        return cursor
+        return result
 
-    def _message(self, plans: list, *, commit: bool) -> tuple[str, list[Any], list[str]]:
-        parts: list[str] = []
-        params: list[Any] = []
+    def _exchange(self, message: bytes):  # noqa: ANN202 - a psycopg PGresult
+        """Send ``message`` and wait for its results: the last one, or the first error, raised as psycopg would."""
+        import psycopg
+        from psycopg import generators, pq
+
+        driver = self._driver
+        with driver.lock:  # what psycopg holds around its own exchanges
+            driver.pgconn.send_query(message)
+            results = driver.wait(generators.execute(driver.pgconn))
+        for result in results:
+            if result.status == pq.ExecStatus.FATAL_ERROR:
+                raise psycopg.errors.error_from_result(result, encoding=driver.info.encoding)
+        return results[-1]  # one result per statement: a message has at least one
+
+    def _message(self, plans: list, *, commit: bool) -> tuple[bytes, list[str]]:
+        parts: list[bytes] = []
         new_names: list[str] = []
         if self._use_prepared:
             for plan, _values in plans:
@@ -212,20 +231,30 @@ class _PostgresStepTransaction(StepTransaction):
                     parts.append(plan.prepare)
                     new_names.append(plan.name)
         if not self._begun:
-            parts.append("BEGIN")
+            parts.append(b"BEGIN")
         for plan, values in plans:
             if self._use_prepared:
-                parts.append(plan.execute)
-                params.extend(plan.parameters(values))
+                parts.append(plan.execute % self._literals(plan.parameters(values)))
             else:
-                parts.append(plan.inline)
-                params.extend(plan.inline_parameters(values))
+                parts.append(plan.inline % self._literals(plan.inline_parameters(values)))
         if commit:
-            parts.append("COMMIT")
-        return "; ".join(parts), params, new_names
+            parts.append(b"COMMIT")
+        return b"; ".join(parts), new_names
 
-    def _fail(self, exc: Exception, sql: str, params: list[Any]) -> NoReturn:
+    def _literals(self, values: tuple[Any, ...]) -> tuple[bytes, ...]:
+        # As psycopg's ClientCursor quotes its parameters.
+        as_literal = self._adapters.as_literal
+        return tuple(b"NULL" if value is None else as_literal(value) for value in values)
+
+    def _fail(self, exc: Exception, plans: list, *, commit: bool) -> NoReturn:
         self._discard()  # which of the message's PREPAREs ran is unknown: the connection is not reused
+        # The error shows the statements' own text with placeholders and the parameters apart,
+        # as SQLAlchemy's errors do (so ``hide_parameters`` keeps answers out of logs), each
+        # after the name it is prepared under (which the server's error may name).
+        label = (lambda plan: b"/* " + plan.name.encode() + b" */ ") if self._use_prepared else (lambda _plan: b"")
+        texts = [label(plan) + plan.inline for plan, _values in plans] + ([b"COMMIT"] if commit else [])
+        params = [value for plan, values in plans for value in plan.inline_parameters(values)]
+        sql = b"; ".join(texts).decode()
         raise sqlalchemy_error(self.connection, exc, sql, params, invalidated=True) from exc
 
 

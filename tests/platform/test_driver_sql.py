@@ -90,21 +90,24 @@ def test_a_column_is_read_with_the_processing_sqlalchemy_picks_for_the_drivers_t
 @pytest.mark.postgres
 @pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "plain"])
 def test_text_with_a_percent_sign_runs_as_written_with_and_without_parameters(pg_engine, prepared):
+    from psycopg.adapt import Transformer
+
     with pg_engine.connect() as connection:
         dialect = connection.dialect
-        cursor = psycopg.ClientCursor(connection.connection.dbapi_connection)
+        driver = connection.connection.dbapi_connection
+        quote = Transformer(driver).as_literal
         for statement, values, expected in ((_PERCENT, {}, ("50%",)), (_PERCENT_AND_NUMBER, {"n": 7}, ("50%", 7))):
             plan = CompiledForms(statement).prepared(dialect)
+            # Sent as the step transaction sends them: the texts as they are, literals in the templates.
             if prepared:
-                cursor.execute(f"{plan.prepare}; {plan.execute}", list(plan.parameters(values)))
-                cursor.nextset()
+                driver.execute(plan.prepare)
+                query = plan.execute % tuple(quote(v) for v in plan.parameters(values))
             else:
-                cursor.execute(plan.inline, list(plan.inline_parameters(values)))
-            assert cursor.fetchone() == expected
+                query = plan.inline % tuple(quote(v) for v in plan.inline_parameters(values))
+            assert driver.execute(query).fetchone() == expected
         if prepared:
             names = set(connection.execute(text("SELECT name FROM pg_prepared_statements")).scalars())
             assert names and all(name.startswith("hai_") for name in names)
-        cursor.close()
         connection.rollback()
 
 
