@@ -21,10 +21,9 @@ the transaction sends; when a hook runs a statement through ``step.session`` fir
 writes go just before it, so the hook reads what the step has written (an ``after_submit``
 counting the participant's answers counts this one).
 
-Why the psycopg connection is in autocommit mode meanwhile: psycopg otherwise sends a BEGIN of
-its own, in a round trip of its own, before the first statement. Here BEGIN is sent before
-anything runs in the transaction, so no statement escapes it, and the connection leaves
-autocommit mode before it goes back to the pool (or is thrown away if that cannot be done).
+BEGIN is sent before anything else runs in the transaction, a hook's statement included, so no
+statement escapes it, and psycopg, which opens a transaction of its own only on a connection
+with none open, never sends a BEGIN in a round trip of its own.
 
 The prepared statements last as long as the server session. psycopg's own automatic preparing
 is off on these connections (``db.create_db_engine``): it ends every rolled-back transaction
@@ -133,13 +132,11 @@ class _PostgresStepTransaction(StepTransaction):
         self._driver = pooled.dbapi_connection
         # Names prepared on this server session: the pool keeps ``info`` with the connection.
         self._prepared: set[str] = pooled.info.setdefault("hai_prepared_statements", set())
-        self._adapters = pooled.info.get("hai_transformer")
-        if self._adapters is None:
-            from psycopg.adapt import Transformer
+        from psycopg.adapt import Transformer
 
-            self._adapters = pooled.info["hai_transformer"] = Transformer(self._driver)
+        # The connection's adapters and client encoding, for the parameters and the locked read's row.
+        self._adapters = Transformer(self._driver)
         self._use_prepared = get_settings().db_prepared_statements
-        self._driver.autocommit = True
         self._begun = False
         self._discarded = False
 
@@ -159,7 +156,6 @@ class _PostgresStepTransaction(StepTransaction):
     def commit(self, transaction: RootTransaction) -> None:
         self.flush_session()  # ORM objects a hook added: before COMMIT, after the queued writes
         self._send([], commit=True)
-        self._driver.autocommit = False
         self._release()
         transaction.commit()  # SQLAlchemy's bookkeeping: psycopg sends nothing on an idle connection
 
@@ -168,7 +164,6 @@ class _PostgresStepTransaction(StepTransaction):
         if not self._discarded:
             try:
                 self._driver.rollback()  # sends ROLLBACK when a transaction is open or failed
-                self._driver.autocommit = False
             except Exception:  # noqa: BLE001 - a connection that cannot roll back is not reused
                 self._discard()
         self._release()
@@ -242,9 +237,8 @@ class _PostgresStepTransaction(StepTransaction):
         return b"; ".join(parts), new_names
 
     def _literals(self, values: tuple[Any, ...]) -> tuple[bytes, ...]:
-        # As psycopg's ClientCursor quotes its parameters.
-        as_literal = self._adapters.as_literal
-        return tuple(b"NULL" if value is None else as_literal(value) for value in values)
+        # As psycopg's ClientCursor quotes its parameters (None as NULL).
+        return tuple(map(self._adapters.as_literal, values))
 
     def _fail(self, exc: Exception, plans: list, *, commit: bool) -> NoReturn:
         self._discard()  # which of the message's PREPAREs ran is unknown: the connection is not reused

@@ -8,6 +8,7 @@ that drops them; a connection a step leaves behind is in the pool's normal state
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import psycopg
@@ -139,11 +140,12 @@ def test_a_write_the_database_refuses_raises_its_integrity_error_and_stores_noth
         state.step_index = 1
         rows.save_participant(step, state, before)
         rows.insert_response(step, participant_id=participant + 1000, step_index=0, step_name="Item",
-                             round_number=1, data={}, attempts=1, shown_at=None, submitted_at=T0,
-                             duration_s=None)  # no such participant: the foreign key refuses it at commit
-    # The error says which statement and values (as SQLAlchemy's own errors do); a refused
-    # write is not a lost connection.
+                             round_number=1, data={"note": "answer-xyz"}, attempts=1, shown_at=None,
+                             submitted_at=T0, duration_s=None)  # no such participant: the foreign key refuses it at commit
+    # The error says which statement and values, apart (as SQLAlchemy's own errors do, so that
+    # hide_parameters can keep answers out of logs); a refused write is not a lost connection.
     assert "INSERT INTO stepresponse" in refused.value.statement
+    assert "answer-xyz" not in refused.value.statement
     assert participant + 1000 in list(refused.value.params)
     assert refused.value.connection_invalidated is engine.url.get_backend_name().startswith("postgresql")
     assert _participant(engine, participant).step_index == 0
@@ -320,7 +322,54 @@ def test_statements_dropped_in_the_middle_of_a_step_fail_it_and_store_nothing(pg
     # The error names the statement the server could not find, shows its text and the values apart.
     missing = failed.value.orig.diag.message_primary.split('"')[1]
     assert f"/* {missing} */ INSERT INTO stepresponse" in failed.value.statement
+    assert failed.value.statement.endswith("; COMMIT")
     assert pg_participant in list(failed.value.params)
     assert failed.value.connection_invalidated is True
     assert [r.step_index for r in _stored(pg_engine, pg_participant)] == [0]
     assert _participant(pg_engine, pg_participant).step_index == 1
+
+
+@pytest.mark.postgres
+def test_text_keeps_its_characters_on_a_connection_in_another_client_encoding(pg_engine):
+    latin = db.create_db_engine(pg_engine.url.update_query_dict({"client_encoding": "latin1"})
+                                .render_as_string(hide_password=False))
+    try:
+        participant = _new_participant(latin)
+        with step_transaction(latin) as step:
+            state, _ = rows.lock_participant(step, participant)
+            before = state.snapshot()
+            state.step_index = 1
+            rows.save_participant(step, state, before)
+            rows.insert_response(step, participant_id=participant, step_index=0, step_name="Étape café",
+                                 round_number=1, data={}, attempts=1, shown_at=None, submitted_at=T0,
+                                 duration_s=None)
+            assert step.session.exec(text("SHOW client_encoding")).scalar_one() == "LATIN1"
+        assert [r.step_name for r in _stored(pg_engine, participant)] == ["Étape café"]  # read on UTF-8
+    finally:
+        latin.dispose()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "plain"])
+@pytest.mark.parametrize("sent", ["with COMMIT", "before a hook's statement"])
+def test_a_refused_write_shows_each_statement_of_its_message_in_order(pg_engine, pg_participant, monkeypatch,
+                                                                     prepared, sent):
+    monkeypatch.setenv("HAI_DB_PREPARED_STATEMENTS", str(prepared).lower())
+    settings.reset_settings()
+    with pytest.raises(IntegrityError) as refused, step_transaction(pg_engine) as step:
+        state, _ = rows.lock_participant(step, pg_participant)
+        before = state.snapshot()
+        state.step_index = 1
+        rows.save_participant(step, state, before)
+        rows.insert_response(step, participant_id=pg_participant + 1000, step_index=0, step_name="Item",
+                             round_number=1, data={}, attempts=1, shown_at=None, submitted_at=T0, duration_s=None)
+        if sent != "with COMMIT":
+            step.session.exec(select(func.count()).select_from(StepResponse)).one()
+    *statements, last = refused.value.statement.split("; ")
+    assert (last == "COMMIT") is (sent == "with COMMIT")
+    if last != "COMMIT":
+        statements.append(last)
+    label = r"/\* hai_[0-9a-f]{20} \*/ " if prepared else ""
+    found = [re.match(label + r"(UPDATE participant|INSERT INTO stepresponse) ", sql) for sql in statements]
+    assert [m.group(1) if m else sql for m, sql in zip(found, statements, strict=True)] == [
+        "UPDATE participant", "INSERT INTO stepresponse"]
