@@ -115,7 +115,10 @@ class StepTransaction:
     def rollback(self, transaction: RootTransaction) -> None:
         self._queued = []
         self._release()
-        transaction.rollback()
+        try:
+            transaction.rollback()  # the driver sends ROLLBACK when a transaction is open or failed
+        except Exception:  # noqa: BLE001 - a connection that cannot roll back is not reused
+            self.connection.invalidate()
 
     def _release(self) -> None:
         # Before the connection can go back to the pool.
@@ -138,7 +141,6 @@ class _PostgresStepTransaction(StepTransaction):
         self._adapters = Transformer(self._driver)
         self._use_prepared = get_settings().db_prepared_statements
         self._begun = False
-        self._discarded = False
 
     def read(self, forms: CompiledForms, values: Mapping[str, Any]) -> tuple | None:
         plan = forms.prepared(self.connection.dialect)
@@ -158,20 +160,6 @@ class _PostgresStepTransaction(StepTransaction):
         self._send([], commit=True)
         self._release()
         transaction.commit()  # SQLAlchemy's bookkeeping: psycopg sends nothing on an idle connection
-
-    def rollback(self, transaction: RootTransaction) -> None:
-        self._queued = []
-        if not self._discarded:
-            try:
-                self._driver.rollback()  # sends ROLLBACK when a transaction is open or failed
-            except Exception:  # noqa: BLE001 - a connection that cannot roll back is not reused
-                self._discard()
-        self._release()
-        transaction.rollback()
-
-    def _discard(self) -> None:
-        self._discarded = True
-        self.connection.invalidate()
 
     def _send(self, statements: list, *, commit: bool = False):  # noqa: ANN202 - a psycopg PGresult
         """One message: PREPAREs new to this connection, BEGIN once, the queued writes, ``statements``, COMMIT.
@@ -241,7 +229,7 @@ class _PostgresStepTransaction(StepTransaction):
         return tuple(map(self._adapters.as_literal, values))
 
     def _fail(self, exc: Exception, plans: list, *, commit: bool) -> NoReturn:
-        self._discard()  # which of the message's PREPAREs ran is unknown: the connection is not reused
+        self.connection.invalidate()  # which of the message's PREPAREs ran is unknown: not reused
         # The error shows the statements' own text with placeholders and the parameters apart,
         # as SQLAlchemy's errors do (so ``hide_parameters`` keeps answers out of logs), each
         # after the name it is prepared under (which the server's error may name).

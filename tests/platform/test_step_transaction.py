@@ -309,6 +309,18 @@ def test_a_statement_a_hook_runs_before_the_step_reads_belongs_to_the_step(pg_en
 
 
 @pytest.mark.postgres
+def test_a_step_whose_hook_runs_a_statement_first_is_one_transaction_without_warnings(pg_engine, pg_participant):
+    runtime.submit(pg_participant, 0, {"value": 1}, engine=pg_engine)
+    notices = _server_notices(pg_engine)
+    with step_transaction(pg_engine) as step:
+        assert step.session.exec(text("SELECT 1")).scalar_one() == 1  # before the step's first message
+        _answer_and_move_on(step, pg_participant, 1, to=2)
+    assert notices == []  # a BEGIN of psycopg's own first would make the step's BEGIN warn
+    assert [r.step_index for r in _stored(pg_engine, pg_participant)] == [0, 1]
+    assert _participant(pg_engine, pg_participant).step_index == 2
+
+
+@pytest.mark.postgres
 def test_statements_dropped_in_the_middle_of_a_step_fail_it_and_store_nothing(pg_engine, pg_participant):
     from sqlalchemy.exc import ProgrammingError
 
