@@ -65,14 +65,20 @@ def _participant(engine, participant_id: int) -> Participant:
         return session.get(Participant, participant_id)
 
 
-def _answer_and_move_on(step, participant_id: int, step_index: int, to: int) -> None:
-    """In ``step``: lock the participant, queue its answer to ``step_index`` and move it to step ``to``."""
+def _answer_and_move_on(step, participant_id: int, step_index: int, to: int, *, answer_of: int | None = None,
+                        data: dict | None = None) -> None:
+    """In ``step``: lock the participant, queue its answer to ``step_index`` and move it to step ``to``.
+
+    ``answer_of``: store the answer under another participant id (one that does not exist makes
+    the foreign key refuse it at commit).
+    """
     state, _ = rows.lock_participant(step, participant_id)
     before = state.snapshot()
     state.step_index = to
     rows.save_participant(step, state, before)
-    rows.insert_response(step, participant_id=participant_id, step_index=step_index, step_name="Item", round_number=1,
-                         data={}, attempts=1, shown_at=None, submitted_at=T0, duration_s=None)
+    rows.insert_response(step, participant_id=participant_id if answer_of is None else answer_of,
+                         step_index=step_index, step_name="Item", round_number=1, data=data or {}, attempts=1,
+                         shown_at=None, submitted_at=T0, duration_s=None)
 
 
 def test_values_written_and_read_on_the_driver_match_what_sqlalchemy_stores_and_reads(engine, participant):
@@ -135,13 +141,8 @@ def test_a_step_that_fails_after_writing_stores_nothing(engine, participant):
 
 def test_a_write_the_database_refuses_raises_its_integrity_error_and_stores_nothing(engine, participant):
     with pytest.raises(IntegrityError) as refused, step_transaction(engine) as step:
-        state, _ = rows.lock_participant(step, participant)
-        before = state.snapshot()
-        state.step_index = 1
-        rows.save_participant(step, state, before)
-        rows.insert_response(step, participant_id=participant + 1000, step_index=0, step_name="Item",
-                             round_number=1, data={"note": "answer-xyz"}, attempts=1, shown_at=None,
-                             submitted_at=T0, duration_s=None)  # no such participant: the foreign key refuses it at commit
+        # No such participant: the foreign key refuses the answer at commit.
+        _answer_and_move_on(step, participant, 0, to=1, answer_of=participant + 1000, data={"note": "answer-xyz"})
     # The error says which statement and values, apart (as SQLAlchemy's own errors do, so that
     # hide_parameters can keep answers out of logs); a refused write is not a lost connection.
     assert "INSERT INTO stepresponse" in refused.value.statement
@@ -369,12 +370,7 @@ def test_a_refused_write_shows_each_statement_of_its_message_in_order(pg_engine,
     monkeypatch.setenv("HAI_DB_PREPARED_STATEMENTS", str(prepared).lower())
     settings.reset_settings()
     with pytest.raises(IntegrityError) as refused, step_transaction(pg_engine) as step:
-        state, _ = rows.lock_participant(step, pg_participant)
-        before = state.snapshot()
-        state.step_index = 1
-        rows.save_participant(step, state, before)
-        rows.insert_response(step, participant_id=pg_participant + 1000, step_index=0, step_name="Item",
-                             round_number=1, data={}, attempts=1, shown_at=None, submitted_at=T0, duration_s=None)
+        _answer_and_move_on(step, pg_participant, 0, to=1, answer_of=pg_participant + 1000)
         if sent != "with COMMIT":
             step.session.exec(select(func.count()).select_from(StepResponse)).one()
     *statements, last = refused.value.statement.split("; ")
