@@ -233,10 +233,10 @@ class _PostgresStepTransaction(StepTransaction):
         # The error shows the statements' own text with placeholders and the parameters apart,
         # as SQLAlchemy's errors do (so ``hide_parameters`` keeps answers out of logs), each
         # after the name it is prepared under (which the server's error may name).
-        label = (lambda plan: b"/* " + plan.name.encode() + b" */ ") if self._use_prepared else (lambda _plan: b"")
-        texts = [label(plan) + plan.inline for plan, _values in plans] + ([b"COMMIT"] if commit else [])
+        label = "/* {} */ " if self._use_prepared else ""
+        texts = [label.format(plan.name) + plan.inline.decode() for plan, _values in plans]
         params = [value for plan, values in plans for value in plan.inline_parameters(values)]
-        sql = b"; ".join(texts).decode()
+        sql = "; ".join(texts + (["COMMIT"] if commit else []))
         raise sqlalchemy_error(self.connection, exc, sql, params, invalidated=True) from exc
 
 

@@ -114,15 +114,22 @@ def _play(url: str, slug: str, steps: int, numbers: list[int], think_ms: float, 
     played = _Played({i: [] for i in numbers}, {}, [], float("inf"), 0.0, [])
     lock = threading.Lock()
 
+    def submit_timed(i: int, participant_id: int, step: int) -> tuple[float, float]:
+        """Submit ``step`` and check that it was stored: its (start, end) on the perf_counter clock."""
+        start = time.perf_counter()
+        result = runtime.submit(participant_id, step, {"value": step}, engine=engine)
+        end = time.perf_counter()
+        if not result.accepted or result.duplicate:
+            raise RuntimeError(f"participant {i}, step {step}: not stored ({result})")
+        return start, end
+
     def warm_up(i: int) -> None:
         # Without think time: it warms the same code paths, in a fraction of the time.
         entered = runtime.enter(warmup_slug, {"pid": f"warmup{i}"}, engine=engine)
         for step in range(steps):
-            start = time.perf_counter()
-            runtime.submit(entered.participant_id, step, {"value": step}, engine=engine)
-            elapsed = (time.perf_counter() - start) * 1000
+            start, end = submit_timed(i, entered.participant_id, step)
             with lock:
-                played.warmup_latencies.append(elapsed)
+                played.warmup_latencies.append((end - start) * 1000)
 
     def participant(i: int) -> None:
         rng = random.Random(seed * 100_003 + i)
@@ -137,15 +144,11 @@ def _play(url: str, slug: str, steps: int, numbers: list[int], think_ms: float, 
             for step in range(steps):
                 if think_ms > 0:
                     time.sleep(rng.uniform(0.5, 1.5) * think_ms / 1000)
-                start = time.perf_counter()
-                result = runtime.submit(entered.participant_id, step, {"value": step}, engine=engine)
-                end = time.perf_counter()
+                start, end = submit_timed(i, entered.participant_id, step)
                 played.latencies[i].append((end - start) * 1000)
                 with lock:
                     played.first_start = min(played.first_start, start)
                     played.last_end = max(played.last_end, end)
-                if not result.accepted or result.duplicate:
-                    raise RuntimeError(f"participant {i}, step {step}: not stored ({result})")
                 if on_step is not None:
                     on_step()
         except threading.BrokenBarrierError:
