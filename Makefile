@@ -69,7 +69,8 @@ export HAI_PUBLIC_BASE_URL
 run: setup
 	$(PY) -m engines.platform bootstrap
 	$(VENV)/bin/streamlit run app.py --server.headless true --server.address $(HOST) --server.port $(PORT) \
-	  --browser.gatherUsageStats false --server.fileWatcherType none
+	  --browser.gatherUsageStats false --server.fileWatcherType none \
+	  --server.maxUploadSize "$$($(PY) -m engines.platform setting upload_max_mb)"
 
 # Several app processes on one database (PostgreSQL: set HAI_DATABASE_URL) behind nginx with sticky
 # sessions, and separate job workers: `make serve PROCESSES=4 WORKERS=2` (README, "Serving many participants").

@@ -18,6 +18,7 @@ import streamlit as st
 from engines.platform import auth
 from engines.platform.navigation import discover_pages
 from pages import _ui as ui
+from pages._upload import install_upload_quota
 
 st.set_page_config(page_title="HAI Studio", page_icon=":material/handshake:", layout="wide")
 ui.boot()
@@ -83,6 +84,7 @@ def _discover_pages():
 
 
 send_small_writes_at_once()
+install_upload_quota()
 freeze_long_lived_objects()
 pages = _discover_pages()
 

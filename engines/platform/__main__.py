@@ -193,6 +193,14 @@ def cmd_serve(args: argparse.Namespace) -> None:
         sys.exit(2)
 
 
+def cmd_setting(args: argparse.Namespace) -> None:
+    """Print one setting's value (``make run`` passes the upload limit on to Streamlit)."""
+    settings = get_settings()
+    if args.name not in type(settings).model_fields:
+        raise SystemExit(f"unknown setting {args.name!r}")
+    print(getattr(settings, args.name))
+
+
 def cmd_bots(args: argparse.Namespace) -> None:
     from engines.platform.bots import run_protocol_bots
 
@@ -270,6 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nginx", default="nginx", help="nginx executable (default: nginx on PATH)")
     p.set_defaults(fn=cmd_serve)
 
+    p = sub.add_parser("setting", help="print one setting's value (HAI_* variables, .env, defaults)")
+    p.add_argument("name", help="the setting's name, e.g. upload_max_mb")
+    p.set_defaults(fn=cmd_setting)
     p = sub.add_parser("bots", help="run a protocol's bot headless against a scratch study")
     p.add_argument("protocol")
     p.add_argument("--participants", type=int, default=3)

@@ -21,18 +21,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import re
-import secrets
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from engines.platform.credentials import ServerKeyError, server_key
 from engines.platform.settings import get_settings
 
 KEY_FILE_NAME = "pseudonym.key"
-MIN_KEY_LENGTH = 32  # characters of HAI_PSEUDONYM_KEY; the generated key has 64 hex digits
 PSEUDONYM_PREFIX = "anon-"
 PSEUDONYM_HEX_DIGITS = 16  # 64 bits: a collision among a million participants has odds below 1 in 30 million
 # Panel parameters that name a place, not a person, and stay readable (MTurk's live vs sandbox host).
@@ -65,23 +62,8 @@ def _trie_pattern(words: Iterable[bytes]) -> bytes:
     return pattern(trie)
 
 
-class PseudonymKeyError(ValueError):
+class PseudonymKeyError(ServerKeyError):
     """The pseudonym key is unusable; the message says why and how to fix it."""
-
-
-def _generate_key_file(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(secrets.token_hex(32) + "\n")
-        try:
-            os.link(tmp, path)  # atomic and never overwrites: two processes end up with one key
-        except FileExistsError:
-            pass
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def load_key(data_dir: str | Path | None = None) -> bytes:
@@ -93,24 +75,13 @@ def load_key(data_dir: str | Path | None = None) -> bytes:
         PseudonymKeyError: when ``HAI_PSEUDONYM_KEY`` is shorter than 32 characters, or the key
             file is readable by other users or empty.
     """
-    settings = get_settings()
-    configured = settings.pseudonym_key.strip()
-    if configured:
-        if len(configured) < MIN_KEY_LENGTH:
-            raise PseudonymKeyError(
-                f"HAI_PSEUDONYM_KEY has {len(configured)} characters; use at least {MIN_KEY_LENGTH} "
-                "(for example: python -c 'import secrets; print(secrets.token_hex(32))')")
-        return configured.encode()
-    path = Path(data_dir if data_dir is not None else settings.data_dir) / KEY_FILE_NAME
-    if not path.exists():
-        _generate_key_file(path)
-    mode = stat.S_IMODE(path.stat().st_mode)
-    if mode & 0o077:
-        raise PseudonymKeyError(f"{path} is readable by other users (mode {mode:o}); run: chmod 600 {path}")
-    key = path.read_text().strip()
-    if not key:
-        raise PseudonymKeyError(f"{path} is empty; delete it to make a new key (older exports will no longer join)")
-    return key.encode()
+    try:
+        return server_key(KEY_FILE_NAME, get_settings().pseudonym_key, "HAI_PSEUDONYM_KEY", data_dir)
+    except ServerKeyError as exc:
+        message = str(exc)
+        if message.endswith("to make a new key"):
+            message += " (older exports will no longer join)"
+        raise PseudonymKeyError(message) from None
 
 
 @dataclass(frozen=True)

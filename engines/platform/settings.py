@@ -53,9 +53,24 @@ class Settings(BaseSettings):
             machine that exports); empty: a random key kept in ``data_dir/pseudonym.key`` (mode 0600).
         login_idle_minutes: a browser login unused for this long ends (it ends after 14 days
             in any case).
-        trust_forwarded_for: take the client address from the ``X-Forwarded-For`` header that a
-            reverse proxy in front of the app sets (its last entry); only turn on behind one,
-            or clients could choose their own address and escape the per-address login limit.
+        trusted_proxies: addresses (or CIDR networks) of reverse proxies in front of the app, comma
+            separated. A request whose direct peer is one of them is counted under the address the
+            proxy puts last in ``X-Forwarded-For``; any other request under its own peer address, so
+            a client cannot choose its address. Empty: never read the header.
+        upload_max_mb: the largest file one upload may be (also Streamlit's ``server.maxUploadSize``).
+        upload_session_files / upload_session_mb: uploads one browser session may hold at once.
+        upload_total_mb: uploads all sessions of one process may hold in memory at once.
+        uploads_disk_mb: what the stored uploads under ``data_dir/uploads`` may take on disk.
+        max_frame_pixels: the largest video frame (width x height) the app decodes.
+        max_json_depth: how deeply a JSON document (or line) may nest.
+        api_key_variables: environment variables (besides those named ``HAI_API_KEY_*``) that a
+            researcher may name as an endpoint's API key, comma separated.
+        endpoint_hosts: hosts a model endpoint URL may point at, comma separated; ``*`` admits any
+            host except loopback and link-local ones, which must be listed by name. ``make serve``
+            starts with an empty list unless the operator sets one.
+        invitation_hours: how long a one-time invitation password stays valid.
+        arena_key: secret mixed into arena pair assignment (at least 32 characters); empty: a random
+            key kept in ``data_dir/arena.key`` (mode 0600).
     """
 
     model_config = SettingsConfigDict(env_prefix="HAI_", env_file=".env", extra="ignore")
@@ -72,7 +87,18 @@ class Settings(BaseSettings):
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     oidc_provider: str = ""
     login_idle_minutes: float = Field(default=120.0, gt=0)
-    trust_forwarded_for: bool = False
+    trusted_proxies: str = ""
+    upload_max_mb: int = Field(default=50, ge=1, le=4096)
+    upload_session_files: int = Field(default=8, ge=1, le=1000)
+    upload_session_mb: int = Field(default=120, ge=1, le=65536)
+    upload_total_mb: int = Field(default=600, ge=1, le=262144)
+    uploads_disk_mb: int = Field(default=20_000, ge=1)
+    max_frame_pixels: int = Field(default=3840 * 2160, ge=64 * 64)
+    max_json_depth: int = Field(default=64, ge=4, le=10_000)
+    api_key_variables: str = ""
+    endpoint_hosts: str = "*"
+    invitation_hours: float = Field(default=72.0, gt=0)
+    arena_key: str = ""
     job_executor: Literal["local", "ray"] = "local"
     ray_address: str = ""
     fanout_workers: int = Field(default=1, ge=1, le=256)

@@ -15,7 +15,7 @@ import stat
 
 import pytest
 
-from engines.platform import pseudonyms, settings
+from engines.platform import credentials, pseudonyms, settings
 from engines.platform.pseudonyms import Pseudonymiser, PseudonymKeyError, load_key, pseudonym_key_problem
 
 KEY = b"k" * 40
@@ -63,9 +63,9 @@ def test_a_key_made_by_another_process_in_the_meantime_is_kept(configure, tmp_pa
     """Two processes both found no key file: the second one's link fails and the first key stays."""
     configure()
     path = tmp_path / "pseudonym.key"
-    pseudonyms._generate_key_file(path)
+    credentials._new_key_file(path)
     first = path.read_text()
-    pseudonyms._generate_key_file(path)
+    credentials._new_key_file(path)
     assert path.read_text() == first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pseudonym.key"]
 
