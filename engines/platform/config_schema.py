@@ -37,6 +37,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from engines.platform.files import echo
+
 BOUNDS = {"min": "ge", "max": "le", "gt": "gt", "lt": "lt", "min_length": "min_length", "max_length": "max_length"}
 
 
@@ -94,7 +96,7 @@ def key_values(text: str) -> dict:
     out = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         if "=" not in part:
-            raise ValueError(f"expected key=value pairs, got {part!r}")
+            raise ValueError(f"expected key=value pairs, got {echo(part)}")
         key, value = (x.strip() for x in part.split("=", 1))
         for cast in (int, float):
             try:

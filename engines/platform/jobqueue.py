@@ -34,6 +34,7 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from engines.platform.credentials import child_environment
 from engines.platform.db import get_engine, read_session, write_transaction
 from engines.platform.discovery import discover_all
 from engines.platform.models import Job, JobStatus, utcnow
@@ -447,8 +448,10 @@ class LocalExecutor(Dispatcher):
         for job_id in self._queued(self.max_workers - len(self._running)):
             if not claim(job_id, self.worker, engine=self.engine):
                 continue
-            env = {**os.environ, "HAI_DATABASE_URL": self.database_url, "PYTHONUNBUFFERED": "1",
-                   PARENT_PID_ENV: str(os.getpid())}  # the child stops when this process does (watch_parent)
+            # What a job needs, not the server's whole environment (credentials.child_environment):
+            # a job's code and its parameters must not reach the server's other secrets.
+            env = child_environment({"HAI_DATABASE_URL": self.database_url, "PYTHONUNBUFFERED": "1",
+                                     PARENT_PID_ENV: str(os.getpid())})  # the child stops with this process (watch_parent)
             # Output goes to a file, not a pipe: a chatty job (progress bars) must never block on it.
             output = JobContext(job_id).result_dir / "process.log"
             with output.open("w") as sink:

@@ -24,6 +24,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
+from engines.platform.files import echo
+
 StepKind = Literal["form", "info", "consent", "completion"]
 
 
@@ -325,12 +327,12 @@ class StudyProtocol:
             raise ValueError(f"constants must be an object of NAME: value, got {type(overrides).__name__}")
         for name, value in (overrides or {}).items():
             if not hasattr(self.C, name) or not name.isupper():
-                raise ValueError(f"study {self.name!r} has no constant {name!r}")
+                raise ValueError(f"study {self.name!r} has no constant {echo(name)}")
             expected, kind = _json_kind(getattr(self.C, name)), _json_kind(value)
             # Same kind, except that a whole number may stand for a number (JSON writes 1.0 as 1).
             if expected is not None and kind != expected and (expected, kind) != ("a number", "a whole number"):
                 raise ValueError(f"constant {name}: expected {expected}, got {kind or type(value).__name__}"
-                                 f" {value!r}")
+                                 f" {echo(value)}")
         constants = self.constants(overrides)
         if self.validate_constants is not None:
             try:

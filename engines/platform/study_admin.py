@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from engines.platform.db import read_session, write_transaction
+from engines.platform.files import echo
 from engines.platform.models import Participant, ParticipantStatus, Study
 from engines.platform.panels import study_link, validate_slug
 from engines.platform.registry import get_protocol
@@ -91,10 +92,10 @@ def create_study(slug: str, protocol: str, *, title: str = "", config: dict[str,
                              f"completion link), got {shown}.")
     cap = config.get("max_participants")
     if cap is not None and not (type(cap) is int and 1 <= cap <= MAX_PARTICIPANTS):
-        raise StudyError(f"max_participants must be a whole number from 1 to {MAX_PARTICIPANTS:,}, got {cap!r}.")
+        raise StudyError(f"max_participants must be a whole number from 1 to {MAX_PARTICIPANTS:,}, got {echo(cap)}.")
     expected = config.get("prolific_study_id")
     if expected is not None and not (isinstance(expected, str) and PROLIFIC_ID_PATTERN.fullmatch(expected)):
-        raise StudyError(f"prolific_study_id must be Prolific's study id (24 letters and digits), got {expected!r}.")
+        raise StudyError(f"prolific_study_id must be Prolific's study id (24 letters and digits), got {echo(expected)}.")
     try:
         constants = proto.checked_constants(config.get("constants"))
     except ValueError as exc:

@@ -32,6 +32,9 @@ MB = 1024 * 1024
 CHUNK = 1 * MB
 LABEL_CHARS = 120
 VIDEO_SUFFIXES = (".mp4", ".mov", ".mkv", ".webm", ".avi", ".ts")
+# FFmpeg's demuxers of those containers (it also opens a PNG or a GIF as a one-stream "video").
+VIDEO_CONTAINERS = {"mov,mp4,m4a,3gp,3g2,mj2": ".mp4", "matroska,webm": ".mkv", "avi": ".avi", "mpegts": ".ts",
+                    "mpeg": ".ts"}
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f]+")
 
 
@@ -137,6 +140,10 @@ def _check_video(path: Path, label: str) -> str:
     limit = get_settings().max_frame_pixels
     try:
         with av.open(str(path)) as container:
+            fmt = container.format.name
+            if fmt not in VIDEO_CONTAINERS:
+                raise UploadRefused(f"{label}: not a video file (its content is {fmt.split(',')[0]}); upload "
+                                    f"MP4, MOV, MKV, WebM, AVI or MPEG-TS.")
             streams = container.streams.video
             if not streams:
                 raise UploadRefused(f"{label}: the file has no video stream.")
@@ -147,15 +154,12 @@ def _check_video(path: Path, label: str) -> str:
                                     "allowed (HAI_MAX_FRAME_PIXELS).")
             if next(container.decode(stream), None) is None:
                 raise UploadRefused(f"{label}: no frame of the video decodes.")
-            fmt = container.format.name
     except UploadRefused:
         raise
     except (av.error.FFmpegError, OSError, ValueError, IndexError) as exc:
         raise UploadRefused(f"{label}: not a video file ({type(exc).__name__}).") from None
     suffix = Path(label).suffix.lower()
-    if suffix in VIDEO_SUFFIXES:
-        return suffix
-    return {"matroska,webm": ".mkv", "avi": ".avi", "mpegts": ".ts"}.get(fmt, ".mp4")
+    return suffix if suffix in VIDEO_SUFFIXES else VIDEO_CONTAINERS[fmt]
 
 
 def _check_torch(path: Path, label: str) -> str:
@@ -218,11 +222,12 @@ def store_upload(source: BinaryIO | bytes, *, label: str | None, kind: str, area
     settings = get_settings()
     folder = private_dir(area_folder("uploads", area))
     partial = folder / f".{uuid.uuid4().hex}.partial"
+    stored_before = _stored_bytes(owned_folder("uploads"))
     try:
         size, sha256 = _copy(source, partial, settings.upload_max_mb * MB, label)
         if size == 0:
             raise UploadRefused(f"{label}: the file is empty.")
-        if _stored_bytes(owned_folder("uploads")) > settings.uploads_disk_mb * MB:
+        if stored_before + size > settings.uploads_disk_mb * MB:
             raise UploadRefused(f"{label}: the stored uploads already take more than {settings.uploads_disk_mb:,} MB "
                                 "(HAI_UPLOADS_DISK_MB); ask an administrator to remove old uploads.")
         suffix = spec.check(partial, label)
