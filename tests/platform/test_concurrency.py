@@ -48,3 +48,26 @@ def test_same_participant_arriving_twice_at_once_exists_once(any_db):
     assert len(set(ids)) == 1
     with read_session() as session:
         assert len(session.exec(select(Participant)).all()) == 1
+
+
+def test_arrivals_at_the_same_moment_are_balanced_because_the_study_row_is_locked(any_db, monkeypatch):
+    """Each arrival reads the condition counts, then waits a little before inserting (as a slow
+    request would). With the study row locked for the whole arrival they queue up and alternate
+    a, b, a, b...; without the lock every one of them reads the same empty counts and takes "a"."""
+    import time
+
+    protocol = bench_protocol(2)
+    study_admin.create_study("rush", protocol.name)
+    counts = runtime.condition_counts
+
+    def slow_counts(*args, **kwargs):
+        seen = counts(*args, **kwargs)
+        time.sleep(0.15)
+        return seen
+
+    monkeypatch.setattr(runtime, "condition_counts", slow_counts)
+    arrivals = 6
+    run_threads(lambda i: runtime.enter("rush", {"pid": f"r{i}"}), arrivals)
+    with read_session() as session:
+        conditions = Counter(p.condition for p in session.exec(select(Participant)).all())
+    assert conditions == {"a": arrivals // 2, "b": arrivals // 2}

@@ -15,9 +15,20 @@ def test_mturk_link_and_preview():
     identity = parse_link({"workerId": "W", "assignmentId": "A", "hitId": "H", "turkSubmitTo": "https://www.mturk.com"})
     assert identity.panel == "mturk" and identity.external_id == "W" and identity.params["hitId"] == "H"
     assert parse_link({"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE"}).preview
-    for target in ("javascript:alert(1)", "https://evil.example", "http://www.mturk.com"):
+    lookalikes = ("https://evilmturk.com", "https://www.mturk.com.evil.example", "https://mturk.com@evil.example",
+                  "https://evil.example/www.mturk.com", "https://evil.example?x=www.mturk.com",
+                  "https://sandbox.mturk.com.evil.example", "https://evil.workersandbox.mturk.com")
+    for target in ("javascript:alert(1)", "https://evil.example", "http://www.mturk.com", *lookalikes):
         with pytest.raises(LinkError, match="workersandbox.mturk.com"):
             parse_link({"workerId": "W", "assignmentId": "A", "turkSubmitTo": target})
+
+
+def test_every_real_mturk_submit_host_is_accepted_exactly():
+    """MTurk posts to one of its three hosts (https, any path); the check is an exact host match."""
+    for target in ("https://www.mturk.com", "https://mturk.com/", "https://workersandbox.mturk.com/x",
+                   "https://WWW.MTURK.COM"):
+        identity = parse_link({"workerId": "W", "assignmentId": "A", "turkSubmitTo": target})
+        assert identity.params["turkSubmitTo"] == target
 
 
 def test_generic_pid():
