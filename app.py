@@ -17,6 +17,7 @@ import streamlit as st
 
 from engines.platform import auth
 from engines.platform.navigation import discover_pages
+from engines.platform.served_address import record_served_port
 from pages import _ui as ui
 from pages._upload import install_upload_quota
 
@@ -78,6 +79,14 @@ def freeze_long_lived_objects() -> None:
 
 
 @st.cache_resource(show_spinner=False)
+def remember_served_port() -> int:
+    """Record this process's port, so participant links printed elsewhere (``studies links``) follow it."""
+    port = int(st.get_option("server.port"))
+    record_served_port(port)
+    return port
+
+
+@st.cache_resource(show_spinner=False)
 def _discover_pages():
     # Reading every page's PAGE declaration parses its source; the files do not change while serving.
     return discover_pages()
@@ -85,6 +94,7 @@ def _discover_pages():
 
 send_small_writes_at_once()
 install_upload_quota()
+remember_served_port()
 freeze_long_lived_objects()
 pages = _discover_pages()
 

@@ -17,7 +17,7 @@ from engines.platform.models import Participant, ParticipantStatus, Study
 from engines.platform.panels import study_link, validate_slug
 from engines.platform.registry import get_protocol
 from engines.platform.runtime import StudyError, UnknownStudy
-from engines.platform.settings import get_settings
+from engines.platform.served_address import public_base_url
 from engines.platform.study import jsonable_constants
 
 CONFIG_KEYS = ("completion_code", "screened_out_code", "constants", "max_participants", "prolific_study_id")
@@ -166,5 +166,5 @@ def participant_links(slug: str, base_url: str | None = None, *, engine: Engine 
     with read_session(engine) as session:
         if session.exec(select(Study.id).where(Study.slug == slug)).first() is None:
             raise UnknownStudy(f"There is no study called '{slug}'.")
-    base = base_url or get_settings().public_base_url
+    base = base_url or public_base_url()
     return {panel: study_link(base, slug, panel) for panel in ("prolific", "mturk", "generic")}

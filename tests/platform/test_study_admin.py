@@ -228,6 +228,25 @@ def test_participant_links_default_to_the_public_address(sqlite_db, monkeypatch)
     assert study_admin.participant_links("pilot")["generic"] == "https://hai.example.org/?study=pilot&pid=<PARTICIPANT_ID>"
 
 
+def test_participant_links_follow_the_port_the_app_is_served_on(sqlite_db, monkeypatch, capsys):
+    """`make run PORT=8600` in one terminal, `studies links` in another: the links name port 8600."""
+    from engines.platform.__main__ import main
+    from engines.platform.served_address import record_served_port
+
+    monkeypatch.delenv("HAI_PUBLIC_BASE_URL", raising=False)
+    settings.reset_settings()
+    study_admin.create_study("pilot", "demo_survey")
+    assert study_admin.participant_links("pilot")["generic"].startswith("http://localhost:8501/?")
+    record_served_port(8600)
+    main(["studies", "links", "pilot"])
+    printed = capsys.readouterr().out
+    assert "http://localhost:8600/?study=pilot&pid=<PARTICIPANT_ID>" in printed
+    assert "8501" not in printed
+    monkeypatch.setenv("HAI_PUBLIC_BASE_URL", "https://hai.example.org/")
+    settings.reset_settings()
+    assert study_admin.participant_links("pilot")["generic"].startswith("https://hai.example.org/?")
+
+
 def test_participant_links_of_an_unknown_study_name_it(sqlite_db):
     study_admin.create_study("pilot", "demo_survey")
     with pytest.raises(UnknownStudy) as exc:
