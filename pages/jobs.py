@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from engines.platform import jobqueue
+from engines.platform.param_form import ParamField, ParamFormError, form_params, json_text, param_fields
 from pages import _ui as ui
 
 PAGE = {"title": "Jobs", "group": "Research", "roles": ["researcher"], "icon": ":material/pending_actions:",
@@ -16,17 +17,43 @@ st.title("Jobs")
 st.caption("Long work runs in the background; this page and any other browser show the same jobs.")
 
 kinds = jobqueue.discover_job_kinds()
+
+
+def param_widget(field: ParamField, key: str):
+    """The widget of one parameter (its value; None or "" when left empty)."""
+    label = field.label + (" *" if field.required else "")
+    help_text = field.help or None
+    if field.widget == "checkbox":
+        return st.checkbox(label, value=bool(field.default), key=key, help=help_text)
+    if field.widget == "choice":
+        index = field.options.index(field.default) if field.default in field.options else 0
+        return st.selectbox(label, field.options, index=index, key=key, help=help_text)
+    if field.widget in ("int", "float"):
+        whole = field.widget == "int"
+        cast = int if whole else float
+        return st.number_input(
+            label, value=field.default, key=key, help=help_text, step=1 if whole else None,
+            format="%d" if whole else None, placeholder="empty: the default" if field.optional else "a number",
+            min_value=None if field.minimum is None else cast(field.minimum),
+            max_value=None if field.maximum is None else cast(field.maximum))
+    if field.widget == "text":
+        return st.text_input(label, value=field.default or "", key=key, help=help_text)
+    return st.text_input(label + " (JSON)", value=json_text(field.default), key=key, help=help_text)
+
+
 with st.expander("Start a job"):
     kind = st.selectbox("Kind", sorted(kinds), format_func=lambda k: kinds[k].title, key="job-kind")
     st.caption(kinds[kind].description)
-    defaults = kinds[kind].params().model_dump(mode="json") if kinds[kind].params else {}
-    params_text = st.text_area("Parameters (JSON)", json.dumps(defaults, indent=2), key=f"job-params-{kind}")
-    if st.button("Start", type="primary", key="job-start"):
+    fields = param_fields(kinds[kind].params)
+    with st.form(f"job-form-{kind}"):
+        values = {field.name: param_widget(field, f"job-param-{kind}-{field.name}") for field in fields}
+        if any(field.required for field in fields):
+            st.caption("Fields marked * have no default and must be filled.")
+        started = st.form_submit_button("Start", type="primary")
+    if started:
         try:
-            job_id = jobqueue.submit_job(kind, json.loads(params_text or "{}"), submitted_by=identity.user_id)
-        except json.JSONDecodeError as exc:
-            st.error(f"Parameters are not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}")
-        except jobqueue.JobError as exc:
+            job_id = jobqueue.submit_job(kind, form_params(fields, values), submitted_by=identity.user_id)
+        except (ParamFormError, jobqueue.JobError) as exc:
             st.error(str(exc))
         else:
             st.success(f"Queued job {job_id}.")

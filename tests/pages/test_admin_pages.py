@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from engines.platform import auth, jobqueue, runtime, study_admin
@@ -96,41 +94,51 @@ def test_jobs_page_submits_and_shows_a_job(sqlite_db):
     at = page_as("jobs", "researcher")
     at.selectbox(key="job-kind").set_value("platform.countdown")
     at.run()
-    at.text_area(key="job-params-platform.countdown").input(json.dumps({"seconds": 0}))
-    at.button(key="job-start").click()
+    at.number_input(key="job-param-platform.countdown-seconds").set_value(0)
+    at.button(key="FormSubmitter:job-form-platform.countdown-Start").click()
     at.run()
     (job,) = jobqueue.list_jobs()
     assert job.kind == "platform.countdown" and job.status == "queued"
+    assert job.params == {"seconds": 0.0, "fail": False}
     jobqueue.run_job(job.id)
     at.run()
     assert any("succeeded" in m.value for m in at.markdown)
 
 
-def test_jobs_page_reports_bad_json(sqlite_db):
+def test_jobs_page_names_the_field_whose_json_does_not_read(sqlite_db):
     at = page_as("jobs", "researcher")
-    at.selectbox(key="job-kind").set_value("platform.countdown")
+    at.selectbox(key="job-kind").set_value("platform.store_benchmark")
     at.run()
-    at.text_area(key="job-params-platform.countdown").input('{"seconds": ')
-    at.button(key="job-start").click()
+    at.text_input(key="job-param-platform.store_benchmark-participants").input("[1, ")
+    at.button(key="FormSubmitter:job-form-platform.store_benchmark-Start").click()
     at.run()
-    assert any("not valid JSON: line 1" in e.value for e in at.error)
+    assert not at.exception
+    assert any(e.value.startswith("Concurrent participants (N): '[1,' is not JSON") for e in at.error), \
+        [e.value for e in at.error]
     assert jobqueue.list_jobs() == []
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("[1, 2]", "must be a JSON object such as"),
-    ('{"seconds": 0, "secnds": 5}', "has no parameter(s) 'secnds' (its parameters: fail, seconds)"),
-])
-def test_jobs_page_refuses_parameters_it_cannot_use_without_a_traceback(sqlite_db, text, message):
+def test_every_job_kind_opens_its_form_and_a_missing_required_field_is_named(sqlite_db):
+    """Each registered kind's form is drawn from its parameter model; starting it with its defaults
+    queues a job, or, where a field has no default, says which field to fill (never a traceback)."""
+    kinds = jobqueue.discover_job_kinds()
     at = page_as("jobs", "researcher")
-    at.selectbox(key="job-kind").set_value("platform.countdown")
-    at.run()
-    at.text_area(key="job-params-platform.countdown").input(text)
-    at.button(key="job-start").click()
-    at.run()
-    assert not at.exception, at.exception
-    assert any(message in e.value for e in at.error), [e.value for e in at.error]
-    assert jobqueue.list_jobs() == []  # nothing queued to run with defaults
+    for kind, spec in sorted(kinds.items()):
+        at.selectbox(key="job-kind").set_value(kind)
+        at.run()
+        assert not at.exception, (kind, at.exception)
+        required = [name for name, info in (spec.params.model_fields if spec.params else {}).items()
+                    if info.is_required()]
+        before = len(jobqueue.list_jobs(limit=100))
+        at.button(key=f"FormSubmitter:job-form-{kind}-Start").click()
+        at.run()
+        assert not at.exception, (kind, at.exception)
+        queued = len(jobqueue.list_jobs(limit=100)) - before
+        if required:
+            assert queued == 0, kind
+            assert any(required[0] in e.value for e in at.error), (kind, [e.value for e in at.error])
+        elif queued == 0:  # defaults a job refuses here (a data set not registered yet): said, not raised
+            assert at.error, kind
 
 
 def test_study_constants_are_typed_json_checked_against_the_protocol(sqlite_db):
