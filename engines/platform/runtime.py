@@ -414,12 +414,12 @@ def current_view(participant_id: int, *, engine: Engine | None = None) -> StepVi
 
 def _progress(session: Session, protocol: StudyProtocol, study: _StudyLike, participant: _ParticipantLike,
               responses: Mapping[str, list[dict[str, Any]]]) -> tuple[int, int]:
-    """(steps answered, steps this participant sees in all): "Step position+1 of total".
+    """(steps answered, steps this participant may see in all): "Step position+1 of total".
 
-    Answered steps are counted from what is stored; the steps ahead are those whose
-    ``is_displayed`` holds now (a step shown only after some answer counts once it is due), so
-    the total is what this participant will see as far as is known, never the protocol's
-    every possible repetition.
+    Answered steps are counted from what is stored, so the position moves on by one per answer;
+    the steps ahead are those that ``may_display`` (a step shown only after some answer counts
+    until that answer rules it out), so the total never grows as the participant goes on, and
+    never counts the protocol's every possible repetition.
     """
     answered = session.exec(
         select(func.count()).select_from(StepResponse).where(StepResponse.participant_id == participant.id)
@@ -431,7 +431,7 @@ def _progress(session: Session, protocol: StudyProtocol, study: _StudyLike, part
         if instance.step.kind == "completion":
             continue
         ctx = dataclasses.replace(ctx, round_number=instance.round_number, step_index=instance.index)
-        shown += bool(instance.step.is_displayed(ctx))
+        shown += bool(instance.step.may_display(ctx))
     return answered, answered + shown
 
 

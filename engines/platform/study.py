@@ -165,6 +165,14 @@ class Step:
     def is_displayed(ctx: StepContext) -> bool:  # noqa: ARG004 - hook signature
         return True
 
+    @classmethod
+    def may_display(cls, ctx: StepContext) -> bool:
+        """Whether this step may still be shown later, as far as is known now (the participant's
+        "Step n of m" counts the steps ahead for which this holds). Default: ``is_displayed``. A
+        step shown only after some answer (a follow-up round) says True until that answer rules it
+        out, so that the count never grows: it only shrinks when a step is ruled out."""
+        return cls.is_displayed(ctx)
+
     @staticmethod
     def on_enter(ctx: StepContext) -> None:  # noqa: ARG004 - hook signature
         """Runs in the write transaction that moves the participant to this step (entering the

@@ -132,6 +132,11 @@ class Extra(Step):
         ctx.vars.get("names", []).append("peeked")
         return (ctx.last_response("Ask") or {}).get("name") == "long"
 
+    @classmethod
+    def may_display(cls, ctx) -> bool:
+        # Until both Ask rounds are answered, the last one may still be "long".
+        return cls.is_displayed(ctx) or len(ctx.responses.get("Ask", [])) < 2
+
     @staticmethod
     def vars_for_template(ctx) -> dict:
         return {"earlier": {name: list(answers) for name, answers in ctx.responses.items()}}
@@ -362,16 +367,16 @@ def test_the_step_count_asks_each_step_ahead_with_its_own_index_and_round(probe,
     SEEN.clear()
     view = runtime.current_view(pid, engine=engine)
     assert SEEN == [("shown?", 0, 1), ("shown?", 1, 2), ("shown?", 2, 1), ("shown?", 3, 2), ("shown?", 4, 1)]
-    assert view.total_steps == 3  # Ask x2 and Attend round 1; Attend round 2 and Extra are not due
+    assert view.total_steps == 4  # Ask x2, Attend round 1, and Extra that may come; Attend round 2 is not due
 
 
 def test_a_step_shown_only_after_an_earlier_answer_is_reached_and_counted(probe_study, engine):
     pid = _enter(engine)
-    assert [runtime.current_view(pid, engine=engine).total_steps] == [4]  # Extra not due: 2 Ask + 2 Attend
+    assert [runtime.current_view(pid, engine=engine).total_steps] == [5]  # 2 Ask + 2 Attend, and Extra may come
     _submit(engine, pid, 0, {"name": "ann"})
     _submit(engine, pid, 1, {"name": "long"})
     view = runtime.current_view(pid, engine=engine)
-    assert (view.position, view.total_steps) == (2, 5)  # now Extra is due
+    assert (view.position, view.total_steps) == (2, 5)  # Extra is due: the count did not grow
     _submit(engine, pid, 2, {"answer": "left"})
     _submit(engine, pid, 3, {"answer": "left"})
     view = runtime.current_view(pid, engine=engine)
@@ -379,6 +384,25 @@ def test_a_step_shown_only_after_an_earlier_answer_is_reached_and_counted(probe_
     assert view.template_vars == {"earlier": {
         "Ask": [{"name": "ann", "scores": []}, {"name": "long", "scores": []}],
         "Attend": [{"answer": "left", "_check_passed": True}, {"answer": "left", "_check_passed": True}]}}
+
+
+@pytest.mark.parametrize("second_name", ["long", "bob"])
+def test_the_step_count_moves_on_by_one_and_its_total_never_grows(probe_study, engine, second_name):
+    """Walked to the end either way: a conditional step that comes (long) or is ruled out (bob)."""
+    pid = _enter(engine)
+    answers = [{"name": "ann"}, {"name": second_name}, {"answer": "left"}, {"answer": "left"}, {"note": "n"}]
+    counts = []
+    for index, answer in enumerate(answers):
+        view = runtime.current_view(pid, engine=engine)
+        if view.step is None or view.finished:
+            break
+        counts.append((view.position, view.total_steps))
+        _submit(engine, pid, index, answer)
+    positions = [position for position, _ in counts]
+    totals = [total for _, total in counts]
+    assert positions == list(range(len(counts)))
+    assert all(later <= earlier for earlier, later in zip(totals, totals[1:], strict=False)), totals
+    assert totals[-1] == len(counts)  # the last step shown says "n of n"
 
 
 def test_hooks_of_a_later_step_see_the_earlier_answers(probe_study, engine):
