@@ -24,6 +24,8 @@ SESSION_COOKIE = "hai_session"
 IDENTITY_KEY = "hai_identity"
 TOKEN_KEY = "hai_token"
 COOKIE_PENDING_KEY = "hai_cookie_pending"
+SHOWN_STEP_KEY = "hai_shown_step"  # (participant, step, status) this tab showed last
+SUBMITTED_HERE_KEY = "hai_submitted_here"  # this tab stored an answer just now
 OIDC_REFUSED_KEY = "hai_oidc_refused"  # why a single sign-on login was not accepted, for the login page
 
 
@@ -270,11 +272,13 @@ def submit_step_form(view, specs: list[FieldSpec], values: dict[str, Any]) -> No
     """
     errors: dict[str, str] = {}
     try:
-        runtime.submit(view.participant_id, view.step.index, form_values(specs, values))
+        result = runtime.submit(view.participant_id, view.step.index, form_values(specs, values))
     except runtime.InvalidResponse as exc:
         errors = dict(exc.errors)
     except runtime.StepOutOfOrder:
-        pass  # another tab moved on; the rerun shows the current step
+        pass  # another tab moved on; the rerun shows the current step and says so
+    else:  # this tab stored it and moves on: no "answered elsewhere" notice (unless it was stored already)
+        st.session_state[SUBMITTED_HERE_KEY] = not result.duplicate
     st.session_state[_errors_key(view.step.index)] = errors
     st.rerun()
 

@@ -52,6 +52,21 @@ def show_completion(view: runtime.StepView) -> None:
         st.caption("Copy this code back into the site that sent you here.")
 
 
+def notice_if_moved_on_elsewhere(view: runtime.StepView) -> None:
+    """Say so when this tab's step was answered in another tab or window since its last run.
+
+    The participant may have typed an answer here for a step that is stored already: it is not
+    stored twice, and they should know that rather than lose it silently.
+    """
+    now = (view.participant_id, view.step.index if view.step else None, view.status)
+    before = st.session_state.get(ui.SHOWN_STEP_KEY)
+    submitted_here = st.session_state.pop(ui.SUBMITTED_HERE_KEY, False)
+    st.session_state[ui.SHOWN_STEP_KEY] = now
+    if before is not None and before[0] == now[0] and before != now and not submitted_here:
+        st.info("This step was already answered in another tab or window, so what you entered here was not "
+                "saved again. You are now at the next step.", icon=":material/tab:")
+
+
 def show_step(view: runtime.StepView) -> None:
     instance = view.step
     step = instance.step
@@ -101,6 +116,7 @@ if entered.preview:
 try:
     view = runtime.current_view(entered.participant_id)
     st.title(view.study_title)
+    notice_if_moved_on_elsewhere(view)
     if view.finished:
         show_completion(view)
     else:

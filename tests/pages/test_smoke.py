@@ -145,3 +145,23 @@ def test_a_long_paste_is_kept_and_refused_with_its_length(seeded):
     assert current_view(pid).step.index == index
     assert at.text_area(key=widget_key(index, "comments")).value == text
 
+
+
+def test_a_stale_second_tab_is_told_its_step_was_answered_elsewhere(seeded):
+    """Two tabs on the same link: the first answers the consent; the second, still showing it, is
+    told on its next run that the step was answered elsewhere and its entry not saved."""
+    link = {"study": "demo", "PROLIFIC_PID": "p-two-tabs"}
+    first, second = page_as(APP, None, query_params=link), page_as(APP, None, query_params=link)
+    assert [s.value for s in second.subheader] == ["Consent"]
+    first.checkbox[0].check()
+    first.button[0].click()
+    first.run()
+    assert [s.value for s in first.subheader] == ["Instructions"]
+    assert not first.info  # the tab that answered moves on without a notice
+    second.checkbox[0].check()
+    second.button[0].click()
+    second.run()
+    assert [s.value for s in second.subheader] == ["Instructions"]
+    assert any("already answered in another tab or window" in i.value for i in second.info)
+    second.run()
+    assert not second.info  # said once
