@@ -96,7 +96,7 @@ with right:
     st.subheader("Participant links")
     for panel, link in study_admin.participant_links(study.slug).items():
         st.caption(panel)
-        st.code(link, language=None)
+        st.code(link, language=None, wrap_lines=True)  # wrapped: a scrolling box needs keyboard focus (WCAG 2.1.1)
 
 
 @st.fragment(run_every="5s")
