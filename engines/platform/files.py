@@ -89,7 +89,7 @@ def owned_path(path: str | Path, *, what: str, suffixes: Sequence[str] = (), fol
     resolved = candidate.resolve()  # follows every link: a link out of the folders is refused below
     roots = [owned_folder(name).resolve() for name in folders]
     if not any(resolved.is_relative_to(root) and resolved != root for root in roots):
-        names = ", ".join(str(owned_folder(name)) for name in folders)
+        names = ", ".join(folders)  # by name: a message shows no server paths
         raise FileRefused(f"{what}: {echo(raw)} is outside the folders the app reads from ({names}); "
                           "upload the file or register the data set instead.")
     if suffixes and resolved.suffix.lower() not in suffixes and not (kind == "dir" and not resolved.suffix):

@@ -10,6 +10,7 @@ import functools
 from dataclasses import asdict
 from pathlib import Path
 
+from engines.platform.files import echo
 from engines.video.agent import AGENTS, AgentConfig
 from engines.video.backends import roles_for
 
@@ -134,6 +135,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true")
 
 
+def _check_video_keys(questions, source: Path) -> None:
+    """A question's video is ``<videos>/<video key>.mp4``: a key that is not a plain file name (a
+    separator, ``..``) would name a file outside ``--videos``, so it is refused before anything is read."""
+    for question in questions:
+        key = question.video_id
+        if key in (".", "..") or any(sep in key for sep in ("/", "\\", "\x00")):
+            raise ValueError(f"{source}: question {echo(question.uid)} names the video key {echo(key)}, which is "
+                             "not a file name inside --videos")
+
+
 def _options(pairs: list[str]) -> dict[str, str]:
     options = {}
     for pair in pairs:
@@ -154,6 +165,7 @@ def run_agent(args: argparse.Namespace) -> dict:
     config = AgentConfig(agent=args.agent, max_steps=args.max_steps, max_frames=args.max_frames, fps=args.fps,
                          tau=args.tau)
     questions = read_questions(args.questions)[:args.limit]
+    _check_video_keys(questions, args.questions)
     missing = sorted({q.video_id for q in questions if not (args.videos / f"{q.video_id}.mp4").is_file()})
     if missing:
         raise ValueError(f"{args.videos}: no video for {len(missing)} question video key(s), e.g. "
@@ -242,6 +254,7 @@ def _sweep(videos: Path, questions_path: Path, config, out: Path, limit: int | N
     from engines.video.sweep import run_sweep
 
     questions = read_questions(questions_path)[:limit]
+    _check_video_keys(questions, questions_path)
     planners = {"gated": "heuristic", "coupled": "coupled-heuristic"}
     bar = _Bar(show_progress, len(config.agents) * len(config.budgets) * len(questions), "sweep", "question")
     # Module-level callables, not lambdas: the cells may run in other processes (engines.platform.fanout).

@@ -11,6 +11,11 @@ Many times at once (:meth:`VideoReader.frames_at`) are grouped by the keyframe b
 keyframe index read from the packets, without decoding), so that each group of pictures is decoded
 once, and the groups are decoded in threads, each with its own container (PyAV containers are not
 thread-safe; FFmpeg's decoding releases the GIL). ``shared/specs/video.md`` §3.
+
+A stream whose frames hold more than ``HAI_MAX_FRAME_PIXELS`` pixels (width x height; default
+3840 x 2160) is refused when it is opened, before any frame is decoded: one 8192 x 8192 frame is
+200 MB as RGB, and an inspection decodes dozens. The limit refuses rather than downscales, so that
+a reader never hands out frames that are not the video's own.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from pathlib import Path
 import av
 import numpy as np
 
+from engines.platform.settings import get_settings
 from engines.video.spans import Span
 
 # Times are floats; a time meant to be exactly a frame boundary (k / fps) may come out a hair
@@ -83,6 +89,7 @@ class VideoReader:
         self._lock = threading.Lock()
         container = self._container()
         stream = container.streams.video[0]
+        self._check_frame_size(stream.codec_context.width, stream.codec_context.height)
         rate = stream.average_rate or stream.guessed_rate
         if not rate:
             raise VideoError(f"{self.path}: the video stream has no frame rate")
@@ -97,6 +104,14 @@ class VideoReader:
             raise VideoError(f"{self.path}: the video stream holds no frames")
         self.info = VideoInfo(self.path, n_frames / float(self._stream.fps), float(self._stream.fps), n_frames,
                               stream.codec_context.width, stream.codec_context.height, stream.codec_context.name)
+
+    def _check_frame_size(self, width: int, height: int) -> None:
+        """Refuse frames larger than the setting allows (each decoded frame is width x height x 3 bytes)."""
+        limit = get_settings().max_frame_pixels
+        if width * height > limit:
+            self.close()
+            raise VideoError(f"{self.path}: frames of {width} x {height} pixels are more than the {limit:,} "
+                             "allowed (HAI_MAX_FRAME_PIXELS)")
 
     # ------------------------------------------------------------------ containers
 

@@ -24,9 +24,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engines.video.render import COLOURS, DIRECTIONS, SHAPES, WORDS
+from engines.video.render import COLOURS, DIRECTIONS, HEIGHT, SHAPES, WIDTH, WORDS
 
 PAIR_GAP_S = 0.5  # the second frame of a pair, this much later
+FRAME_WIDTH, FRAME_HEIGHT = WIDTH, HEIGHT  # the frames it reads; callers scale other videos to this
 WORD_ROWS = (3, 21)  # the word box's rows in a 120-row frame
 COUNTS = ("0", "1", "2", "3", "4")
 MOVES = (*DIRECTIONS, "still")
@@ -74,7 +75,17 @@ class FrameModel(nn.Module):
 
 
 def to_inputs(first: np.ndarray, second: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    """Frames (N, 120, 160, 3) uint8 at t and t + 0.5 s -> the model's pairs and word strips."""
+    """Frames (N, 120, 160, 3) uint8 at t and t + 0.5 s -> the model's pairs and word strips.
+
+    Raises:
+        ValueError: frames of another size (the fully connected layers fix it); decode them at
+            ``(FRAME_WIDTH, FRAME_HEIGHT)`` first (``engines.video.offline.model_size``).
+    """
+    expected = (FRAME_HEIGHT, FRAME_WIDTH, 3)
+    for frames in (first, second):
+        if frames.ndim != 4 or tuple(frames.shape[1:]) != expected:
+            raise ValueError(f"the frame model reads frames of {FRAME_WIDTH} x {FRAME_HEIGHT} RGB pixels, got an "
+                             f"array of shape {tuple(frames.shape)}; scale the frames while decoding")
     a = torch.from_numpy(np.ascontiguousarray(first)).permute(0, 3, 1, 2).float() / 255.0
     b = torch.from_numpy(np.ascontiguousarray(second)).permute(0, 3, 1, 2).float() / 255.0
     pairs = F.avg_pool2d(torch.cat([a, b], dim=1), 2)  # (N, 6, 60, 80)

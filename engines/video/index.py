@@ -105,20 +105,31 @@ def index_path(video_path: str | Path) -> Path:
     return Path(video_path).with_suffix(".index.json")
 
 
+def sidecar(video_path: str | Path, suffix: str) -> Path | None:
+    """The file beside a video with ``suffix`` (its ``.srt``), when it is a regular file in the
+    video's own folder: a link out of that folder is not followed, so a sidecar is never trusted more
+    than the video it belongs to (which the caller resolved, e.g. inside the app's owned folders)."""
+    video = Path(video_path).resolve()
+    candidate = video.with_suffix(suffix)
+    resolved = candidate.resolve()
+    return resolved if resolved.parent == video.parent and resolved.is_file() else None
+
+
 def load_or_build(video_path: str | Path, captioner: Captioner, *, reader: VideoReader | None = None) -> VideoIndex:
     """The video's index from ``<video>.index.json`` when it was built by the same captioner and
     version, else built now (with ``<video>.srt`` when present) and saved there."""
     video_path = Path(video_path)
     cached = index_path(video_path)
-    if cached.is_file():
+    saved = sidecar(video_path, ".index.json")
+    if saved is not None:
         try:
-            data = json.loads(cached.read_text())
+            data = json.loads(saved.read_text())
             if data.get("version") == INDEX_VERSION and data.get("captioner") == captioner.name:
                 return VideoIndex.from_json(data)
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
             pass  # a damaged cache is rebuilt
-    srt = video_path.with_suffix(".srt")
-    subtitles = read_srt(srt) if srt.is_file() else []
+    srt = sidecar(video_path, ".srt")
+    subtitles = read_srt(srt) if srt is not None else []
     own = reader is None
     reader = reader or VideoReader(video_path)
     try:

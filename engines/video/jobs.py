@@ -3,7 +3,9 @@ video) and ``video.sweep`` (both agents over the demo questions at several step 
 
 The same functions the command line calls, in the job queue, with progress: a question's
 trajectory lands in the job's folder as ``trajectory.jsonl``, a sweep's run files and summary in
-``sweep/``.
+``sweep/``. A job's video must be a video file inside the folders the app owns
+(``library.video_file``): it is checked when the job is submitted and again when it runs, and the
+result paths read back from the database are resolved inside the jobs folder before they are listed.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from engines.platform.files import FileRefused, owned_path
 from engines.platform.jobqueue import JobContext, list_jobs, register_job
 from engines.platform.models import Job
 from engines.video.agent import AgentConfig, answer
 from engines.video.backends import roles_for
-from engines.video.library import DEMO, RunFile, allowed_video
+from engines.video.library import DEMO, RunFile, run_file, video_file
 from engines.video.loaders import read_questions
 from engines.video.metrics import with_metrics
 from engines.video.questions import Question
@@ -31,7 +34,7 @@ PLANNERS = {"gated": "heuristic", "coupled": "coupled-heuristic"}
 class AskParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    video: str = Field(title="A shipped demo video or an uploaded one")
+    video: str = Field(title="A shipped demo video or an uploaded one", max_length=4096)
     question: str = Field(min_length=3, max_length=1000)
     options: list[str] = Field(min_length=2, max_length=5)
     agent: Literal["gated", "coupled"] = "gated"
@@ -48,8 +51,9 @@ class AskParams(BaseModel):
 
     @field_validator("video")
     @classmethod
-    def _allowed(cls, value: str) -> str:
-        return str(allowed_video(value))
+    def _owned(cls, value: str) -> str:
+        """A video inside the owned folders, resolved (a FileRefused is a ValueError: the job is refused)."""
+        return str(video_file(value, what="the job's video"))
 
 
 def _roles(agent: str):
@@ -114,9 +118,17 @@ def job_runs(*, limit: int = 50) -> list[RunFile]:
     for job in list_jobs(kinds=[ASK, SWEEP], limit=limit):
         if job.status != "succeeded" or not job.result:
             continue
-        path = Path(job.result.get("result_path", ""))
-        if job.kind == ASK and path.is_file():
-            runs.append(RunFile(f"job #{job.id}: {job.result.get('summary', '')}", path))
-        elif job.kind == SWEEP and path.is_dir():
-            runs += [RunFile(f"job #{job.id}: {p.stem}", p) for p in sorted(path.glob("*.jsonl"))]
+        try:
+            runs += _runs_of(job)
+        except FileRefused:
+            continue  # removed since, or a result path outside the jobs folder: not listed, not opened
     return runs
+
+
+def _runs_of(job: Job) -> list[RunFile]:
+    """The run files of one finished job, its result path resolved inside the jobs folder."""
+    result = str(job.result.get("result_path") or "")
+    if job.kind == ASK:
+        return [RunFile(f"job #{job.id}: {job.result.get('summary', '')}", run_file(result, folders=("jobs",)))]
+    folder = owned_path(result, what="the sweep's folder", folders=("jobs",), kind="dir")
+    return [RunFile(f"job #{job.id}: {p.stem}", run_file(p, folders=("jobs",))) for p in sorted(folder.glob("*.jsonl"))]

@@ -1,32 +1,30 @@
-"""What the video page offers: the shipped demo's videos and runs, runs written by jobs, and videos
-people upload (checked before anything is kept).
+"""What the video page offers, and which files the video area opens on a person's behalf.
 
-Uploads land in ``<data dir>/video/uploads/<sha256 prefix><suffix>``: the same file uploaded twice
-is kept once, and a file that is not a readable video (or is too large or too long) is refused with
-the reason, leaving nothing behind.
+- The shipped demo's videos and runs (``assets/video/demo``), runs written by jobs, and videos
+  people upload. An upload goes through the platform's ``store_upload`` (kind ``video``: the
+  content must be a video PyAV decodes, within the size and frame-size limits) into
+  ``<data dir>/uploads/video/``; this area then refuses one longer than four hours and removes it.
+- Every path the area is handed (a job's video, a run file, a trajectory's ``video_path``, a sweep's
+  ``summary.json``) resolves through ``engines.platform.files.owned_path``: inside the folders the
+  app owns (uploads, datasets, jobs, the shipped assets) with the expected suffix, or it is
+  refused with ``FileRefused`` and never opened.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from engines.platform.private_files import private_dir
-from engines.platform.settings import get_settings
+from engines.platform.files import ALL_FOLDERS, FileRefused, Folder, area_folder, owned_path
+from engines.platform.uploads import VIDEO_SUFFIXES, StoredUpload, UploadRefused, remove_stored, store_upload
 from engines.video.decode import VideoError, open_video
 from engines.video.roles import ASSETS
 
 DEMO = ASSETS / "demo"
-UPLOADS = Path("video") / "uploads"  # under the data directory
-VIDEO_SUFFIXES = (".mp4", ".mov", ".mkv", ".webm", ".avi", ".ts")
-MAX_UPLOAD_MB = 500
+AREA = "video"
 MAX_DURATION_S = 4 * 3600.0
-
-
-class UploadError(ValueError):
-    """An upload that is refused; the message says why and nothing was kept."""
+RUN_SUFFIXES = (".jsonl",)
 
 
 @dataclass(frozen=True)
@@ -53,7 +51,8 @@ def demo_videos() -> list[Path]:
 
 
 def uploads_dir() -> Path:
-    return get_settings().data_dir / UPLOADS
+    """Where this area's uploads are kept: ``<data dir>/uploads/video/``."""
+    return area_folder("uploads", AREA)
 
 
 def uploaded_videos() -> list[Path]:
@@ -61,40 +60,44 @@ def uploaded_videos() -> list[Path]:
     return sorted(p for p in folder.glob("*") if p.suffix in VIDEO_SUFFIXES) if folder.is_dir() else []
 
 
-def save_upload(name: str, data: bytes) -> Path:
-    """Keep an uploaded video after checking it: a video suffix, at most 500 MB, readable by PyAV
-    with a video stream, at most four hours. Returns where it is kept."""
-    suffix = Path(name).suffix.lower()
-    if suffix not in VIDEO_SUFFIXES:
-        raise UploadError(f"{name}: not a video file name (expected one of {', '.join(VIDEO_SUFFIXES)})")
-    if len(data) > MAX_UPLOAD_MB * 1_000_000:
-        raise UploadError(f"{name}: {len(data) / 1e6:.0f} MB is more than the {MAX_UPLOAD_MB} MB allowed")
-    if not data:
-        raise UploadError(f"{name}: the file is empty")
-    folder = private_dir(uploads_dir())
-    target = folder / f"{hashlib.sha256(data).hexdigest()[:16]}{suffix}"
-    if target.is_file():
-        return target
-    partial = folder / f".{target.name}.partial{suffix}"
-    partial.write_bytes(data)
+def video_file(path: str | Path, *, what: str = "the video", base: Path | None = None,
+               folders: tuple[Folder, ...] = ALL_FOLDERS) -> Path:
+    """``path`` resolved when it is a video file (a ``VIDEO_SUFFIXES`` suffix) inside the folders the
+    app owns; a relative path starts from ``base`` (a trajectory's own folder). Raises FileRefused."""
+    return owned_path(path, what=what, suffixes=VIDEO_SUFFIXES, folders=folders, base=base)
+
+
+def run_file(path: str | Path, *, folders: tuple[Folder, ...] = ALL_FOLDERS) -> Path:
+    """``path`` resolved when it is a trajectories file (``.jsonl``) inside the owned folders."""
+    return owned_path(path, what="the run file", suffixes=RUN_SUFFIXES, folders=folders)
+
+
+def checked_upload(upload: StoredUpload) -> Path:
+    """The stored video of ``upload`` once this area accepts it: at most four hours long.
+
+    Raises:
+        UploadRefused: longer than four hours (the stored file is removed), or no longer kept.
+    """
+    if not upload.path.is_file():
+        raise UploadRefused(f"{upload.label}: the upload is no longer kept; upload it again.")
     try:
-        with open_video(partial) as reader:
+        with open_video(upload.path) as reader:
             duration = reader.info.duration_s
     except VideoError as error:
-        partial.unlink(missing_ok=True)
-        raise UploadError(f"{name}: {str(error).split(': ', 1)[-1]}") from None
+        remove_stored(upload)
+        raise UploadRefused(f"{upload.label}: {str(error).split(': ', 1)[-1]}") from None
     if duration > MAX_DURATION_S:
-        partial.unlink(missing_ok=True)
-        raise UploadError(f"{name}: {duration / 3600:.1f} hours is longer than the 4 hours allowed")
-    os.replace(partial, target)
-    return target
+        remove_stored(upload)
+        raise UploadRefused(f"{upload.label}: {duration / 3600:.1f} hours is longer than the "
+                            f"{MAX_DURATION_S / 3600:g} hours allowed.")
+    return upload.path
 
 
-def allowed_video(path: str | Path) -> Path:
-    """``path`` if it is a shipped demo video or an upload, else UploadError: a job never reads a
-    file a person merely named."""
-    resolved = Path(path).resolve()
-    for folder in (DEMO.resolve(), uploads_dir().resolve()):
-        if resolved.parent == folder and resolved.suffix in VIDEO_SUFFIXES and resolved.is_file():
-            return resolved
-    raise UploadError(f"{path}: not a shipped or uploaded video")
+def save_upload(source: BinaryIO | bytes, label: str | None) -> Path:
+    """Keep an uploaded video: ``store_upload`` (size, type and frame size), then the duration check.
+    Returns where it is kept; raises UploadRefused with the reason, leaving nothing behind."""
+    return checked_upload(store_upload(source, label=label, kind="video", area=AREA))
+
+
+__all__ = ["DEMO", "MAX_DURATION_S", "FileRefused", "RunFile", "UploadRefused", "checked_upload", "demo_runs",
+           "demo_videos", "run_file", "save_upload", "uploaded_videos", "uploads_dir", "video_file"]

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engines.platform.files import echo, json_depth_problem
 from engines.video.questions import (
     LETTERS,
     Question,
@@ -84,7 +85,7 @@ def _text(record: dict, where: _Where, field: str, *, optional: bool = False) ->
     if value is None and optional:
         return None
     if not isinstance(value, str):
-        raise where.error(field, f"expected text, got {value!r}")
+        raise where.error(field, f"expected text, got {echo(value)}")
     return value
 
 
@@ -92,7 +93,7 @@ def _identifier(record: dict, where: _Where, field: str) -> str:
     """A uid or video key: text, or an integer (LVBench's scorer reads uids with ``str(qa["uid"])``)."""
     value = _require(record, where, field)
     if isinstance(value, bool) or not isinstance(value, str | int) or not str(value).strip():
-        raise where.error(field, f"expected a non-empty text or integer id, got {value!r}")
+        raise where.error(field, f"expected a non-empty text or integer id, got {echo(value)}")
     return str(value).strip()
 
 
@@ -106,7 +107,7 @@ def _texts(record: dict, where: _Where, field: str, *, optional: bool = False) -
     if hasattr(value, "tolist"):  # a numpy array, as pandas reads a parquet list column
         value = value.tolist()
     if not isinstance(value, list | tuple) or not all(isinstance(item, str) for item in value):
-        raise where.error(field, f"expected a list of texts, got {value!r}")
+        raise where.error(field, f"expected a list of texts, got {echo(value)}")
     return tuple(value)
 
 
@@ -116,14 +117,14 @@ def _seconds(record: dict, where: _Where, field: str, *, scale: float = 1.0) -> 
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise where.error(field, f"expected a number, 0 or more, got {value!r}")
+        raise where.error(field, f"expected a number, 0 or more, got {echo(value)}")
     return float(value) * scale
 
 
 def _index(value: Any, n_options: int, where: _Where, field: str) -> str:
     """The letter of a 0-based option index (LongVideoBench's ``correct_choice``, EgoSchema's answers)."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < n_options:
-        raise where.error(field, f"{value!r} is not an option index 0..{n_options - 1}")
+        raise where.error(field, f"{echo(value)} is not an option index 0..{n_options - 1}")
     return LETTERS[value]
 
 
@@ -161,16 +162,16 @@ def _reference(record: dict, where: _Where, field: str = "time_reference"
     if raw is None:
         return None, (), None
     if not isinstance(raw, str):
-        raise where.error(field, f"expected text such as '08:17-08:40', got {raw!r}")
+        raise where.error(field, f"expected text such as '08:17-08:40', got {echo(raw)}")
     try:
         spans, note = parse_time_reference(raw)
     except TimeFormatError as exc:
-        return raw, (), f"{raw!r}: unreadable time reference ({exc}); no evidence spans"
+        return raw, (), f"{echo(raw)}: unreadable time reference ({exc}); no evidence spans"
     if not spans:
-        return raw, (), f"{raw!r}: empty time reference; no evidence spans"
+        return raw, (), f"{echo(raw)}: empty time reference; no evidence spans"
     if note is None and any(span.length == 0 for span in spans):
         # A point, not a range (LVBench has 263); the metrics widen it, the note says the data had no width.
-        note = f"{raw!r}: zero-width reference, kept as a point in time"
+        note = f"{echo(raw)}: zero-width reference, kept as a point in time"
     return raw, tuple(spans), note
 
 
@@ -189,7 +190,7 @@ def _unique(located: Iterable[tuple[_Where, Question]]) -> list[Question]:
     for where, question in located:
         if question.uid in seen:
             first = seen[question.uid]
-            raise where.error("uid", f"{question.uid!r} repeats the uid of {first.location}")
+            raise where.error("uid", f"{echo(question.uid)} repeats the uid of {first.location}")
         seen[question.uid] = where
         questions.append(question)
     return questions
@@ -212,6 +213,9 @@ def _jsonl_records(path: Path) -> Iterator[tuple[_Where, dict]]:
         if not line.strip():
             continue
         where = _Where(path, f"line {number}")
+        problem = json_depth_problem(line)
+        if problem is not None:
+            raise where.error(None, f"the JSON {problem}")
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
@@ -222,8 +226,12 @@ def _jsonl_records(path: Path) -> Iterator[tuple[_Where, dict]]:
 
 
 def _json_value(path: Path) -> Any:
+    text = _read_text(path)
+    problem = json_depth_problem(text)
+    if problem is not None:
+        raise QuestionFormatError(f"the JSON {problem}", path=path)
     try:
-        return json.loads(_read_text(path))
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise QuestionFormatError(f"not valid JSON ({exc.msg} at column {exc.colno})", path=path,
                                   location=f"line {exc.lineno}") from None
@@ -342,12 +350,12 @@ def _flat_questions(path: Path) -> Iterator[tuple[_Where, Question]]:
 
 def _span_list(value: Any, where: _Where, field: str) -> tuple[Span, ...]:
     if not isinstance(value, list):
-        raise where.error(field, f"expected a list of [start, end] pairs, got {value!r}")
+        raise where.error(field, f"expected a list of [start, end] pairs, got {echo(value)}")
     spans = []
     for pair in value:
         if (not isinstance(pair, list) or len(pair) != 2
                 or not all(isinstance(t, int | float) and not isinstance(t, bool) for t in pair)):
-            raise where.error(field, f"expected [start, end] in seconds, got {pair!r}")
+            raise where.error(field, f"expected [start, end] in seconds, got {echo(pair)}")
         try:
             spans.append(Span(float(pair[0]), float(pair[1])))
         except TimeFormatError as exc:
@@ -486,7 +494,7 @@ def _videomme_option(text: str, letter: str, where: _Where, field: str) -> str:
     """An option without its ``"A. "`` prefix; the prefix, when present, must be the option's own letter."""
     match = _VIDEOMME_PREFIX.match(text)
     if match and match.group(1) != letter:
-        raise where.error(field, f"option {letter} is labelled {match.group(1)!r}: {text!r}")
+        raise where.error(field, f"option {letter} is labelled {echo(match.group(1))}: {echo(text)}")
     return text[match.end() :].strip() if match else text.strip()
 
 
@@ -529,7 +537,7 @@ def _mlvu_question(record: dict, where: _Where, default_uid: str) -> Question:
     answer = _text(record, where, "answer")
     stripped = [option.strip() for option in options]
     if answer.strip() not in stripped:
-        raise where.error("answer", f"{answer!r} is not one of the candidates {options!r}")
+        raise where.error("answer", f"{echo(answer)} is not one of the candidates {echo(options)}")
     uid = _identifier(record, where, "question_id") if "question_id" in record else default_uid
     return _build(
         where, uid=uid, video_id=Path(_text(record, where, "video")).stem,

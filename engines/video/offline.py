@@ -21,6 +21,7 @@ import numpy as np
 
 from engines.video import frame_model
 from engines.video.decode import VideoReader, sample_times
+from engines.video.index import sidecar
 from engines.video.questions import Question
 from engines.video.render import ARENA_BOTTOM, ARENA_TOP, COLOURS, SHAPES
 from engines.video.roles import FRAME_MODEL, Finalize, Inspect, Inspection, Retrieve, register
@@ -38,11 +39,19 @@ def _model(path: str):
     return frame_model.load(path)
 
 
+def model_size(reader: VideoReader) -> tuple[int, int] | None:
+    """The (width, height) to decode frames at for the frame model, None when the video already has
+    its size: the model reads 160 x 120 frames (the synthetic videos' size), so a video of any other
+    resolution or aspect ratio is scaled to it while decoding."""
+    wanted = (frame_model.FRAME_WIDTH, frame_model.FRAME_HEIGHT)
+    return None if (reader.info.width, reader.info.height) == wanted else wanted
+
+
 def _pairs(reader: VideoReader, times: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-    """Frames at ``times`` and half a second later (the frame model's pairs)."""
+    """Frames at ``times`` and half a second later (the frame model's pairs), at the model's size."""
     end = reader.info.duration_s - 1e-3
     later = [min(t + frame_model.PAIR_GAP_S, end) for t in times]
-    frames = reader.frames_at([*times, *later])
+    frames = reader.frames_at([*times, *later], size=model_size(reader))
     return np.stack(frames[:len(times)]), np.stack(frames[len(times):])
 
 
@@ -215,8 +224,8 @@ def _narrated_topic(stem: str) -> str | None:
 
 def _narration(video_path: str, spans: Sequence[Span]) -> list[str] | None:
     """The subtitle lines heard during ``spans`` (from ``<video>.srt``), or None without subtitles."""
-    srt = Path(video_path).with_suffix(".srt")
-    if not srt.is_file():
+    srt = sidecar(video_path, ".srt")
+    if srt is None:
         return None
     return [cue.text for cue in _subtitles(str(srt)) if any(cue.span.start < s.end and cue.span.end > s.start
                                                             for s in spans)]

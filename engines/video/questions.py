@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engines.platform.files import echo
 from engines.video.spans import Span
 
 BENCHMARKS = ("lvbench", "longvideobench", "videomme", "mlvu", "egoschema", "synthetic")
@@ -58,7 +59,7 @@ class Question:
             if isinstance(getattr(self, name), list):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
         if self.benchmark not in BENCHMARKS:
-            raise QuestionFormatError(f"unknown benchmark {self.benchmark!r} (one of {', '.join(BENCHMARKS)})",
+            raise QuestionFormatError(f"unknown benchmark {echo(self.benchmark)} (one of {', '.join(BENCHMARKS)})",
                                       field="benchmark")
         problem = _options_problem(self.options)
         if problem:
@@ -77,7 +78,7 @@ class Question:
     def option_text(self, letter: str) -> str:
         """The text of option ``letter``; ``ValueError`` if the question has no such option."""
         if letter not in self.letters:
-            raise ValueError(f"question {self.uid!r} has no option {letter!r} (options {', '.join(self.letters)})")
+            raise ValueError(f"question {echo(self.uid)} has no option {echo(letter)} (options {', '.join(self.letters)})")
         return self.options[self.letters.index(letter)]
 
     @property
@@ -104,7 +105,7 @@ def _options_problem(options: Iterable[Any]) -> str | None:
         return f"at most {len(LETTERS)} options can be lettered, got {len(options)}"
     for i, text in enumerate(options):
         if not isinstance(text, str) or not text.strip():
-            return f"option {LETTERS[i]} is {text!r}, not a non-empty text"
+            return f"option {LETTERS[i]} is {echo(text)}, not a non-empty text"
     return None
 
 
@@ -112,7 +113,7 @@ def _answer_problem(answer: Any, n_options: int) -> str | None:
     letters = LETTERS[:n_options]
     if answer is None or (isinstance(answer, str) and answer in letters):
         return None
-    return f"{answer!r} is not one of the option letters {', '.join(letters)}"
+    return f"{echo(answer)} is not one of the option letters {', '.join(letters)}"
 
 
 def parse_options(text: str) -> tuple[str, tuple[str, ...]]:

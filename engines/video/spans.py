@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from engines.platform.files import echo
+
 MIN_WIDTH_S = 15.0  # upstream ``normalize_window_min_width``: an inspected or reference span is at least this wide
 
 
@@ -52,22 +54,22 @@ def parse_time(text: str | float | int) -> float:
     (3723.5, 497.0, 12.0)
     """
     if isinstance(text, bool):
-        raise TimeFormatError(f"not a time: {text!r}")
+        raise TimeFormatError(f"not a time: {echo(text)}")
     if isinstance(text, int | float):
         value = float(text)
     else:
         cleaned = str(text).strip()
         if not re.fullmatch(r"\d+(:\d{1,2}){0,2}(\.\d+)?", cleaned):
-            raise TimeFormatError(f"not a time: {text!r} (expected HH:MM:SS, MM:SS or seconds)")
+            raise TimeFormatError(f"not a time: {echo(text)} (expected HH:MM:SS, MM:SS or seconds)")
         *head, last = cleaned.split(":")
         if any(int(part) >= 60 for part in ([*head[1:], last.split(".")[0]] if head else [])):
-            raise TimeFormatError(f"not a time: {text!r} (minutes and seconds must be below 60)")
+            raise TimeFormatError(f"not a time: {echo(text)} (minutes and seconds must be below 60)")
         value = 0.0
         for part in head:
             value = value * 60 + int(part)
         value = value * 60 + float(last) if head else float(last)
     if not math.isfinite(value) or value < 0:
-        raise TimeFormatError(f"not a time: {text!r} (must be a finite number of seconds, 0 or more)")
+        raise TimeFormatError(f"not a time: {echo(text)} (must be a finite number of seconds, 0 or more)")
     return value
 
 
@@ -99,10 +101,10 @@ def parse_time_reference(text: str | None) -> tuple[list[Span], str | None]:
         except TimeFormatError:
             end = None
         if end is None:
-            notes.append(f"{piece!r}: no readable end, kept as the point {format_time(start)}")
+            notes.append(f"{echo(piece)}: no readable end, kept as the point {format_time(start)}")
             end = start
         elif end < start:
-            notes.append(f"{piece!r}: end before start, swapped")
+            notes.append(f"{echo(piece)}: end before start, swapped")
             start, end = end, start
         spans.append(Span(start, end))
     return spans, ("; ".join(notes) or None)

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from engines.platform.files import echo
 from engines.video.spans import Span
 
 _TIMING = re.compile(r"(\d+):(\d\d):(\d\d)[,.](\d{1,3})\s*-->\s*(\d+):(\d\d):(\d\d)[,.](\d{1,3})")
@@ -42,7 +43,7 @@ def read_srt(path: str | Path) -> list[Subtitle]:
         if "-->" in stripped:
             match = _TIMING.search(stripped)
             if match is None:
-                raise SubtitleFormatError(f"{path}, line {number}: unreadable timing {stripped!r}")
+                raise SubtitleFormatError(f"{path}, line {number}: unreadable timing {echo(stripped)}")
             start, end = _seconds(*match.groups()[:4]), _seconds(*match.groups()[4:])
             span, text = Span(start, max(start, end)), []
         elif not stripped:

@@ -4,6 +4,9 @@ The paper's claims at small scale, on the synthetic benchmark: the gated, decoup
 higher grounded accuracy and a lower misaligned-correct rate than the coupled baseline, and its
 accuracy rises with the step budget. A sweep writes one trajectories file per (agent, budget),
 ``<agent>-steps<S>.jsonl``, and ``summary.json`` with the metrics of each and the claims checked.
+A trajectory names its video relative to the run file's folder when the video lies under that
+folder's parent (the shipped demo's ``runs/`` beside its videos), so that the files keep playing
+wherever the folder is copied; other videos keep their absolute path.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import functools
 import json
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from engines.platform.fanout import map_cells
@@ -39,6 +42,15 @@ class SweepConfig:
 
 def run_file(folder: Path, agent: str, budget: int) -> Path:
     return folder / f"{agent}-steps{budget}.jsonl"
+
+
+def portable(trajectory: Trajectory, folder: Path) -> Trajectory:
+    """``trajectory`` with its ``video_path`` relative to ``folder`` (where its run file is written)
+    when the video lies under the folder's parent; otherwise unchanged."""
+    video, home = Path(trajectory.video_path).resolve(), folder.resolve()
+    if not video.is_relative_to(home.parent):
+        return trajectory
+    return replace(trajectory, video_path=os.path.relpath(video, home))
 
 
 def claims(results: dict[str, dict[int, dict]]) -> dict:
@@ -112,7 +124,7 @@ def run_sweep(questions: list[Question], video_for: Callable[[Question], str], r
                      on_done=finished)
     results: dict[str, dict[int, dict]] = {}
     for (agent, budget), trajectories in zip(cells, runs, strict=True):
-        write_jsonl(trajectories, run_file(out, agent, budget))
+        write_jsonl([portable(t, out) for t in trajectories], run_file(out, agent, budget))
         results.setdefault(agent, {})[budget] = summarise(trajectories)
     summary = {"config": asdict(config), "questions": len(questions),
                "results": {agent: {str(b): s for b, s in by.items()} for agent, by in results.items()},

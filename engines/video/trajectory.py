@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engines.platform.files import echo, json_depth_problem
 from engines.video.spans import Span, TimeFormatError
 
 SCHEMA = "lvqa-traj/1"
@@ -95,7 +96,7 @@ def _within(prefix: str) -> Iterator[None]:
 
 def _number(value: Any, path: str, rule: str = "a number", ok=lambda v: True) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not ok(value):
-        raise TrajectoryFormatError(path, f"must be {rule} (got {value!r})")
+        raise TrajectoryFormatError(path, f"must be {rule} (got {echo(value)})")
     return float(value)
 
 
@@ -105,7 +106,7 @@ def _seconds(value: Any, path: str) -> float:
 
 def _count(value: Any, path: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise TrajectoryFormatError(path, f"must be a whole number of {low} or more (got {value!r})")
+        raise TrajectoryFormatError(path, f"must be a whole number of {low} or more (got {echo(value)})")
     return value
 
 
@@ -113,14 +114,14 @@ def _text(value: Any, path: str, *, optional: bool = False) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str):
-        raise TrajectoryFormatError(path, f"must be {'text or null' if optional else 'text'} (got {value!r})")
+        raise TrajectoryFormatError(path, f"must be {'text or null' if optional else 'text'} (got {echo(value)})")
     return value
 
 
 def _one_of(value: Any, path: str, choices: tuple[str | None, ...]) -> Any:
     if value not in choices:
         shown = ", ".join("null" if c is None else repr(c) for c in choices)
-        raise TrajectoryFormatError(path, f"must be one of {shown} (got {value!r})")
+        raise TrajectoryFormatError(path, f"must be one of {shown} (got {echo(value)})")
     return value
 
 
@@ -151,7 +152,7 @@ def _span(value: Any, path: str) -> Span:
             return Span(float(value[0]), float(value[1]))
         except TimeFormatError as err:
             raise TrajectoryFormatError(path, str(err)) from None
-    raise TrajectoryFormatError(path, f"must be a [start, end] pair of seconds (got {value!r})")
+    raise TrajectoryFormatError(path, f"must be a [start, end] pair of seconds (got {echo(value)})")
 
 
 def _spans(value: Any, path: str) -> tuple[Span, ...]:
@@ -225,13 +226,13 @@ class Verdict:
         if self.status == "ANSWER":
             if not isinstance(self.answer, str) or not self.answer.strip():
                 raise TrajectoryFormatError(
-                    "answer", f"must be the answered option letters when status is ANSWER (got {self.answer!r})"
+                    "answer", f"must be the answered option letters when status is ANSWER (got {echo(self.answer)})"
                 )
             if self.search_more_type is not None:
                 raise TrajectoryFormatError("search_more_type", "must be null when status is ANSWER")
         else:
             if self.answer is not None:
-                raise TrajectoryFormatError("answer", f"must be null when status is SEARCH_MORE (got {self.answer!r})")
+                raise TrajectoryFormatError("answer", f"must be null when status is SEARCH_MORE (got {echo(self.answer)})")
             _one_of(self.search_more_type, "search_more_type", (*SEARCH_MORE_TYPES, None))
         _set(self, "confidence", _number(self.confidence, "confidence", "a number from 0 to 1", lambda v: 0 <= v <= 1))
         _text(self.evidence, "evidence")
@@ -300,10 +301,10 @@ class Step:
             if self.action != "inspect":
                 raise TrajectoryFormatError("verdict", f"only an inspect step has a verdict (this is {self.action})")
         if self.gate_passed is not None and not isinstance(self.gate_passed, bool):
-            raise TrajectoryFormatError("gate_passed", f"must be true, false or null (got {self.gate_passed!r})")
+            raise TrajectoryFormatError("gate_passed", f"must be true, false or null (got {echo(self.gate_passed)})")
         _text(self.gate_reason, "gate_reason", optional=True)
         if not isinstance(self.forced, bool):
-            raise TrajectoryFormatError("forced", f"must be true or false (got {self.forced!r})")
+            raise TrajectoryFormatError("forced", f"must be true or false (got {echo(self.forced)})")
         _text(self.observation, "observation")
 
     @property
@@ -328,7 +329,7 @@ class Final:
         if self.mode == "none" and (self.answer is not None or self.authorised_by_step is not None):
             raise TrajectoryFormatError("mode", "is 'none' but an answer or an authorising step is given")
         if self.mode != "none" and self.answer is None:
-            raise TrajectoryFormatError("answer", f"is null but mode is {self.mode!r} (use mode 'none' for no answer)")
+            raise TrajectoryFormatError("answer", f"is null but mode is {echo(self.mode)} (use mode 'none' for no answer)")
         if self.mode == "gated" and self.authorised_by_step is None:
             raise TrajectoryFormatError(
                 "authorised_by_step", "must name the inspect step whose verdict passed the gate"
@@ -372,7 +373,7 @@ class Trajectory:
 
     def __post_init__(self) -> None:
         if self.schema != SCHEMA:
-            raise TrajectoryFormatError("schema", f"must be {SCHEMA!r} (got {self.schema!r})")
+            raise TrajectoryFormatError("schema", f"must be {SCHEMA!r} (got {echo(self.schema)})")
         for name in ("run_id", "benchmark", "uid", "video_id", "video_path", "question"):
             _text(getattr(self, name), name)
         _set(self, "duration_s", _number(self.duration_s, "duration_s", "a number of seconds above 0", lambda v: v > 0))
@@ -422,7 +423,7 @@ class Trajectory:
         # Mode "coupled" belongs to the coupled agent, which answers in that mode or not at all.
         if (self.final.mode == "coupled") != (self.agent == "coupled" and self.final.answer is not None):
             raise TrajectoryFormatError(
-                "final.mode", f"is {self.final.mode!r} but the agent is {self.agent!r} (the coupled agent answers in "
+                "final.mode", f"is {echo(self.final.mode)} but the agent is {echo(self.agent)} (the coupled agent answers in "
                 "mode 'coupled' or not at all; only it uses that mode)"
             )
 
@@ -549,15 +550,20 @@ def to_json(trajectory: Trajectory) -> dict:
     }
 
 
+def _key(name: str) -> str:
+    """A key of the file as a field path: as it is when short and printable, else quoted shortened."""
+    return name if len(name) <= 60 and name.isprintable() else echo(name, 60)
+
+
 def _fields(obj: Any, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict:
     """The keys of a JSON object, checked: every required key present, no unknown key."""
     obj = _mapping(obj, "")
     for key in required:
         if key not in obj:
             raise TrajectoryFormatError(key, "is missing")
-    unknown = sorted(set(obj) - set(required) - set(optional))
+    unknown = sorted(set(obj) - set(required) - set(optional), key=str)
     if unknown:
-        raise TrajectoryFormatError(unknown[0], f"is not a field of {SCHEMA}")
+        raise TrajectoryFormatError(_key(unknown[0]), f"is not a field of {SCHEMA}")
     return obj
 
 
@@ -614,7 +620,7 @@ def from_json(obj: Any) -> Trajectory:
             field path, e.g. ``"steps[2].verdict.confidence: must be a number from 0 to 1 (got 1.5)"``.
     """
     if isinstance(obj, Mapping) and "schema" in obj and obj["schema"] != SCHEMA:
-        raise TrajectoryFormatError("schema", f"must be {SCHEMA!r} (got {obj['schema']!r})")
+        raise TrajectoryFormatError("schema", f"must be {SCHEMA!r} (got {echo(obj['schema'])})")
     d = _fields(obj, _TOP_REQUIRED, _TOP_OPTIONAL)
     steps = _list_from_json(d["steps"], "steps", _step_from_json)
     with _within("final"):
@@ -664,8 +670,12 @@ def append_jsonl(trajectory: Trajectory, path: str | os.PathLike) -> Path:
     return path
 
 
-def read_jsonl(path: str | os.PathLike) -> list[Trajectory]:
+def read_jsonl(path: str | os.PathLike, *, name: str | None = None) -> list[Trajectory]:
     """The trajectories of a JSONL file (blank lines skipped).
+
+    ``name`` is how messages call the file (default: its path); a page passes the path as a person
+    may see it. A line's values are quoted shortened in messages (``echo``), and a line nesting
+    deeper than ``HAI_MAX_JSON_DEPTH`` is refused before it is parsed.
 
     Raises:
         TrajectoryFormatError: a line is not JSON or not ``lvqa-traj/1``; the message names the file,
@@ -677,7 +687,10 @@ def read_jsonl(path: str | os.PathLike) -> list[Trajectory]:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            where = f"{path}, line {number}"
+            where = f"{name or path}, line {number}"
+            problem = json_depth_problem(line)
+            if problem is not None:
+                raise TrajectoryFormatError("", f"the JSON {problem}", where)
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as err:

@@ -195,3 +195,29 @@ def test_sample_scales_frames_to_the_pixel_budget(video):
         times, frames = reader.sample([Span(10, 14)], fps=2.0, max_frames=48, pixel_budget=8 * 80 * 60)
     # 8 frames of 160 x 120 would hold 4x the budget: each is scaled to 80 x 60, the picture kept.
     assert len(times) == 8 and all(f.shape == (60, 80, 3) for f in frames)
+
+
+
+@pytest.fixture
+def frame_pixels(monkeypatch):
+    """``set(n)``: HAI_MAX_FRAME_PIXELS for this test (the settings are read afresh)."""
+    from engines.platform.settings import reset_settings
+
+    def set_limit(pixels: int) -> None:
+        monkeypatch.setenv("HAI_MAX_FRAME_PIXELS", str(pixels))
+        reset_settings()
+
+    yield set_limit
+    monkeypatch.undo()
+    reset_settings()
+
+
+def test_a_stream_with_frames_over_the_pixel_setting_is_refused_when_opened(video, frame_pixels):
+    # 160 x 120 = 19,200 pixels a frame: refused under a limit of 64 x 64, named with its setting.
+    frame_pixels(64 * 64)
+    with pytest.raises(VideoError, match=r"frames of 160 x 120 pixels are more than the 4,096 allowed "
+                                         r"\(HAI_MAX_FRAME_PIXELS\)"):
+        open_video(video)
+    frame_pixels(160 * 120)  # exactly at the limit: read as before
+    with open_video(video) as reader:
+        assert reader.frame_at(1.0).shape == (120, 160, 3)

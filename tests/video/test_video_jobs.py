@@ -46,7 +46,8 @@ def test_a_small_sweep_job_writes_its_runs(sqlite_db):
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"video": "/etc/passwd"}, "not a shipped or uploaded video"),
+    ({"video": "/etc/passwd"}, "the job's video: '/etc/passwd' is outside the folders the app reads from"),
+    ({"video": "assets/video/demo/questions.jsonl"}, "outside the folders"),
     ({"options": ["red"]}, "at least 2 items"),
     ({"options": ["red", "  "]}, "every option needs a text"),
     ({"max_steps": 0}, "greater than or equal to 1"),

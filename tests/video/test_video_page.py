@@ -1,5 +1,6 @@
 """Research -> Video inspector in AppTest: the shipped demo run it opens on, the question's tiles and
-timeline, the filters, the steps, a wrong upload, and a question asked as a job."""
+timeline, the filters, the player (waiting for play, or playing a clicked span by itself, muted),
+and a question asked as a job. Uploads and the files the page may open: test_video_owned_files.py."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import pytest
 
 from engines.platform import jobqueue
-from engines.video import library
+from engines.video import browse, library
 from engines.video.jobs import ASK
 from tests.apptest_driver import page_as
 
@@ -52,14 +53,6 @@ def test_the_filters_narrow_the_questions(sqlite_db):
     assert 0 < len(wrong) < 15 and all(label.startswith("✗") for label in wrong)
 
 
-def test_an_upload_that_is_not_a_video_is_refused(sqlite_db, tmp_path):
-    with pytest.raises(library.UploadError, match=r"notes.mp4: not a video PyAV can read"):
-        library.save_upload("notes.mp4", b"these are notes, not a video" * 10)
-    with pytest.raises(library.UploadError, match=r"notes.txt: not a video file name"):
-        library.save_upload("notes.txt", b"x")
-    assert library.uploaded_videos() == []  # nothing half-kept
-
-
 def test_asking_a_question_queues_a_job_with_the_form_values(sqlite_db):
     at = page_as(PAGE, "researcher")
     at.text_input(key="video-ask-question").set_value("What colour are the circles on screen?")
@@ -72,16 +65,23 @@ def test_asking_a_question_queues_a_job_with_the_form_values(sqlite_db):
     assert job.params["video"].endswith(".mp4") and job.params["max_steps"] == 8
 
 
-def test_an_upload_too_large_is_refused_before_anything_is_kept(sqlite_db, monkeypatch):
-    monkeypatch.setattr(library, "MAX_UPLOAD_MB", 1)
-    with pytest.raises(library.UploadError, match=r"big.mp4: 2 MB is more than the 1 MB allowed"):
-        library.save_upload("big.mp4", b"\0" * 2_000_000)
-    assert library.uploaded_videos() == []
+def test_the_player_waits_for_play_until_a_span_is_chosen_then_starts_there_muted(sqlite_db):
+    at = page_as(PAGE, "researcher")
+    [video] = at.get("video")
+    assert (video.proto.start_time, video.proto.autoplay, video.proto.muted) == (0, False, False)
+    assert any(c.value.startswith("Playing from 0 s when you press play") for c in at.caption)
+    chosen = browse.player((12.4, 27.6))
+    # Browsers start a video by itself only when it is muted: autoplay always comes with muted.
+    assert (chosen.start, chosen.end, chosen.autoplay, chosen.muted) == (12, 28, True, True)
+    assert chosen.caption.startswith("Playing from 12 s to 28 s") and "unmute" in chosen.caption
 
 
-def test_a_real_video_upload_is_kept_once(sqlite_db):
-    data = library.demo_videos()[0].read_bytes()
-    first = library.save_upload("clip.MP4", data)
-    again = library.save_upload("another name.mp4", data)
-    assert first == again and first.suffix == ".mp4" and library.uploaded_videos() == [first]
-    assert library.allowed_video(first) == first.resolve()
+def test_a_span_clicked_on_the_timeline_plays_there_by_itself(sqlite_db):
+    at = page_as(PAGE, "researcher")
+    uid = at.selectbox(key="video-question").value.trajectory.uid
+    # What a click on a bar of the timeline hands the page: the bar's [start, end] as customdata.
+    at.session_state[f"video-timeline-{uid}"] = {"selection": {"points": [{"customdata": [30.0, 45.0]}]}}
+    at.run()
+    assert not at.exception, at.exception
+    [video] = at.get("video")
+    assert (video.proto.start_time, video.proto.end_time, video.proto.autoplay, video.proto.muted) == (30, 46, True, True)
