@@ -9,8 +9,10 @@ from engines.collab.result_files import ResultFileError, load_result_file
 from engines.collab.simulate import TASKS
 from engines.platform import jobqueue
 from engines.platform.config_schema import field_info
+from engines.platform.files import echo
 from engines.platform.settings import get_settings
 from pages import _ui as ui
+from pages._upload import file_input
 
 PAGE = {"title": "Collaboration: simulations", "group": "Research", "roles": ["researcher"],
         "icon": ":material/query_stats:", "order": 53}
@@ -114,13 +116,15 @@ if source == "finished job":
         except ResultFileError as exc:
             st.error(str(exc))
 else:
-    upload = st.file_uploader("Result JSON (from `python -m engines.collab simulate/sweep --out ...`)", type=["json"])
+    # Stored under the server's name in uploads/collab (file_input shows a refusal itself); read from there.
+    upload = file_input("Result JSON (from `python -m engines.collab simulate/sweep --out ...`)", kind="json",
+                        area="collab", key="collab-result-upload")
     if upload is not None:
-        raw = upload.getvalue()
+        raw = upload.path.read_bytes()
         try:
             result = load_result_file(raw)
-        except ResultFileError as exc:
-            st.error(f"This file is not a collaboration result: {exc}")
+        except ResultFileError as exc:  # the browser's file name, quoted: it is the uploader's text
+            st.error(f"{echo(upload.label)} is not a collaboration result: {exc}")
 
 if result is not None:
     view = plots.result_view(result)

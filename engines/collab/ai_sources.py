@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engines.platform.files import echo
 from engines.platform.settings import REPO_ROOT
 
 N_LABELS = 10  # counts 0..9 in the shape-counting task
@@ -64,11 +65,11 @@ class SyntheticAI:
 
     def __post_init__(self):
         if self.n_labels < 2:
-            raise ValueError(f"n_labels must be >= 2, got {self.n_labels!r}")
+            raise ValueError(f"n_labels must be >= 2, got {echo(self.n_labels)}")
         if not 0 < self.noise_easy <= self.noise_hard:
-            raise ValueError(f"need 0 < noise_easy <= noise_hard, got {self.noise_easy!r}, {self.noise_hard!r}")
+            raise ValueError(f"need 0 < noise_easy <= noise_hard, got {echo(self.noise_easy)}, {echo(self.noise_hard)}")
         if self.temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
+            raise ValueError(f"temperature must be > 0, got {echo(self.temperature)}")
 
     def draw(self, n: int, rng: np.random.Generator, hardness: np.ndarray | None = None) -> AICases:
         labels = rng.integers(0, self.n_labels, n)
@@ -152,7 +153,7 @@ class MedicalAI:
 
     def __post_init__(self):
         if not 0.0 <= self.evidence_fraction <= 1.0:
-            raise ValueError(f"evidence_fraction must be in [0, 1], got {self.evidence_fraction!r}")
+            raise ValueError(f"evidence_fraction must be in [0, 1], got {echo(self.evidence_fraction)}")
 
     def draw(self, n: int, rng: np.random.Generator, hardness: np.ndarray | None = None) -> AICases:
         from engines.collab.medical import evidence_share, generate_cases, posterior
@@ -252,7 +253,7 @@ def make_ai_source(kind: str, path: str | Path = DEFAULT_AI_SCORES, n_labels: in
     """
     if task == "medical":
         if kind != "synthetic":
-            raise ValueError(f"the medical task's AI is the Bayes posterior of its world; --ai {kind} is for shapes")
+            raise ValueError(f"the medical task's AI is the Bayes posterior of its world; --ai {echo(kind)} is for shapes")
         return DDXPlusAI(Path(ddxplus_dir)) if ddxplus_dir else MedicalAI()
     if ddxplus_dir:
         raise ValueError("--ddxplus-dir needs --task medical")
@@ -261,4 +262,4 @@ def make_ai_source(kind: str, path: str | Path = DEFAULT_AI_SCORES, n_labels: in
     if kind == "cnn":
         path = Path(path)
         return PrecomputedAI(path if path.is_absolute() else REPO_ROOT / path, n_labels=n_labels)
-    raise ValueError(f"unknown AI score source {kind!r} (known: synthetic, cnn)")
+    raise ValueError(f"unknown AI score source {echo(kind)} (known: synthetic, cnn)")

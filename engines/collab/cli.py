@@ -36,6 +36,7 @@ from engines.collab.sweep import (
     run_sweep,
 )
 from engines.platform.config_schema import argparse_options, option_values
+from engines.platform.files import echo
 
 LLM_PREFIX = "llm_"  # LLMConfig's options: --llm-base-url, ... (args.llm_base_url, ...)
 
@@ -107,7 +108,7 @@ def run_llm_simulate(args: argparse.Namespace) -> dict:
     try:
         result = simulate_llm(config, llm, progress=True).to_dict()
     except BackendError as exc:
-        raise ValueError(f"the LLM backend at {llm.where} failed: {exc}") from None
+        raise ValueError(f"the LLM backend at {echo(llm.where)} failed: {exc}") from None
     write_result_file(result, args.out)
     return result
 

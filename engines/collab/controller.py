@@ -89,6 +89,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engines.platform.files import echo
+
 
 @dataclass(frozen=True)
 class ControllerConfig:
@@ -118,16 +120,16 @@ class ControllerConfig:
         for name in ("alpha_harm", "alpha_comp"):
             value = getattr(self, name)
             if not 0.0 < value < 1.0:
-                raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+                raise ValueError(f"{name} must be in (0, 1), got {echo(value)}")
         for name in ("eta_harm", "eta_comp"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
-                raise ValueError(f"{name} must be a finite number >= 0 (0 = fixed threshold), got {value!r}")
+                raise ValueError(f"{name} must be a finite number >= 0 (0 = fixed threshold), got {echo(value)}")
         if not (math.isfinite(self.score_bound) and self.score_bound > 0):
-            raise ValueError(f"score_bound must be a finite number > 0, got {self.score_bound!r}")
+            raise ValueError(f"score_bound must be a finite number > 0, got {echo(self.score_bound)}")
         for name in ("q_harm_init", "q_comp_init"):
             if not math.isfinite(getattr(self, name)):
-                raise ValueError(f"{name} must be finite, got {getattr(self, name)!r}")
+                raise ValueError(f"{name} must be finite, got {echo(getattr(self, name))}")
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,7 @@ class ControllerState:
     def __post_init__(self):
         for name in ("pi_harm", "pi_comp"):
             if not 0.0 < getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be in (0, 1], got {getattr(self, name)!r}")
+                raise ValueError(f"{name} must be in (0, 1], got {echo(getattr(self, name))}")
         if min(self.t, self.n_err_harm, self.n_err_comp, self.n_fired_harm, self.n_fired_comp) < 0:
             raise ValueError("counts in a controller state must be >= 0")
 
@@ -228,7 +230,7 @@ def check_scores(scores: np.ndarray, score_bound: float | None = None, *, what: 
         index = where[0] if len(where) == 1 else where
         value = float(scores[where]) if scores.ndim else float(scores)
         span = f"[0, {score_bound:g}]" if score_bound is not None else "a number (not NaN)"
-        raise ValueError(f"{what} must lie in {span}: got {value!r} at index {index}")
+        raise ValueError(f"{what} must lie in {span}: got {echo(value)} at index {index}")
     return scores
 
 
@@ -313,7 +315,7 @@ def upper_bound(n: int, step_size: float, alpha: float, q1: float, score_bound: 
     Infinite for η = 0 (a fixed threshold has no guarantee) or n = 0.
     """
     if delay < 0:
-        raise ValueError(f"delay must be >= 0, got {delay!r}")
+        raise ValueError(f"delay must be >= 0, got {echo(delay)}")
     if step_size <= 0 or n <= 0:
         return math.inf
     return max(0.0, score_bound + (delay + 1) * step_size * (1.0 - alpha) - q1) / (step_size * n)

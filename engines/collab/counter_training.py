@@ -46,6 +46,7 @@ from tqdm import tqdm
 
 from engines.collab.counter import DEFAULT_WEIGHTS, CounterConfig, ShapeCounter, n_parameters, save_counter
 from engines.collab.shapes import DIFFICULTY_PRESETS, LABELS, generate_batch
+from engines.platform.files import echo
 from engines.platform.settings import REPO_ROOT
 
 DEFAULT_SEED = 2026
@@ -100,7 +101,8 @@ class TrainConfig:
             raise ValueError("lr must be > 0, weight_decay >= 0, threads >= 1")
         lo, hi = self.train_difficulty
         if not 0.0 <= lo <= hi <= 1.0:
-            raise ValueError(f"train_difficulty must be (lo, hi) with 0 <= lo <= hi <= 1, got {self.train_difficulty!r}")
+            raise ValueError("train_difficulty must be (lo, hi) with 0 <= lo <= hi <= 1, "
+                             f"got {echo(self.train_difficulty)}")
 
 
 # Shares of on_progress's [0, 1] (data generation before, calibration and evaluation after).
@@ -231,7 +233,7 @@ def _difficulty_range(text: str) -> tuple[float, float]:
     try:
         lo, hi = (float(v) for v in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected LO,HI (two numbers in [0, 1]), got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected LO,HI (two numbers in [0, 1]), got {echo(text)}") from None
     return lo, hi
 
 

@@ -29,6 +29,7 @@ from typing import TextIO
 import numpy as np
 
 from engines.collab.medical import MedicalCase
+from engines.platform.files import echo, json_depth_problem
 
 # ---------------------------------------------------------------- the real DDXPlus release
 VALUE_SEP = "_@_"  # "E_54_@_V_161": value V_161 of evidence E_54
@@ -152,7 +153,11 @@ def _data_type(entry: dict) -> str:
 
 def _read_json(path: Path, what: str) -> dict:
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
+        text = path.read_text(encoding="utf-8-sig")
+        problem = json_depth_problem(text)  # before json.loads, which recurses once per level
+        if problem is not None:
+            raise DDXPlusFormatError(f"{path.name}: the JSON {problem}")
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DDXPlusFormatError(f"{path.name} line {exc.lineno}: not valid JSON ({exc.msg})") from exc
     except UnicodeDecodeError as exc:
@@ -172,13 +177,13 @@ def read_evidences(path: str | Path) -> dict[str, dict]:
     evidences = {}
     for key, entry in _read_json(path, "evidence names to their description").items():
         if not isinstance(entry, dict) or not isinstance(entry.get("question_en"), str):
-            raise DDXPlusFormatError(f"{path.name}, entry {key!r}: missing 'question_en'")
+            raise DDXPlusFormatError(f"{path.name}, entry {echo(key)}: missing 'question_en'")
         if _data_type(entry) not in DATA_TYPES:
-            raise DDXPlusFormatError(f"{path.name}, entry {key!r}: data_type must be B, C or M, "
-                                     f"got {_data_type(entry)!r}")
+            raise DDXPlusFormatError(f"{path.name}, entry {echo(key)}: data_type must be B, C or M, "
+                                     f"got {echo(_data_type(entry))}")
         name = entry.get("name", key)
         if not isinstance(name, str) or name in evidences:
-            raise DDXPlusFormatError(f"{path.name}, entry {key!r}: name {name!r} is not a distinct string")
+            raise DDXPlusFormatError(f"{path.name}, entry {echo(key)}: name {echo(name)} is not a distinct string")
         evidences[name] = entry
     return evidences
 
@@ -199,13 +204,14 @@ def pathology_names(conditions: Mapping[str, dict], filename: str = "release_con
     canonical: dict[str, str] = {}
     for key, entry in conditions.items():
         if not isinstance(entry, dict):
-            raise DDXPlusFormatError(f"{filename}, entry {key!r}: expected an object")
+            raise DDXPlusFormatError(f"{filename}, entry {echo(key)}: expected an object")
         name = entry.get("condition_name", key)
         if not isinstance(name, str) or not name.strip():
-            raise DDXPlusFormatError(f"{filename}, entry {key!r}: condition_name must be a non-empty string")
+            raise DDXPlusFormatError(f"{filename}, entry {echo(key)}: condition_name must be a non-empty string")
         twin = next((k for k, n in canonical.items() if n == name), None)
         if twin is not None:
-            raise DDXPlusFormatError(f"{filename}, entries {twin!r} and {key!r}: same condition_name {name!r}")
+            raise DDXPlusFormatError(f"{filename}, entries {echo(twin)} and {echo(key)}: "
+                                     f"same condition_name {echo(name)}")
         canonical[key] = name
     lookup: dict[str, str] = {}
     for field_name in ("condition_name", "cond-name-eng", "cond-name-fr", None):
@@ -251,7 +257,7 @@ def open_patients(path: str | Path) -> Iterator[tuple[TextIO, str]]:
         files = sorted(p for p in path.iterdir() if p.is_file() and _visible(p.name))
         if len(files) != 1:
             raise DDXPlusFormatError(f"folder {path.name}/ must hold the one patients CSV, found {len(files)} files"
-                                     + (f" ({', '.join(p.name for p in files)})" if files else ""))
+                                     + (f" ({', '.join(echo(p.name) for p in files)})" if files else ""))
         path = files[0]
     if path.suffix.lower() != ".zip":
         with path.open(encoding="utf-8-sig", newline="") as fh:
@@ -264,7 +270,7 @@ def open_patients(path: str | Path) -> Iterator[tuple[TextIO, str]]:
     with archive:
         members = [m for m in archive.infolist() if _visible(m.filename)]
         if len(members) != 1:
-            listed = f" ({', '.join(m.filename for m in members)})" if members else ""
+            listed = f" ({', '.join(echo(m.filename) for m in members)})" if members else ""
             raise DDXPlusFormatError(f"{path.name}: expected one patients CSV inside, found {len(members)} files{listed}")
         with archive.open(members[0]) as raw:
             yield io.TextIOWrapper(raw, encoding="utf-8-sig", newline=""), f"{path.name}:{members[0].filename}"
@@ -362,14 +368,14 @@ def _patient(row: dict, line: int, label: str, release: DDXPlusRelease, conditio
     try:
         age = int(str(row["AGE"]).strip())
     except (TypeError, ValueError):
-        fail("AGE", f"not an integer ({row['AGE']!r})")
+        fail("AGE", f"not an integer ({echo(row['AGE'])})")
     sex = (row["SEX"] or "").strip()
     if sex not in ("M", "F"):
-        fail("SEX", f"must be M or F, got {sex!r}")
+        fail("SEX", f"must be M or F, got {echo(sex)}")
     raw = (row["PATHOLOGY"] or "").strip()
     pathology = release.names.get(raw)
     if pathology is None:
-        fail("PATHOLOGY", f"unknown pathology {raw!r} (no condition_name, cond-name-eng, cond-name-fr or key "
+        fail("PATHOLOGY", f"unknown pathology {echo(raw)} (no condition_name, cond-name-eng, cond-name-fr or key "
                           f"of {conditions_name})")
     codes = _literal(row["EVIDENCES"], "EVIDENCES", fail)
     if not all(isinstance(c, str) for c in codes):
@@ -378,23 +384,23 @@ def _patient(row: dict, line: int, label: str, release: DDXPlusRelease, conditio
         name, sep, value = code.partition(VALUE_SEP)
         entry = release.evidences.get(name)
         if entry is None:
-            fail("EVIDENCES", f"unknown evidence code {code!r} (not in {evidences_name})")
+            fail("EVIDENCES", f"unknown evidence code {echo(code)} (not in {evidences_name})")
         allowed = entry.get("possible-values") or []
         if sep and allowed and value not in {str(v) for v in allowed}:
-            fail("EVIDENCES", f"{code!r}: {value!r} is not one of the possible-values of {name}")
+            fail("EVIDENCES", f"{echo(code)}: {echo(value)} is not one of the possible-values of {name}")
     initial = (row["INITIAL_EVIDENCE"] or "").strip()
     if _base(initial) not in release.evidences:
-        fail("INITIAL_EVIDENCE", f"unknown evidence code {initial!r}")
+        fail("INITIAL_EVIDENCE", f"unknown evidence code {echo(initial)}")
     differential = []
     for item in _literal(row["DIFFERENTIAL_DIAGNOSIS"], "DIFFERENTIAL_DIAGNOSIS", fail):
         if not (isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str)
                 and isinstance(item[1], (int, float)) and not isinstance(item[1], bool)):
-            fail("DIFFERENTIAL_DIAGNOSIS", f"items must be [name, probability], got {item!r}")
+            fail("DIFFERENTIAL_DIAGNOSIS", f"items must be [name, probability], got {echo(item)}")
         name = release.names.get(item[0].strip())
         if name is None:
-            fail("DIFFERENTIAL_DIAGNOSIS", f"unknown pathology {item[0]!r}")
+            fail("DIFFERENTIAL_DIAGNOSIS", f"unknown pathology {echo(item[0])}")
         if not 0.0 <= float(item[1]) <= 1.0:
-            fail("DIFFERENTIAL_DIAGNOSIS", f"probability of {item[0]!r} must be in [0, 1], got {item[1]}")
+            fail("DIFFERENTIAL_DIAGNOSIS", f"probability of {echo(item[0])} must be in [0, 1], got {item[1]}")
         differential.append((name, float(item[1])))
     differential.sort(key=lambda pair: -pair[1])
     first = _base(initial)
@@ -507,7 +513,7 @@ def _literal(text: str | None, column: str, fail) -> list:
     if '"' not in text and "\\" not in text:
         try:
             value = json.loads(text.replace("'", '"'))
-        except ValueError:
+        except (ValueError, RecursionError):  # a cell nested too deeply is refused below, never a crash
             value = None
     if value is None:
         try:

@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from engines.platform.files import echo
+
 WEIGHT_FLOOR = 1e-6  # smallest relative weight of any count in a person's own posterior
 ANCHOR_GAIN = 2.0  # an anchored label gets twice the current top weight: it becomes the answer
 
@@ -80,18 +82,18 @@ class HumanParams:
     def __post_init__(self):
         for name in FLOAT_FIELDS:
             if not math.isfinite(getattr(self, name)):
-                raise ValueError(f"{name} must be finite, got {getattr(self, name)!r}")
+                raise ValueError(f"{name} must be finite, got {echo(getattr(self, name))}")
         if not 0 < self.noise_easy <= self.noise_hard:
-            raise ValueError(f"need 0 < noise_easy <= noise_hard, got {self.noise_easy!r}, {self.noise_hard!r}")
+            raise ValueError(f"need 0 < noise_easy <= noise_hard, got {echo(self.noise_easy)}, {echo(self.noise_hard)}")
         if self.overconfidence <= 0:
-            raise ValueError(f"overconfidence must be > 0, got {self.overconfidence!r}")
+            raise ValueError(f"overconfidence must be > 0, got {echo(self.overconfidence)}")
         if not 0 < self.belief_ratio <= 1:
-            raise ValueError(f"belief_ratio must be in (0, 1], got {self.belief_ratio!r}")
+            raise ValueError(f"belief_ratio must be in (0, 1], got {echo(self.belief_ratio)}")
         for name in ("attention", "anchoring", "stop_confidence"):
             if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+                raise ValueError(f"{name} must be in [0, 1], got {echo(getattr(self, name))}")
         if self.trust < 0:
-            raise ValueError(f"trust must be >= 0, got {self.trust!r}")
+            raise ValueError(f"trust must be >= 0, got {echo(self.trust)}")
 
 
 HUMAN_PRESETS: dict[str, HumanParams] = {
@@ -105,7 +107,7 @@ HUMAN_PRESETS: dict[str, HumanParams] = {
 
 def human_preset(name: str) -> HumanParams:
     if name not in HUMAN_PRESETS:
-        raise ValueError(f"unknown human model {name!r} (known: {', '.join(HUMAN_PRESETS)})")
+        raise ValueError(f"unknown human model {echo(name)} (known: {', '.join(HUMAN_PRESETS)})")
     return HUMAN_PRESETS[name]
 
 
@@ -172,15 +174,15 @@ class ScheduleConfig:
 
     def __post_init__(self):
         if self.name not in SCHEDULES:
-            raise ValueError(f"unknown schedule {self.name!r} (known: {', '.join(SCHEDULES)})")
+            raise ValueError(f"unknown schedule {echo(self.name)} (known: {', '.join(SCHEDULES)})")
         if not 0.0 < self.switch_at < 1.0:
-            raise ValueError(f"switch_at must be in (0, 1), got {self.switch_at!r}")
+            raise ValueError(f"switch_at must be in (0, 1), got {echo(self.switch_at)}")
         if not (math.isfinite(self.strength) and self.strength >= 0):
-            raise ValueError(f"strength must be a finite number >= 0, got {self.strength!r}")
+            raise ValueError(f"strength must be a finite number >= 0, got {echo(self.strength)}")
         if self.block < 1:
-            raise ValueError(f"block must be >= 1, got {self.block!r}")
+            raise ValueError(f"block must be >= 1, got {echo(self.block)}")
         if not 0.0 <= self.adversarial_fraction <= 1.0:
-            raise ValueError(f"adversarial_fraction must be in [0, 1], got {self.adversarial_fraction!r}")
+            raise ValueError(f"adversarial_fraction must be in [0, 1], got {echo(self.adversarial_fraction)}")
 
 
 @dataclass
@@ -205,7 +207,7 @@ SCHEDULES: dict[str, ScheduleFn] = {}
 def register_schedule(name: str):
     def decorator(fn: ScheduleFn) -> ScheduleFn:
         if not fn.__doc__:
-            raise ValueError(f"schedule {name!r} needs a docstring")
+            raise ValueError(f"schedule {echo(name)} needs a docstring")
         SCHEDULES[name] = fn
         return fn
 
@@ -215,7 +217,7 @@ def register_schedule(name: str):
 def make_schedule(config: ScheduleConfig, T: int, base: HumanParams, rng: np.random.Generator) -> ScheduleTrack:
     """Per-interaction human parameters for T interactions under ``config``."""
     if T < 1:
-        raise ValueError(f"T must be >= 1, got {T!r}")
+        raise ValueError(f"T must be >= 1, got {echo(T)}")
     track = SCHEDULES[config.name](T, base, config, rng)
     track.params.clipped()
     track.hardness = np.zeros(T) if track.hardness is None else np.clip(track.hardness, -1.0, 1.0)

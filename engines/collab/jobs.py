@@ -43,6 +43,7 @@ from engines.collab.sweep import JOB_DEFAULTS as SWEEP_JOB_DEFAULTS
 from engines.collab.sweep import SweepConfig, parse_grid, run_sweep
 from engines.platform.config_schema import job_model
 from engines.platform.discovery import discover_all
+from engines.platform.files import echo
 from engines.platform.jobqueue import (
     JobContext,
     JobError,
@@ -77,7 +78,7 @@ def counter_scores_path(job_id: int) -> Path:
     if job.kind != TRAIN_COUNTER:
         raise ValueError(f"counter_job_id {job_id}: job #{job_id} is a {job.kind} job, not {TRAIN_COUNTER}")
     if job.status != JobStatus.SUCCEEDED:
-        raise ValueError(f"counter_job_id {job_id}: training job #{job_id} has status {job.status!r}; "
+        raise ValueError(f"counter_job_id {job_id}: training job #{job_id} has status {echo(job.status)}; "
                          "only a succeeded training job's scores can be used")
     path = job_dir(job_id) / SCORES_FILE
     if not path.is_file():
@@ -99,7 +100,7 @@ class _SimulationParams(job_model(SimulationConfig, name="SimulationFields", exc
         # A job carries no chat backend: LLM humans run from the command line (simulate --human llm).
         if value not in HUMAN_PRESETS:
             raise ValueError(f"human must be one of {sorted(HUMAN_PRESETS)} in a job (LLM humans: the command "
-                             f"line, simulate --human llm), got {value!r}")
+                             f"line, simulate --human llm), got {echo(value)}")
         return value
 
     def base_config(self, **overrides) -> SimulationConfig:
@@ -118,7 +119,7 @@ class _SimulationParams(job_model(SimulationConfig, name="SimulationFields", exc
         if self.counter_job_id is None:
             return DEFAULT_AI_SCORES
         if self.ai != "cnn":
-            raise ValueError(f"counter_job_id {self.counter_job_id} needs ai='cnn' (got ai={self.ai!r})")
+            raise ValueError(f"counter_job_id {self.counter_job_id} needs ai='cnn' (got ai={echo(self.ai)})")
         return str(counter_scores_path(self.counter_job_id))
 
 
@@ -161,7 +162,7 @@ def simulation_job_params(kind: str, **values) -> dict:
     """
     models = {SIMULATE: SimulateParams, SWEEP: SweepParams}
     if kind not in models:
-        raise ValueError(f"not a simulation job kind: {kind!r} (known: {', '.join(models)})")
+        raise ValueError(f"not a simulation job kind: {echo(kind)} (known: {', '.join(models)})")
     other = set().union(*(m.model_fields for k, m in models.items() if k != kind)) - set(models[kind].model_fields)
     params = {name: value for name, value in values.items() if name not in other}
     for name in ("alpha_harm_grid", "alpha_comp_grid"):
@@ -378,7 +379,7 @@ def ai_score_params(key: str) -> dict:
         return {"ai": "cnn"}
     if key.startswith("job:") and key[4:].isdigit():
         return {"ai": "cnn", "counter_job_id": int(key[4:])}
-    raise ValueError(f"unknown AI score source {key!r} (synthetic, shipped or job:<id>)")
+    raise ValueError(f"unknown AI score source {echo(key)} (synthetic, shipped or job:<id>)")
 
 
 def train_counter_defaults() -> dict:

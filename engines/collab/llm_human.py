@@ -41,6 +41,7 @@ import numpy as np
 from engines.collab.backends import ChatBackend
 from engines.collab.loop_reference import play_rounds
 from engines.collab.rules import Prefix
+from engines.platform.files import echo
 
 # ---------------------------------------------------------------- what the collaborator sees
 
@@ -118,13 +119,13 @@ def parse_reply(text: str, labels: Sequence[str]) -> Reply:
         raise ReplyError('the JSON object has no "answer"')
     raw = obj["answer"]
     if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
-        raise ReplyError(f"answer must be one of the labels, got {raw!r}")
+        raise ReplyError(f"answer must be one of the labels, got {echo(raw)}")
     if isinstance(raw, float) and raw.is_integer():
         raw = int(raw)
     wanted = str(raw).strip().casefold()
     matches = [i for i, name in enumerate(labels) if name.casefold() == wanted]
     if not matches:
-        raise ReplyError(f"answer {raw!r} is not one of the allowed labels")
+        raise ReplyError(f"answer {echo(raw)} is not one of the allowed labels")
     conf = obj.get("confidence")
     if isinstance(conf, str):
         try:
@@ -133,7 +134,7 @@ def parse_reply(text: str, labels: Sequence[str]) -> Reply:
             pass
     if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not math.isfinite(conf) \
             or not 1 <= conf <= 5:
-        raise ReplyError(f"confidence must be a number from 1 to 5, got {obj.get('confidence')!r}")
+        raise ReplyError(f"confidence must be a number from 1 to 5, got {echo(obj.get('confidence'))}")
     final = obj.get("final", False)
     if isinstance(final, str):
         final = final.strip().lower() == "true"

@@ -34,7 +34,6 @@ the first ``--llm-transcripts`` interactions of each run.
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -52,6 +51,9 @@ from engines.collab.rules import Prefix, Rule
 from engines.collab.shapes import DESCRIBE_DETAILS
 from engines.collab.simulate import LLM_HUMAN, SimulationConfig, SimulationResult, summarise
 from engines.collab.trace import RunTrace
+from engines.platform.credentials import api_key, check_key_variable
+from engines.platform.endpoints import check_endpoint_url
+from engines.platform.files import echo
 
 QUICK_T, QUICK_CALIBRATION = 20, 10
 DEFAULT_T, DEFAULT_CALIBRATION = 200, 50  # each interaction costs up to rounds + 1 LLM calls per run
@@ -64,9 +66,13 @@ class LLMConfig:
     """The language model that plays the human, and what is kept of its replies.
 
     Args:
-        base_url, model: an OpenAI-compatible endpoint (``OpenAICompatibleBackend``) and its model name.
+        base_url, model: an OpenAI-compatible endpoint (``OpenAICompatibleBackend``) and its model name;
+            the URL must be one ``HAI_ENDPOINT_HOSTS`` admits (``endpoints.check_endpoint_url``).
         api_key_env: name of the environment variable holding the API key (the key itself is never
-            a setting, so it stays out of shell history and result files); None sends no key.
+            a setting, so it stays out of shell history and result files); None sends no key. Only a
+            variable declared for API keys (``HAI_API_KEY_*`` or listed in ``HAI_API_KEY_VARIABLES``,
+            ``credentials.check_key_variable``): the key is sent to ``base_url``, so naming any
+            other variable (the database URL, ``HOME``) is refused before any request.
         local: a local ``transformers`` model folder (``TransformersBackend``, never downloads).
             Exactly one of ``base_url`` and ``local``.
         temperature, max_tokens: decoding (temperature 0: greedy, reproducible).
@@ -82,7 +88,8 @@ class LLMConfig:
         "help": "OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1"})
     model: str | None = field(default=None, metadata={"help": "model name served at --llm-base-url"})
     api_key_env: str | None = field(default=None, metadata={
-        "help": "name of the environment variable holding the API key (the key is never an option)",
+        "help": "name of the environment variable holding the API key, HAI_API_KEY_<NAME> or one listed in "
+                "HAI_API_KEY_VARIABLES (the key is never an option)",
         "cli": {"metavar": "NAME"}})
     local: str | None = field(default=None, metadata={
         "help": "local transformers model folder instead of an endpoint (never downloads)", "cli": {"metavar": "PATH"}})
@@ -106,21 +113,26 @@ class LLMConfig:
             raise ValueError("--human llm needs an LLM backend: --llm-base-url URL --llm-model NAME "
                              "(an OpenAI-compatible endpoint), or --llm-local PATH (a local transformers model)")
         if self.base_url and not self.model:
-            raise ValueError(f"--llm-base-url {self.base_url} needs --llm-model (the model name the endpoint serves)")
+            raise ValueError(f"--llm-base-url {echo(self.base_url)} needs --llm-model (the model name the endpoint "
+                             "serves)")
         if self.local and self.model:
             raise ValueError("--llm-model names a model of --llm-base-url; a local model is named by its path")
         if self.api_key_env and not self.base_url:
             raise ValueError("--llm-api-key-env is for --llm-base-url")
+        # Checked here, before any request: the key is sent to the URL the researcher gave.
+        check_key_variable(self.api_key_env, field="--llm-api-key-env")
+        if self.base_url:
+            check_endpoint_url(self.base_url, field="--llm-base-url")
         if not (self.temperature >= 0):
-            raise ValueError(f"temperature must be >= 0, got {self.temperature!r}")
+            raise ValueError(f"temperature must be >= 0, got {echo(self.temperature)}")
         if self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens!r}")
+            raise ValueError(f"max_tokens must be >= 1, got {echo(self.max_tokens)}")
         if self.shape_detail not in DESCRIBE_DETAILS:
-            raise ValueError(f"shape_detail must be one of {DESCRIBE_DETAILS}, got {self.shape_detail!r}")
+            raise ValueError(f"shape_detail must be one of {DESCRIBE_DETAILS}, got {echo(self.shape_detail)}")
         if self.transcripts < 0:
-            raise ValueError(f"transcripts must be >= 0, got {self.transcripts!r}")
+            raise ValueError(f"transcripts must be >= 0, got {echo(self.transcripts)}")
         if not self.timeout > 0:
-            raise ValueError(f"timeout must be > 0, got {self.timeout!r}")
+            raise ValueError(f"timeout must be > 0, got {echo(self.timeout)}")
 
     @property
     def kind(self) -> str:
@@ -132,21 +144,17 @@ class LLMConfig:
         return self.base_url or self.local
 
     def backend(self) -> ChatBackend:
-        """Build the backend; ValueError for a missing key variable or an unloadable local model."""
+        """Build the backend; ValueError for a key variable that is not set or an unloadable local model."""
         if self.base_url:
-            key = None
-            if self.api_key_env:
-                key = os.environ.get(self.api_key_env)
-                if not key:
-                    raise ValueError(f"environment variable {self.api_key_env} (--llm-api-key-env) is not set")
+            key = api_key(self.api_key_env, field="--llm-api-key-env", required=True)
             return OpenAICompatibleBackend(self.base_url, self.model, api_key=key, timeout=self.timeout)
         if not Path(self.local).is_dir():
-            raise ValueError(f"no local model folder at {self.local} (--llm-local takes a folder written by "
+            raise ValueError(f"no local model folder at {echo(self.local)} (--llm-local takes a folder written by "
                              "save_pretrained; nothing is downloaded)")
         try:
             return TransformersBackend(self.local, local_files_only=True)
         except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot load a transformers model from {self.local}: {exc}") from None
+            raise ValueError(f"cannot load a transformers model from {echo(self.local)}: {exc}") from None
 
     def to_dict(self) -> dict:
         return {"backend": self.kind, **dataclasses.asdict(self)}
@@ -383,7 +391,7 @@ def simulate_llm(config: SimulationConfig, llm: LLMConfig, backend: ChatBackend 
     from tqdm import tqdm
 
     if config.human != LLM_HUMAN:
-        raise ValueError(f"simulate_llm runs human 'llm', got {config.human!r}")
+        raise ValueError(f"simulate_llm runs human 'llm', got {echo(config.human)}")
     # The coverage-matched conformal baseline replays every interaction once more: not for paid LLM calls.
     config = dataclasses.replace(config, with_matched=False)
     if config.case_order != "random":

@@ -46,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from engines.platform.files import echo
+
 # ---------------------------------------------------------------- the synthetic vocabulary
 AGE_BINS: tuple[tuple[int, int], ...] = ((1, 15), (16, 39), (40, 64), (65, 95))  # inclusive years
 
@@ -209,7 +211,7 @@ class MedicalWorld:
 
     def evidence(self, code: str) -> Evidence:
         if code not in self.index:
-            raise KeyError(f"unknown evidence code {code!r}")
+            raise KeyError(f"unknown evidence code {echo(code)}")
         return self.evidences[self.index[code]]
 
     def evidence_text(self, code: str) -> str:
@@ -341,7 +343,7 @@ def evidence_share(case: MedicalCase, fraction: float) -> list[str]:
     0 is the chief complaint only, 1 every answer.
     """
     if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"fraction must be in [0, 1], got {fraction!r}")
+        raise ValueError(f"fraction must be in [0, 1], got {echo(fraction)}")
     order = case.interview or tuple(e for e in case.EVIDENCES if e != case.INITIAL_EVIDENCE)
     return [case.INITIAL_EVIDENCE, *order[:math.ceil(len(order) * fraction)]]
 
@@ -367,7 +369,7 @@ def posterior(case: MedicalCase, evidences_subset: Sequence[str], world: Medical
     log = world.log_joint(case.AGE, case.SEX, case.INITIAL_EVIDENCE, known)
     if not np.isfinite(log.max()):
         raise ValueError(f"the observation has probability 0 under every pathology (chief complaint "
-                         f"{case.INITIAL_EVIDENCE!r} is never a chief complaint in this world)")
+                         f"{echo(case.INITIAL_EVIDENCE)} is never a chief complaint in this world)")
     log -= log.max()
     probs = np.exp(log)
     return probs / probs.sum()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from engines.collab.controller import upper_bound
+from engines.platform.files import echo
 
 DEFAULT_WINDOW = 500  # the precursor's rolling window W
 
@@ -42,7 +43,7 @@ def rolling_rate(errors: np.ndarray, window: int = DEFAULT_WINDOW, centred: bool
     trailing window t − W + 1 … t (what ``simulate`` reports as ``local_*``; usable live).
     """
     if window < 1:
-        raise ValueError(f"window must be >= 1, got {window!r}")
+        raise ValueError(f"window must be >= 1, got {echo(window)}")
     errors = np.asarray(errors, dtype=float)
     T = len(errors)
     cum = np.concatenate([[0.0], np.cumsum(errors)])  # cum[i] = Σ_{s<i} err_s

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from engines.platform.files import FileRefused, echo, loads_json, shown_path
 from engines.platform.settings import REPO_ROOT
 
 CONSTRAINTS = ("harm", "comp")  # the two constraints: counterfactual harm, complementarity
@@ -52,13 +53,23 @@ def write_result_file(data: dict, out: Path | str | None) -> None:
 
 
 def _parse(source: Source, what: str = "the result") -> dict:
+    """The JSON object of ``source``; a file or upload is parsed with the nesting limit
+    (``files.loads_json``), so a hostile document gives a ``ResultFileError``, never a ``RecursionError``.
+    Messages name a file by its path as a person may see it (``files.shown_path``)."""
+    where = what
     if isinstance(source, Path):
+        where = f"{what} ({shown_path(source)})"
         source = source.read_bytes()
-    if isinstance(source, bytes | bytearray | str):
+    if isinstance(source, bytes | bytearray):
         try:
-            source = json.loads(source)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ResultFileError(f"not valid JSON: {exc}") from None
+            source = bytes(source).decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ResultFileError(f"{where}: not valid JSON: not UTF-8 text ({exc.reason})") from None
+    if isinstance(source, str):
+        try:
+            source = loads_json(source, where=where)
+        except FileRefused as exc:
+            raise ResultFileError(str(exc)) from None
     if not isinstance(source, dict):
         raise ResultFileError(f"{what} must be a JSON object, got {type(source).__name__}")
     return source
@@ -69,7 +80,7 @@ def _require(data: Any, keys: Sequence[str], where: str) -> None:
         raise ResultFileError(f"{where} must be a JSON object, got {type(data).__name__}")
     missing = [k for k in keys if k not in data]
     if missing:
-        raise ResultFileError(f"{where} is missing key {missing[0]!r}" +
+        raise ResultFileError(f"{where} is missing key {echo(missing[0])}" +
                               (f" (and {', '.join(map(repr, missing[1:]))})" if missing[1:] else ""))
 
 
@@ -289,7 +300,8 @@ def load_result_file(source: Source) -> ResultFile:
     """A ``simulate`` or ``sweep`` result, whichever ``source`` holds (bytes, text, parsed dict or path).
 
     Raises:
-        ResultFileError: not JSON, not an object, neither kind, or a key missing (named).
+        ResultFileError: not JSON, nested beyond ``HAI_MAX_JSON_DEPTH``, not an object, neither
+            kind, or a key missing (named).
     """
     data = _parse(source)
     if "cells" in data or ("accuracy" in data and "online" not in data):

@@ -55,6 +55,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from engines.platform.files import echo
+
 Role = Literal["protect", "supply", "either"]
 ROLES = ("protect", "supply", "either")
 
@@ -148,19 +150,19 @@ def register_rule(name: str, *, params: type = NoParams, role: Role = "either", 
         replace: allow re-registering ``name`` (e.g. a study module reloaded).
     """
     if role not in ROLES:
-        raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        raise ValueError(f"role must be one of {ROLES}, got {echo(role)}")
     if not dataclasses.is_dataclass(params):
-        raise ValueError(f"params of rule {name!r} must be a dataclass, got {params!r}")
+        raise ValueError(f"params of rule {echo(name)} must be a dataclass, got {echo(params)}")
     for f in dataclasses.fields(params):
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise ValueError(f"parameter {f.name!r} of rule {name!r} needs a default (the UI starts from it)")
+            raise ValueError(f"parameter {echo(f.name)} of rule {echo(name)} needs a default (the UI starts from it)")
 
     def decorator(fn):
         doc = inspect.getdoc(fn)
         if not doc:
-            raise ValueError(f"rule {name!r} needs a docstring (the UI shows it)")
+            raise ValueError(f"rule {echo(name)} needs a docstring (the UI shows it)")
         if name in _RULES and not replace and _RULES[name].fn is not fn:
-            raise ValueError(f"a rule named {name!r} is already registered")
+            raise ValueError(f"a rule named {echo(name)} is already registered")
         _RULES[name] = RuleSpec(name=name, fn=fn, params_cls=params, role=role, doc=doc,
                                 builtin=fn.__module__ == __name__)
         return fn
@@ -172,7 +174,7 @@ def unregister_rule(name: str) -> None:
     """Remove a custom rule (tests, reloaded study modules); built-ins stay."""
     spec = _RULES.get(name)
     if spec is not None and spec.builtin:
-        raise ValueError(f"{name!r} is a built-in rule and cannot be unregistered")
+        raise ValueError(f"{echo(name)} is a built-in rule and cannot be unregistered")
     _RULES.pop(name, None)
 
 
@@ -188,7 +190,7 @@ def get_rule_spec(name: str) -> RuleSpec:
     if name not in _RULES:
         _discover()
     if name not in _RULES:
-        raise ValueError(f"unknown rule {name!r} (registered: {', '.join(sorted(_RULES))})")
+        raise ValueError(f"unknown rule {echo(name)} (registered: {', '.join(sorted(_RULES))})")
     return _RULES[name]
 
 
@@ -221,7 +223,8 @@ class Rule:
         if self.params is None:
             object.__setattr__(self, "params", spec.params_cls())
         elif not isinstance(self.params, spec.params_cls):
-            raise ValueError(f"rule {self.name!r} takes {spec.params_cls.__name__}, got {type(self.params).__name__}")
+            raise ValueError(f"rule {echo(self.name)} takes {spec.params_cls.__name__}, "
+                             f"got {type(self.params).__name__}")
 
     @property
     def spec(self) -> RuleSpec:
@@ -230,7 +233,7 @@ class Rule:
     def __call__(self, prefix: Prefix) -> np.ndarray:
         mask = np.asarray(self.spec.fn(prefix, self.params))
         if mask.shape != (prefix.n_labels,):
-            raise ValueError(f"rule {self.name!r} returned shape {mask.shape}, expected ({prefix.n_labels},)")
+            raise ValueError(f"rule {echo(self.name)} returned shape {mask.shape}, expected ({prefix.n_labels},)")
         return mask.astype(bool, copy=False)
 
     def to_dict(self) -> dict:
@@ -247,18 +250,18 @@ def make_rule(name: str, **params: Any) -> Rule:
     known = {f.name for f in dataclasses.fields(spec.params_cls)}
     unknown = set(params) - known
     if unknown:
-        raise ValueError(f"rule {name!r} has no parameter(s) {sorted(unknown)} (known: {sorted(known) or 'none'})")
+        raise ValueError(f"rule {echo(name)} has no parameter(s) {sorted(unknown)} (known: {sorted(known) or 'none'})")
     try:
         bound = spec.params_cls(**params)
     except TypeError as exc:  # wrong value types surface here for dataclasses without validation
-        raise ValueError(f"bad parameters for rule {name!r}: {exc}") from None
+        raise ValueError(f"bad parameters for rule {echo(name)}: {exc}") from None
     return Rule(name, bound)
 
 
 def fast_encoding(rule: Rule) -> tuple[int, float]:
     """(code, parameter) of a built-in rule for the compiled simulator; ValueError for custom rules."""
     if rule.name not in FAST_CODES or not rule.spec.builtin:
-        raise ValueError(f"rule {rule.name!r} is a custom rule: it runs on the reference path only "
+        raise ValueError(f"rule {echo(rule.name)} is a custom rule: it runs on the reference path only "
                          "(engine='reference')")
     values = dataclasses.astuple(rule.params)
     return FAST_CODES[rule.name], float(values[0]) if values else 0.0
@@ -299,7 +302,7 @@ class HeldForRoundsParams:
 
     def __post_init__(self):
         if not isinstance(self.rounds, int | np.integer) or isinstance(self.rounds, bool) or self.rounds < 1:
-            raise ValueError(f"held_for_rounds: rounds must be an integer >= 1, got {self.rounds!r}")
+            raise ValueError(f"held_for_rounds: rounds must be an integer >= 1, got {echo(self.rounds)}")
 
 
 @register_rule("held_for_rounds", params=HeldForRoundsParams, role="protect")
@@ -322,7 +325,7 @@ class LowConfidenceParams:
 
     def __post_init__(self):
         if not 0.0 <= self.threshold <= 1.0:
-            raise ValueError(f"supply_when_low_confidence: threshold must be in [0, 1], got {self.threshold!r}")
+            raise ValueError(f"supply_when_low_confidence: threshold must be in [0, 1], got {echo(self.threshold)}")
 
 
 @register_rule("supply_when_low_confidence", params=LowConfidenceParams, role="supply")

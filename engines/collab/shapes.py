@@ -32,6 +32,8 @@ from typing import NamedTuple
 import numpy as np
 from PIL import Image, ImageDraw
 
+from engines.platform.files import echo
+
 # ---------------------------------------------------------------- label space
 MAX_COUNT = 9
 LABELS: tuple[int, ...] = tuple(range(MAX_COUNT + 1))  # the answer is a count 0..9
@@ -101,12 +103,12 @@ class ShapeTaskConfig:
         if self.image_size < 16:
             raise ValueError(f"image_size must be at least 16 pixels, got {self.image_size}")
         if self.target not in SHAPE_KINDS:
-            raise ValueError(f"target must be one of {SHAPE_KINDS}, got {self.target!r}")
+            raise ValueError(f"target must be one of {SHAPE_KINDS}, got {echo(self.target)}")
         unknown = [k for k in self.distractor_kinds if k not in SHAPE_KINDS]
         if unknown:
             raise ValueError(f"unknown distractor kinds {unknown}; known: {SHAPE_KINDS}")
         if self.target in self.distractor_kinds:
-            raise ValueError(f"the target {self.target!r} cannot also be a distractor kind")
+            raise ValueError(f"the target {echo(self.target)} cannot also be a distractor kind")
         for name in ("n_targets", "n_distractors", "size", "contrast"):
             low, high = getattr(self, name)
             if low > high:
@@ -200,7 +202,7 @@ def resolve_config(spec: ShapeTaskConfig | float | str | None = None) -> ShapeTa
         return spec
     if isinstance(spec, str):
         if spec not in DIFFICULTY_PRESETS:
-            raise ValueError(f"unknown difficulty preset {spec!r}; known: {sorted(DIFFICULTY_PRESETS)}")
+            raise ValueError(f"unknown difficulty preset {echo(spec)}; known: {sorted(DIFFICULTY_PRESETS)}")
         return DIFFICULTY_PRESETS[spec]
     return config_for_difficulty(float(spec))
 
@@ -254,7 +256,7 @@ class ShapeTask:
                 look-alike and the order of the two names come from the task's seed.
         """
         if detail not in DESCRIBE_DETAILS:
-            raise ValueError(f"detail must be one of {DESCRIBE_DETAILS}, got {detail!r}")
+            raise ValueError(f"detail must be one of {DESCRIBE_DETAILS}, got {echo(detail)}")
         n = self.config.image_size
         lo, hi = self.config.size
         vague = self.unclear_kinds() if detail == "perceived" else {}
@@ -508,7 +510,7 @@ def _polygon(kind: str, cx: float, cy: float, r: float, angle: float) -> list[tu
         # A narrow-topped trapezoid: at low resolution it is the triangle's closest look-alike.
         pts = [(-0.3, -0.6), (0.3, -0.6), (0.9, 0.6), (-0.9, 0.6)]
     else:
-        raise ValueError(f"no polygon for {kind!r}")
+        raise ValueError(f"no polygon for {echo(kind)}")
     cos, sin = math.cos(math.radians(angle)), math.sin(math.radians(angle))
     return [(cx + r * (px * cos - py * sin), cy + r * (px * sin + py * cos)) for px, py in pts]
 

@@ -68,6 +68,7 @@ from engines.collab.loop_reference import run_parametric
 from engines.collab.rates import bound_trace, denominators, rolling_rate, running_rate
 from engines.collab.rules import Prefix, Rule, fast_encoding, make_rule
 from engines.collab.trace import RunTrace
+from engines.platform.files import echo
 
 TASKS = ("shapes", "medical")
 LLM_HUMAN = "llm"  # --human llm: a language model plays the human (engines.collab.llm_simulate)
@@ -192,10 +193,10 @@ class SimulationConfig:
 
     def __post_init__(self):
         if self.task not in TASKS:
-            raise ValueError(f"task {self.task!r} is not available (known: {', '.join(TASKS)})")
+            raise ValueError(f"task {echo(self.task)} is not available (known: {', '.join(TASKS)})")
         if self.human == LLM_HUMAN:
             if self.schedule != "stationary":
-                raise ValueError(f"schedule {self.schedule!r} moves the parametric human's parameters; the LLM "
+                raise ValueError(f"schedule {echo(self.schedule)} moves the parametric human's parameters; the LLM "
                                  "human runs 'stationary' (a persona switch: --llm-persona-switch)")
         else:
             human_preset(self.human)
@@ -204,23 +205,23 @@ class SimulationConfig:
         self.controller_config()
         for name in ("rounds", "T", "n_calibration", "trace_points", "window", "overlap"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+                raise ValueError(f"{name} must be >= 1, got {echo(getattr(self, name))}")
         if self.calibration_passes < 0:
-            raise ValueError(f"calibration_passes must be >= 0, got {self.calibration_passes!r}")
+            raise ValueError(f"calibration_passes must be >= 0, got {echo(self.calibration_passes)}")
         if self.n_labels < 2:
-            raise ValueError(f"n_labels must be >= 2, got {self.n_labels!r}")
+            raise ValueError(f"n_labels must be >= 2, got {echo(self.n_labels)}")
         if self.ai not in AI_KINDS:
-            raise ValueError(f"ai must be 'synthetic' or 'cnn', got {self.ai!r}")
+            raise ValueError(f"ai must be 'synthetic' or 'cnn', got {echo(self.ai)}")
         if self.task == "medical" and self.ai != "synthetic":
             raise ValueError("the medical task's AI is the Bayes posterior of its world: ai must be 'synthetic'")
         if self.ddxplus_dir and self.task != "medical":
             raise ValueError("ddxplus_dir needs task 'medical'")
         if self.case_order not in CASE_ORDERS:
-            raise ValueError(f"case_order must be one of {CASE_ORDERS}, got {self.case_order!r}")
+            raise ValueError(f"case_order must be one of {CASE_ORDERS}, got {echo(self.case_order)}")
         if self.case_order == "age" and self.task != "medical":
             raise ValueError("case_order 'age' needs task 'medical' (shapes have no patients' ages)")
         if self.engine not in ENGINES:
-            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
+            raise ValueError(f"engine must be one of {ENGINES}, got {echo(self.engine)}")
         self.rules()
 
     def _resolve_n_labels(self) -> None:
@@ -234,7 +235,7 @@ class SimulationConfig:
         if self.n_labels is None:
             object.__setattr__(self, "n_labels", expected or N_LABELS)  # frozen: set once, here
         elif expected is not None and self.n_labels != expected:
-            raise ValueError(f"the {self.task} task has {expected} labels, got n_labels={self.n_labels!r}")
+            raise ValueError(f"the {self.task} task has {expected} labels, got n_labels={echo(self.n_labels)}")
 
     def controller_config(self) -> ControllerConfig:
         return ControllerConfig(alpha_harm=self.alpha_harm, alpha_comp=self.alpha_comp, eta_harm=self.eta_harm,

@@ -48,6 +48,7 @@ from engines.collab.controller import (
 )
 from engines.collab.models import ControllerStream, ControllerUpdate
 from engines.platform.db import read_session, write_transaction
+from engines.platform.files import echo
 from engines.platform.models import Study, utcnow
 
 
@@ -72,7 +73,7 @@ def _stream(session: Session, key: str, *, lock: bool = False) -> ControllerStre
     query = select(ControllerStream).where(ControllerStream.key == key)
     stream = session.exec(query.with_for_update() if lock else query).first()
     if stream is None:
-        raise StreamError(f"No controller stream {key!r}.")
+        raise StreamError(f"No controller stream {echo(key)}.")
     return stream
 
 
@@ -88,7 +89,7 @@ def open_stream(session: Session, key: str, initial: ControllerState, *, study_i
     (module docstring).
     """
     if calibration_size < 0:
-        raise ValueError(f"calibration_size must be >= 0, got {calibration_size!r}")
+        raise ValueError(f"calibration_size must be >= 0, got {echo(calibration_size)}")
     try:
         return stream_snapshot(_stream(session, key, lock=True))
     except StreamError:
@@ -187,13 +188,13 @@ def _record(session: Session, key: str, interaction_key: str, outcome: _Outcome)
         return RecordedUpdate(done.seq, state, state, duplicate=True, phase=done.phase)
     seq = stream.updates + 1
     if outcome.frozen_seq is not None and not 0 <= outcome.frozen_seq < seq:
-        raise StreamError(f"stream {key!r}: frozen_seq {outcome.frozen_seq} is not an earlier update count "
+        raise StreamError(f"stream {echo(key)}: frozen_seq {outcome.frozen_seq} is not an earlier update count "
                           f"(the stream has {stream.updates} updates)")
     phase = phase_of(seq, outcome.frozen_seq, stream.calibration_size)
     if phase == "calibration" and outcome.score_true is None:
-        raise StreamError(f"stream {key!r} is calibrating: record_interaction needs score_true")
+        raise StreamError(f"stream {echo(key)} is calibrating: record_interaction needs score_true")
     if outcome.score_true is not None:
-        check_scores(outcome.score_true, state.config.score_bound, what=f"stream {key!r}: score_true")
+        check_scores(outcome.score_true, state.config.score_bound, what=f"stream {echo(key)}: score_true")
     if (outcome.err_harm and not outcome.fired_harm) or (outcome.err_comp and not outcome.fired_comp):
         raise ValueError("a violation needs its rule to have fired on the truth (err implies fired)")
     after = step(state, outcome.err_harm, outcome.err_comp, outcome.fired_harm, outcome.fired_comp) \
@@ -329,7 +330,7 @@ def _check_errors(key: str, update: ControllerUpdate, frozen: tuple[float, float
     An error needs its rule to have fired and s(Y) above its threshold; a rule that fired with s(Y)
     above both thresholds leaves the truth out of the set whatever the rules, hence an error.
     """
-    where = f"stream {key!r}: update {update.seq} ({update.interaction_key})"
+    where = f"stream {echo(key)}: update {update.seq} ({update.interaction_key})"
     for name in ("harm", "comp"):
         if getattr(update, f"err_{name}") and not getattr(update, f"fired_{name}"):
             raise StreamError(f"{where} records a {name} error although its rule never fired on the truth")
@@ -337,7 +338,7 @@ def _check_errors(key: str, update: ControllerUpdate, frozen: tuple[float, float
     if s is None:
         return
     if not (0.0 <= s <= score_bound):
-        raise StreamError(f"{where}: its stored s(Y) = {s!r} is outside [0, {score_bound:g}]")
+        raise StreamError(f"{where}: its stored s(Y) = {echo(s)} is outside [0, {score_bound:g}]")
     q_h, q_c = frozen
     for name, q in (("harm", q_h), ("comp", q_c)):
         err, fired = getattr(update, f"err_{name}"), getattr(update, f"fired_{name}")
@@ -361,15 +362,15 @@ def audit_report(key: str, *, engine: Engine | None = None, claims: Iterable[Fro
     thresholds = [(state.q_harm, state.q_comp)]  # thresholds[i]: in force after i updates
     known = True
     for expected_seq, update in enumerate(updates, start=1):
-        where = f"stream {key!r}: update {update.seq} ({update.interaction_key})"
+        where = f"stream {echo(key)}: update {update.seq} ({update.interaction_key})"
         if update.seq != expected_seq:
-            raise StreamError(f"stream {key!r}: update {expected_seq} is missing (found seq {update.seq})")
+            raise StreamError(f"stream {echo(key)}: update {expected_seq} is missing (found seq {update.seq})")
         if update.frozen_seq is not None and not 0 <= update.frozen_seq < update.seq:
             raise StreamError(f"{where} has frozen_seq {update.frozen_seq}, which is not an earlier update count "
                               f"(0..{update.seq - 1})")
         if update.phase != phase_of(update.seq, update.frozen_seq, stream.calibration_size):
-            raise StreamError(f"{where} is marked {update.phase!r}, which its frozen_seq {update.frozen_seq} and the "
-                              f"calibration size {stream.calibration_size} contradict")
+            raise StreamError(f"{where} is marked {echo(update.phase)}, which its frozen_seq {update.frozen_seq} "
+                              f"and the calibration size {stream.calibration_size} contradict")
         # The chain: each row starts where the previous one ended (the first where the stream started); each
         # row's end is checked against the replay below, so the chain is checked against the replay too.
         q_h, q_c = thresholds[-1]
@@ -395,22 +396,22 @@ def audit_report(key: str, *, engine: Engine | None = None, claims: Iterable[Fro
                               f"but replaying it gives ({state.q_harm:.6g}, {state.q_comp:.6g})")
         thresholds.append((update.q_harm_after, update.q_comp_after))
     if state != stored:
-        raise StreamError(f"stream {key!r}: replaying {stream.updates} updates does not give the stored state")
+        raise StreamError(f"stream {echo(key)}: replaying {stream.updates} updates does not give the stored state")
     by_key = {u.interaction_key: u for u in updates}
     n_claims = 0
     for claim in claims:
         n_claims += 1
         if not 0 <= claim.frozen_seq < len(thresholds):
-            raise StreamError(f"stream {key!r}: {claim.where} froze its thresholds at update {claim.frozen_seq}, "
+            raise StreamError(f"stream {echo(key)}: {claim.where} froze its thresholds at update {claim.frozen_seq}, "
                               f"but the stream has {len(updates)} updates")
         q_h, q_c = thresholds[claim.frozen_seq]
         if not (_same(claim.q_harm, q_h) and _same(claim.q_comp, q_c)):
-            raise StreamError(f"stream {key!r}: {claim.where} was shown thresholds ({claim.q_harm:.6g}, "
+            raise StreamError(f"stream {echo(key)}: {claim.where} was shown thresholds ({claim.q_harm:.6g}, "
                               f"{claim.q_comp:.6g}), but after update {claim.frozen_seq} the stream had "
                               f"({q_h:.6g}, {q_c:.6g})")
         row = by_key.get(claim.interaction_key)  # None (unfinished) names no row; "" is a key like any other
         if row is not None and row.frozen_seq != claim.frozen_seq:
-            raise StreamError(f"stream {key!r}: update {row.seq} ({row.interaction_key}) records frozen_seq "
+            raise StreamError(f"stream {echo(key)}: update {row.seq} ({row.interaction_key}) records frozen_seq "
                               f"{row.frozen_seq}, but {claim.where} froze at {claim.frozen_seq}")
     delays = [delay_of(u) for u in online]
     report = StreamAudit(key=key, state=state, updates=len(updates), calibration_size=stream.calibration_size,

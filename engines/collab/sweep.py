@@ -23,6 +23,7 @@ import numpy as np
 from engines.collab.simulate import Drawn, SimulationConfig, draw, simulate
 from engines.platform.config_schema import cli_type
 from engines.platform.fanout import map_cells
+from engines.platform.files import echo
 
 DEFAULT_HARM_GRID = (0.01, 0.02, 0.05, 0.1, 0.2)
 DEFAULT_COMP_GRID = (0.02, 0.05, 0.1, 0.15)
@@ -42,7 +43,7 @@ def parse_grid(text: str) -> tuple[float, ...]:
     try:
         return tuple(float(part) for part in text.split(",") if part.strip())
     except ValueError:
-        raise ValueError(f"expected comma-separated numbers such as 0.01,0.05,0.1, got {text!r}") from None
+        raise ValueError(f"expected comma-separated numbers such as 0.01,0.05,0.1, got {echo(text)}") from None
 
 
 def _grid_option(name: str, default: tuple[float, ...], quick: tuple[float, ...]) -> dict:

@@ -7,7 +7,8 @@
 - ``TransformersBackend``: a local causal LM with a chat template (``from_pretrained`` on a local
   folder; never downloads unless told to).
 
-Failures of the endpoint or the model (HTTP errors, an unreachable server) raise ``BackendError``;
+An endpoint URL is checked when its backend is made (``engines.platform.endpoints``). Failures of
+the endpoint or the model (HTTP errors, an unreachable server) raise ``BackendError``;
 callers handle unusable replies themselves. Used by the collaboration area's simulated
 collaborators and the video area's LLM planner; tested with a local fake endpoint and a tiny
 randomly initialised GPT-2 built from config (``tests/collab/test_llm_human.py``).
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+from engines.platform.endpoints import check_endpoint_url
 
 
 class BackendError(RuntimeError):
@@ -35,10 +38,15 @@ class OpenAICompatibleBackend:
     """Chat completions over HTTP in the OpenAI format, with ``httpx``.
 
     Args:
-        base_url: the API root, e.g. "https://api.openai.com/v1" or "http://127.0.0.1:8000/v1".
+        base_url: the API root, e.g. "https://api.openai.com/v1" or "http://127.0.0.1:8000/v1";
+            checked when the backend is made (``endpoints.check_endpoint_url``: http(s), a host
+            ``HAI_ENDPOINT_HOSTS`` admits), so no caller can send a request, or a key, elsewhere.
         model: the model name sent in each request.
         api_key: sent as "Authorization: Bearer <key>" when given.
         timeout: seconds per request.
+
+    Raises:
+        EndpointRefused: ``base_url`` is not an endpoint this server may send requests to.
     """
 
     base_url: str
@@ -47,6 +55,9 @@ class OpenAICompatibleBackend:
     timeout: float = 60.0
     # One client for all requests: a new one per request costs ~25 ms (TLS context), more than a local model's reply.
     _client: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.base_url = check_endpoint_url(self.base_url, field="base_url")
 
     def complete(self, messages: list[dict], *, temperature: float = 0.0, max_tokens: int = 128,
                  seed: int = 0) -> str:

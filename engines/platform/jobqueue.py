@@ -37,6 +37,7 @@ from sqlmodel import select
 from engines.platform.credentials import child_environment
 from engines.platform.db import get_engine, read_session, write_transaction
 from engines.platform.discovery import discover_all
+from engines.platform.files import echo
 from engines.platform.models import Job, JobStatus, utcnow
 from engines.platform.private_files import private_dir
 from engines.platform.provenance import code_version
@@ -89,7 +90,7 @@ def discover_job_kinds() -> dict[str, JobKind]:
 def get_kind(name: str) -> JobKind:
     kinds = discover_job_kinds()
     if name not in kinds:
-        raise JobError(f"Unknown job kind {name!r} (known: {', '.join(sorted(kinds)) or 'none'}).")
+        raise JobError(f"Unknown job kind {echo(name)} (known: {', '.join(sorted(kinds)) or 'none'}).")
     return kinds[name]
 
 
@@ -237,7 +238,7 @@ def submit_job(kind: str, params: dict[str, Any] | None = None, *, submitted_by:
         known = set(job_kind.params.model_fields)
         unknown = sorted(set(params) - known)
         if unknown:
-            raise JobError(f"Job {kind!r} has no parameter(s) {', '.join(map(repr, unknown))} "
+            raise JobError(f"Job {echo(kind)} has no parameter(s) {', '.join(map(echo, unknown))} "
                            f"(its parameters: {', '.join(sorted(known))})")
         try:
             params = job_kind.params.model_validate(params).model_dump(mode="json")

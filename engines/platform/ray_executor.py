@@ -22,12 +22,13 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import ray
 from sqlalchemy import update
 
+from engines.platform.credentials import SecretRefused, check_key_variable
 from engines.platform.db import write_transaction
 from engines.platform.jobqueue import (
     CANCEL_GRACE_S,
@@ -45,13 +46,15 @@ RECONNECT_AFTER_S = 10.0  # a cluster that could not be reached is tried again a
 OUTPUT_TAIL_CHARS = 4000  # of a dead task's output, kept in the job's error (as the local executor does)
 
 
-def task_runtime_env() -> dict:
-    """The Ray runtime environment of this project's tasks: the repository on the import path.
+def task_runtime_env(secrets: Mapping[str, str] | None = None) -> dict:
+    """The Ray runtime environment of this project's tasks: the repository on the import path, and
+    ``secrets`` (``job_secret_env``) as environment variables of the task's worker.
 
     Ray workers do not inherit the driver's ``sys.path``; the nodes' own ``PYTHONPATH`` is kept
-    after it (Ray expands ``${PYTHONPATH}`` on the node).
+    after it (Ray expands ``${PYTHONPATH}`` on the node). Secrets travel here, never as task
+    arguments, which Ray keeps in its object store and shows with the task.
     """
-    return {"env_vars": {"PYTHONPATH": f"{REPO_ROOT}:${{PYTHONPATH}}"}}
+    return {"env_vars": {"PYTHONPATH": f"{REPO_ROOT}:${{PYTHONPATH}}", **(secrets or {})}}
 
 
 def connect(address: str | None = None) -> bool:
@@ -74,16 +77,45 @@ def connect(address: str | None = None) -> bool:
     return True
 
 
-def job_settings_env(database_url: str) -> dict[str, str]:
-    """The ``HAI_*`` variables a job's task runs under: this process's settings, on ``database_url``.
+# Settings that are secrets: they reach a task as its environment (``task_runtime_env``), never as
+# an argument. The first admin's password reaches no job at all.
+SECRET_SETTINGS = frozenset({"database_url", "pseudonym_key", "arena_key"})
+NEVER_SENT = frozenset({"admin_password"})
+
+
+def _setting_variable(name: str) -> str:
+    return f"HAI_{name.upper()}"
+
+
+def job_settings_env() -> dict[str, str]:
+    """The non-secret ``HAI_*`` variables a job's task runs under: this process's settings.
 
     A task on another node sees neither this process's environment nor its ``.env`` file, and a
-    job must read the settings the app reads (its data folder, device, pseudonym key). The first
-    admin's password is left out: no job needs it.
+    job must read the settings the app reads (its data folder, device). Its secrets (the database
+    URL, the server keys, the API keys) are ``job_secret_env``.
     """
-    values = get_settings().model_dump(exclude={"admin_password"})
-    values.update(database_url=database_url, job_executor="ray")
-    return {f"HAI_{name.upper()}": str(value) for name, value in values.items()}
+    values = get_settings().model_dump(exclude=SECRET_SETTINGS | NEVER_SENT)
+    values.update(job_executor="ray")
+    return {_setting_variable(name): str(value) for name, value in values.items()}
+
+
+def job_secret_env(database_url: str) -> dict[str, str]:
+    """The secrets a job's task runs with: the database URL (``database_url``), the server keys
+    and the API keys of this process's declared variables (those ``credentials.check_key_variable``
+    accepts), the same a local job's process gets (``credentials.child_environment``)."""
+    settings = get_settings()
+    secrets = {_setting_variable(name): str(getattr(settings, name)) for name in sorted(SECRET_SETTINGS)}
+    secrets[_setting_variable("database_url")] = database_url
+    secrets.update({name: value for name, value in os.environ.items() if _is_key_variable(name)})
+    return secrets
+
+
+def _is_key_variable(name: str) -> bool:
+    """Whether ``name`` is declared for API keys (``credentials.check_key_variable`` accepts it)."""
+    try:
+        return check_key_variable(name) is not None
+    except SecretRefused:
+        return False
 
 
 @contextlib.contextmanager
@@ -115,7 +147,11 @@ def _output_into(path: Path) -> Iterator[None]:
 # No retry: a task that died may have half-run its job, and the job's row already says so.
 @ray.remote(num_cpus=1, max_retries=0)
 def run_job_task(job_id: int, settings_env: dict[str, str]) -> str:
-    """On a Ray worker: run job ``job_id`` with ``jobqueue.run_job`` (claiming it) and return its status."""
+    """On a Ray worker: run job ``job_id`` with ``jobqueue.run_job`` (claiming it) and return its status.
+
+    ``settings_env`` holds the non-secret settings; the secrets are already in this worker's
+    environment (``task_runtime_env``).
+    """
     os.environ.update(settings_env)
     reset_settings()  # a reused worker may have read another database's settings
     with _output_into(JobContext(job_id).result_dir / "process.log"):
@@ -210,9 +246,10 @@ class RayExecutor(Dispatcher):
         queued = self._queued(self.max_workers - len(self._tasks), besides=tuple(self._tasks))
         if not queued:
             return
-        settings_env = job_settings_env(self.database_url)
+        settings_env = job_settings_env()
+        runtime_env = task_runtime_env(job_secret_env(self.database_url))
         for job_id in queued:
-            self._tasks[job_id] = run_job_task.options(runtime_env=task_runtime_env(), name=f"hai-job-{job_id}") \
+            self._tasks[job_id] = run_job_task.options(runtime_env=runtime_env, name=f"hai-job-{job_id}") \
                 .remote(job_id, settings_env)
 
     def _watch_tasks(self) -> None:

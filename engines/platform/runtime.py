@@ -414,25 +414,32 @@ def current_view(participant_id: int, *, engine: Engine | None = None) -> StepVi
 
 def _progress(session: Session, protocol: StudyProtocol, study: _StudyLike, participant: _ParticipantLike,
               responses: Mapping[str, list[dict[str, Any]]]) -> tuple[int, int]:
-    """(steps answered, steps this participant may see in all): "Step position+1 of total".
+    """(steps done, steps this participant may see in all): "Step position+1 of total".
 
-    Answered steps are counted from what is stored, so the position moves on by one per answer;
-    the steps ahead are those that ``may_display`` (a step shown only after some answer counts
-    until that answer rules it out), so the total never grows as the participant goes on, and
-    never counts the protocol's every possible repetition.
+    Only steps that ``counts_as_step`` are counted (a follow-up round of the same item is part of
+    its step, and shows that step's number). The position counts the counted steps answered, so
+    it moves on by one per counted answer and never back; the steps ahead are the counted ones
+    that ``may_display`` (a step shown only after some answer counts until that answer rules it
+    out), so the total never grows as the participant goes on.
     """
-    answered = session.exec(
-        select(func.count()).select_from(StepResponse).where(StepResponse.participant_id == participant.id)
-    ).one()
+    indexes = session.exec(select(StepResponse.step_index).where(StepResponse.participant_id == participant.id)).all()
     ahead = protocol.steps[participant.step_index:]
-    ctx = _context(protocol, study, participant, ahead[0], responses, _the(session))  # is_displayed reads through it
+    ctx = _context(protocol, study, participant, ahead[0], responses, _the(session))  # the hooks read through it
+
+    def at(instance: StepInstance) -> StepContext:
+        return dataclasses.replace(ctx, round_number=instance.round_number, step_index=instance.index)
+
+    done = sum(1 for index in indexes if protocol.steps[index].step.counts_as_step(at(protocol.steps[index])))
     shown = 0
     for instance in ahead:
         if instance.step.kind == "completion":
             continue
-        ctx = dataclasses.replace(ctx, round_number=instance.round_number, step_index=instance.index)
-        shown += bool(instance.step.may_display(ctx))
-    return answered, answered + shown
+        here = at(instance)
+        shown += bool(instance.step.counts_as_step(here) and instance.step.may_display(here))
+    current = ahead[0]
+    follow_up = current.step.kind != "completion" and not current.step.counts_as_step(at(current))
+    # A follow-up round shows its step's number, which its first round counted as done.
+    return done - follow_up, done + shown
 
 
 def record_shown(participant_id: int, step_index: int, *, engine: Engine | None = None) -> None:

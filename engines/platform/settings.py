@@ -6,6 +6,7 @@ Uses ``pydantic-settings`` so every option is typed, documented and validated on
 from __future__ import annotations
 
 import functools
+import ipaddress
 import re
 from pathlib import Path
 from typing import Literal
@@ -14,6 +15,27 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the repository root: defined here once, imported elsewhere
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def trusted_networks(text: str) -> tuple[Network, ...]:
+    """The networks of ``HAI_TRUSTED_PROXIES`` (comma separated addresses or CIDR networks).
+
+    Raises:
+        ValueError: an entry is neither; the message names it and the setting.
+    """
+    networks = []
+    for entry in (part.strip() for part in (text or "").split(",")):
+        if not entry:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ValueError(f"HAI_TRUSTED_PROXIES: {entry[:60]!r} is not an IP address or CIDR network "
+                             "(for example 127.0.0.1, 10.0.0.0/8 or ::1)") from None
+    return tuple(networks)
 
 
 class Settings(BaseSettings):
@@ -66,8 +88,8 @@ class Settings(BaseSettings):
         api_key_variables: environment variables (besides those named ``HAI_API_KEY_*``) that a
             researcher may name as an endpoint's API key, comma separated.
         endpoint_hosts: hosts a model endpoint URL may point at, comma separated; ``*`` admits any
-            host except loopback and link-local ones, which must be listed by name. ``make serve``
-            starts with an empty list unless the operator sets one.
+            host except link-local ones (cloud metadata services), which must be listed. ``make
+            serve`` starts with an empty list unless the operator sets one.
         invitation_hours: how long a one-time invitation password stays valid.
         arena_key: secret mixed into arena pair assignment (at least 32 characters); empty: a random
             key kept in ``data_dir/arena.key`` (mode 0600).
@@ -114,6 +136,12 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"HAI_DATABASE_URL must start with 'sqlite' or 'postgresql', got {value.split(':')[0]!r}"
             )
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxy_networks(cls, value: str) -> str:
+        trusted_networks(value)  # a bad entry stops the start, not the first login
         return value
 
     @field_validator("ray_address")

@@ -165,6 +165,12 @@ class Step:
     def is_displayed(ctx: StepContext) -> bool:  # noqa: ARG004 - hook signature
         return True
 
+    @staticmethod
+    def counts_as_step(ctx: StepContext) -> bool:  # noqa: ARG004 - hook signature
+        """Whether this step instance counts in "Step n of m" (default: yes). A follow-up round of
+        the same item says no: it is part of its item's step and shows that step's number."""
+        return True
+
     @classmethod
     def may_display(cls, ctx: StepContext) -> bool:
         """Whether this step may still be shown later, as far as is known now (the participant's

@@ -357,13 +357,9 @@ class Trial(Step):
         return record is not None and not record.is_final and len(record.rounds) == rnd - 1
 
     @staticmethod
-    def may_display(ctx: StepContext) -> bool:
-        # A later round may still come until the interaction's answer so far is final.
-        index, rnd = slot(ctx.round_number)
-        if index >= ctx.C.INTERACTIONS or rnd > rounds_of(ctx):
-            return False
-        record = interaction_record(ctx, index) if rnd > 1 else None
-        return record is None or not (record.is_final and len(record.rounds) < rnd)
+    def counts_as_step(ctx: StepContext) -> bool:
+        # An image is one step of the study, however many rounds it takes.
+        return slot(ctx.round_number)[1] == 1
 
     @staticmethod
     def vars_for_template(ctx: StepContext) -> dict:

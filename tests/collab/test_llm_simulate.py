@@ -12,6 +12,9 @@ from engines.collab.llm_simulate import LLMConfig, make_cases, simulate_llm
 from engines.collab.medical import default_world
 from engines.collab.plots import result_view
 from engines.collab.simulate import SimulationConfig, simulate
+from engines.platform import settings
+from engines.platform.credentials import SecretRefused
+from engines.platform.endpoints import EndpointRefused
 from tests.collab import ddxplus_fixture as fx
 from tests.collab.fake_llm import FakeServer, ScriptedClinician, tiny_gpt2
 from tests.collab.test_medical import ddxplus_folder
@@ -206,9 +209,13 @@ def closed_url():
     ((), "--human llm needs an LLM backend: --llm-base-url URL --llm-model NAME"),
     (("--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m", "--llm-local", "/models/x"), "not both"),
     (("--llm-base-url", "http://127.0.0.1:9/v1"), "needs --llm-model"),
-    (("--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m", "--llm-api-key-env", "HAI_TEST_NO_SUCH_KEY"),
-     "environment variable HAI_TEST_NO_SUCH_KEY (--llm-api-key-env) is not set"),
-    (("--llm-local", "/nonexistent/model"), "no local model folder at /nonexistent/model"),
+    (("--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m", "--llm-api-key-env", "HAI_API_KEY_NO_SUCH_TEST"),
+     "--llm-api-key-env: the variable HAI_API_KEY_NO_SUCH_TEST is not set"),
+    (("--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m", "--llm-api-key-env", "HOME"),
+     "--llm-api-key-env: 'HOME' is not a variable declared for API keys"),
+    (("--llm-base-url", "http://169.254.169.254/v1", "--llm-model", "m"),
+     "--llm-base-url: the host '169.254.169.254' is not among the endpoint hosts"),
+    (("--llm-local", "/nonexistent/model"), "no local model folder at '/nonexistent/model'"),
     (("--llm-local", "/nonexistent/model", "--schedule", "drift"), "the LLM human runs 'stationary'"),
 ])
 def test_cli_rejects_bad_backend_options(capsys, extra, message):
@@ -220,7 +227,7 @@ def test_cli_rejects_bad_backend_options(capsys, extra, message):
 def test_cli_names_an_unreachable_endpoint(capsys, closed_url):
     code, _, err = _cli(capsys, "simulate", "--human", "llm", "--task", "medical", "--quick",
                         "--llm-base-url", closed_url, "--llm-model", "m")
-    assert code == 2 and f"error: the LLM backend at {closed_url} failed" in err
+    assert code == 2 and f"error: the LLM backend at {closed_url!r} failed" in err
 
 
 def test_parametric_entry_points_refuse_the_llm_human(capsys):
@@ -232,11 +239,11 @@ def test_parametric_entry_points_refuse_the_llm_human(capsys):
 
 def test_cli_with_an_api_key_from_the_environment(capsys, monkeypatch, tmp_path):
     server = FakeServer(respond=ScriptedClinician())
-    monkeypatch.setenv("HAI_TEST_LLM_KEY", "sk-local-test")
+    monkeypatch.setenv("HAI_API_KEY_TEST", "sk-local-test")
     try:
         code, out, err = _cli(capsys, "--json", "simulate", "--human", "llm", "--task", "medical", "--T", "4",
                               "--n-calibration", "3", "--rounds", "1", "--no-fixed", "--llm-base-url", server.url,
-                              "--llm-model", "m", "--llm-api-key-env", "HAI_TEST_LLM_KEY",
+                              "--llm-model", "m", "--llm-api-key-env", "HAI_API_KEY_TEST",
                               "--out", str(tmp_path / "run.json"))
     finally:
         server.close()
@@ -246,6 +253,68 @@ def test_cli_with_an_api_key_from_the_environment(capsys, monkeypatch, tmp_path)
     assert data["fixed"] is None and data["config"]["T"] == 4 and data["llm"]["calls"] == 3 + 4 * 2
     assert {r["auth"] for r in server.requests} == {"Bearer sk-local-test"}
     assert "sk-local-test" not in out  # the key never reaches the result
+
+
+# Which key goes where: only a declared key variable, only to an allowed endpoint, checked before any request
+
+@pytest.fixture(autouse=True)
+def settings_read_afresh():
+    """Settings read from this test's environment, and forgotten after it (they are cached per process)."""
+    settings.reset_settings()
+    yield
+    settings.reset_settings()
+
+
+@pytest.fixture
+def counted_server():
+    """A fake endpoint that keeps every request it gets (``requests``)."""
+    server = FakeServer()
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize("variable", ["HAI_DATABASE_URL", "HOME", "HAI_PSEUDONYM_KEY", "PATH"])
+def test_a_key_variable_not_declared_for_api_keys_is_refused_before_any_request(counted_server, monkeypatch,
+                                                                                variable):
+    monkeypatch.setenv("HAI_DATABASE_URL", "postgresql://hai:db-password@db/hai")
+    monkeypatch.setenv("HAI_PSEUDONYM_KEY", "k" * 40)
+    with pytest.raises(SecretRefused, match=f"--llm-api-key-env: '{variable}' is not a variable declared"):
+        LLMConfig(base_url=counted_server.url, model="m", api_key_env=variable)
+    assert counted_server.requests == []
+
+
+def test_the_cli_refuses_the_database_url_as_a_key_and_sends_nothing(capsys, counted_server, monkeypatch):
+    monkeypatch.setenv("HAI_DATABASE_URL", "postgresql://hai:db-password@db/hai")
+    code, out, err = _cli(capsys, "simulate", "--human", "llm", "--task", "medical", "--T", "2", "--n-calibration",
+                          "2", "--rounds", "1", "--llm-base-url", counted_server.url, "--llm-model", "m",
+                          "--llm-api-key-env", "HAI_DATABASE_URL")
+    assert code == 2 and "is not a variable declared for API keys" in err
+    assert counted_server.requests == [] and "db-password" not in out + err
+
+
+def test_a_declared_key_variable_is_accepted_and_its_key_sent(counted_server, monkeypatch):
+    monkeypatch.setenv("HAI_API_KEY_TEST", "sk-declared")
+    monkeypatch.setenv("HAI_API_KEY_VARIABLES", "OPENAI_API_KEY")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-listed")
+    for variable, key in (("HAI_API_KEY_TEST", "sk-declared"), ("OPENAI_API_KEY", "sk-listed")):
+        backend = LLMConfig(base_url=counted_server.url, model="m", api_key_env=variable).backend()
+        backend.complete([{"role": "user", "content": "hi"}], temperature=0, max_tokens=1, seed=0)
+        assert counted_server.requests[-1]["auth"] == f"Bearer {key}"
+
+
+@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/v1", "http://[fe80::1]/v1", "file:///etc/passwd",
+                                 "http://user:pw@127.0.0.1:9/v1"])
+def test_an_endpoint_this_server_may_not_reach_is_refused_when_configured(url):
+    with pytest.raises(EndpointRefused, match="--llm-base-url: "):
+        LLMConfig(base_url=url, model="m")
+
+
+def test_the_allowed_endpoint_hosts_are_those_the_operator_lists(counted_server, monkeypatch):
+    monkeypatch.setenv("HAI_ENDPOINT_HOSTS", "models.example.org")
+    with pytest.raises(EndpointRefused, match="'127.0.0.1' is not among the endpoint hosts"):
+        LLMConfig(base_url=counted_server.url, model="m")
+    assert LLMConfig(base_url="https://models.example.org/v1", model="m").base_url == "https://models.example.org/v1"
+    assert counted_server.requests == []
 
 
 # A tiny random GPT-2 through the transformers backend (local files only)

@@ -175,8 +175,27 @@ def test_zip_and_folder_must_hold_one_file(tmp_path):
     (extracted / "notes.txt").write_text("mine")
     (extracted / ".DS_Store").write_text("")
     with pytest.raises(DDXPlusFormatError, match=r"folder release_test_patients/ must hold the one patients CSV, "
-                                                 r"found 2 files \(notes.txt, release_test_patients\)"):
+                                                 r"found 2 files \('notes.txt', 'release_test_patients'\)"):
         ddxplus.load_ddxplus_dir(extracted.parent)
+
+
+def test_member_names_of_a_zip_are_quoted_in_messages(tmp_path):
+    folder = ddxplus_folder(tmp_path)
+    with zipfile.ZipFile(folder / "release_test_patients.zip", "w") as zf:
+        for name in ("a.csv", "b\n<i>" + "x" * 200 + ".csv"):
+            zf.writestr(name, "x")
+    with pytest.raises(DDXPlusFormatError) as refused:
+        ddxplus.load_ddxplus_dir(folder)
+    message = str(refused.value)
+    assert "found 2 files ('a.csv', 'b\\n<i>xxx" in message and "\n" not in message  # no raw line break
+    assert "x" * 130 not in message
+
+
+def test_a_code_book_nested_too_deeply_is_refused_clearly(tmp_path):
+    folder = ddxplus_folder(tmp_path)
+    (folder / "release_evidences.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(DDXPlusFormatError, match=r"^release_evidences.json: the JSON nests deeper than \d+ levels"):
+        ddxplus.load_ddxplus_dir(folder)
 
 
 def test_pathologies_are_named_by_condition_name(tmp_path):
@@ -257,6 +276,7 @@ def test_value_meanings_in_either_form(tmp_path):
 
 @pytest.mark.parametrize(("column", "value", "message"), [
     ("EVIDENCES", "E_91, E_53", "line 3, field EVIDENCES: not a list literal"),
+    ("EVIDENCES", "[" * 50_000 + "]" * 50_000, "line 3, field EVIDENCES: not a list literal"),  # never a RecursionError
     ("EVIDENCES", "['E_999']", "line 3, field EVIDENCES: unknown evidence code 'E_999'"),
     ("EVIDENCES", "['E_54_@_V_999']", "line 3, field EVIDENCES: 'E_54_@_V_999': 'V_999' is not one of the "
                                       "possible-values of E_54"),

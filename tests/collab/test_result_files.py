@@ -19,6 +19,7 @@ from engines.collab.result_files import (
 )
 from engines.collab.simulate import SimulationConfig, simulate
 from engines.collab.sweep import SweepConfig, run_sweep
+from engines.platform import settings
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +89,19 @@ def test_bad_uploads_name_what_is_wrong(sim_data):
         SweepResultFile.from_json({"cells": [], "accuracy": [[0.5, 0.6]], "human_alone_accuracy": 0.5,
                                    "ai_alone_accuracy": 0.5,
                                    "config": {"alpha_harm_grid": [0.1], "alpha_comp_grid": [0.1]}})
+
+
+@pytest.mark.parametrize("source", ["[" * 100_000 + "]" * 100_000, ('{"online": ' * 65 + "1" + "}" * 65).encode(),
+                                    ('{"a": [' * 40 + "]}" * 40)])
+def test_a_result_nested_too_deeply_is_refused_with_the_limit_not_a_recursion_error(source):
+    limit = settings.get_settings().max_json_depth
+    with pytest.raises(ResultFileError, match=f"the result: the JSON nests deeper than {limit} levels"):
+        load_result_file(source)
+
+
+def test_a_result_that_is_not_utf8_is_refused_clearly():
+    with pytest.raises(ResultFileError, match="the result: not valid JSON: not UTF-8 text"):
+        load_result_file(b"\xff\xfe{")
 
 
 def test_counter_report_reads_the_shipped_file_and_names_a_missing_key():

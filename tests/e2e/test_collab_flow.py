@@ -54,7 +54,7 @@ def test_shortened_study_with_a_screen_out_and_a_reload(new_page, app_server, e2
     # A participant who misreads the instructions twice is screened out, at the page.
     out = BrowserParticipant(new_page(), app_server.base, slug, f"e2e-out-{secrets.token_hex(3)}", engine)
     first = out.open()
-    assert first.step.step is Consent and (first.position, first.total_steps) == (0, 12)  # every round may come
+    assert first.step.step is Consent and (first.position, first.total_steps) == (0, 9)
     page_text = out.page.get_by_test_id("stMarkdownContainer").all_inner_texts()
     assert any("3 small images (about 5 minutes)" in t for t in page_text), page_text
     final = out.play(PlayerBot("fails_comprehension"))

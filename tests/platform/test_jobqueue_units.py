@@ -802,9 +802,28 @@ def test_a_job_process_gets_the_database_its_parent_and_an_output_file(any_db, e
     (proc,) = fake_popen
     assert proc.env["HAI_DATABASE_URL"] == any_db and proc.env["PYTHONUNBUFFERED"] == "1"
     assert proc.env[jobqueue.PARENT_PID_ENV] == str(os.getpid())
-    assert proc.env["PATH"] == os.environ["PATH"]  # the rest of the environment is inherited
+    assert proc.env["PATH"] == os.environ["PATH"]  # the system basics are passed on
     assert proc.cwd == jobqueue.REPO_ROOT and proc.stderr == subprocess.STDOUT
     assert proc.stdout_name == str(settings.get_settings().data_dir / "jobs" / str(job_id) / "process.log")
+
+
+def test_a_job_process_gets_the_settings_and_declared_keys_not_the_servers_other_secrets(any_db, engine, fake_popen,
+                                                                                         monkeypatch):
+    monkeypatch.setenv("SOME_SERVER_SECRET", "x")  # e.g. a cloud token the server's shell happens to have
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
+    monkeypatch.setenv("HAI_ADMIN_PASSWORD", "first-start-only")
+    monkeypatch.setenv("HAI_DEVICE", "cpu")
+    monkeypatch.setenv("HAI_API_KEY_TEST", "sk-test")
+    monkeypatch.setenv("HAI_API_KEY_VARIABLES", "OPENAI_API_KEY")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-declared")
+    settings.reset_settings()
+    jobqueue.submit_job("tests.units.free", engine=engine)
+    jobqueue.LocalExecutor(1, database_url=any_db)._start_queued()  # noqa: SLF001
+    (proc,) = fake_popen
+    assert "SOME_SERVER_SECRET" not in proc.env and "AWS_SECRET_ACCESS_KEY" not in proc.env
+    assert "HAI_ADMIN_PASSWORD" not in proc.env  # only the first start of the app needs it
+    assert proc.env["HAI_DEVICE"] == "cpu" and proc.env["HAI_API_KEY_TEST"] == "sk-test"
+    assert proc.env["OPENAI_API_KEY"] == "sk-declared"  # listed in HAI_API_KEY_VARIABLES
 
 
 def test_the_executor_skips_a_job_another_worker_claims_first(any_db, engine, fake_popen, monkeypatch):

@@ -34,6 +34,7 @@ from engines.collab import store
 from engines.collab.controller import interaction_errors
 from engines.collab.study import support
 from engines.collab.study.record import VARS_KEY, InteractionLog, InteractionRecord, RoundRecord
+from engines.platform.files import echo
 from engines.platform.study import StepContext
 
 
@@ -58,7 +59,7 @@ class RoundsConfig:
 
     def __post_init__(self):
         if self.rounds < 1:
-            raise ValueError(f"rounds must be >= 1, got {self.rounds!r}")
+            raise ValueError(f"rounds must be >= 1, got {echo(self.rounds)}")
 
 
 class RoundAnswer(Protocol):

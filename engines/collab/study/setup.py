@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from engines.collab.study.support import CONFIG_KEYS
+from engines.platform.files import echo
 
 PROTOCOL = "collab_shapes"
 MODES = ("online", "fixed", "none")
@@ -43,10 +44,10 @@ def conditions_from_rows(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[st
         if not name:
             raise ValueError(f"condition row {i}: the name is empty")
         if name in conditions:
-            raise ValueError(f"condition row {i}: the name {name!r} is used twice")
+            raise ValueError(f"condition row {i}: the name {echo(name)} is used twice")
         mode = row.get("mode")
         if mode not in MODES:
-            raise ValueError(f"condition {name!r}: mode must be one of {', '.join(MODES)}, got {mode!r}")
+            raise ValueError(f"condition {echo(name)}: mode must be one of {', '.join(MODES)}, got {echo(mode)}")
         params: dict[str, Any] = {"mode": mode}
         for col in NUMBER_COLUMNS:
             value = row.get(col)
@@ -55,10 +56,11 @@ def conditions_from_rows(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[st
             try:
                 number = float(value)
             except (TypeError, ValueError):
-                raise ValueError(f"condition {name!r}: {col} must be a number, got {value!r}") from None
+                raise ValueError(f"condition {echo(name)}: {col} must be a number, got {echo(value)}") from None
             if col == "calibration_interactions":  # a count of interactions
                 if not number.is_integer():
-                    raise ValueError(f"condition {name!r}: calibration_interactions must be a whole number, got {value!r}")
+                    raise ValueError(f"condition {echo(name)}: calibration_interactions must be a whole number, "
+                                     f"got {echo(value)}")
                 number = int(number)
             params[col] = number
         conditions[name] = params

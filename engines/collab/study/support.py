@@ -36,6 +36,7 @@ from engines.collab.rules import Prefix, make_rule
 from engines.collab.shapes import N_LABELS, generate_task, to_png_bytes
 from engines.collab.study.record import InteractionLog, StudyInteraction
 from engines.platform.db import read_session
+from engines.platform.files import echo
 from engines.platform.models import Participant, Study
 
 CONFIG_KEYS = ("alpha_harm", "alpha_comp", "eta_harm", "eta_comp", "q_harm_init", "q_comp_init", "conditional")
@@ -127,7 +128,7 @@ def calibration_size(params: Mapping[str, Any]) -> int:
     """How many of a condition's first interactions form its calibration batch (``calibration_interactions``, default 0)."""
     size = params.get("calibration_interactions", 0)
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        raise ValueError(f"calibration_interactions must be a whole number >= 0, got {size!r}")
+        raise ValueError(f"calibration_interactions must be a whole number >= 0, got {echo(size)}")
     return size
 
 
