@@ -28,7 +28,7 @@ from pathlib import Path
 import ray
 from sqlalchemy import update
 
-from engines.platform.credentials import SecretRefused, check_key_variable
+from engines.platform.credentials import SecretRefused, check_key_variable, child_environment
 from engines.platform.db import write_transaction
 from engines.platform.jobqueue import (
     CANCEL_GRACE_S,
@@ -73,8 +73,24 @@ def connect(address: str | None = None) -> bool:
     if address:
         ray.init(address=address, log_to_driver=False)
     else:
-        ray.init(include_dashboard=False, log_to_driver=False)
+        # A local Ray's processes (raylet, workers) inherit this process's environment: start them
+        # with the child environment, so tasks see the server's other secrets no more than local jobs do.
+        with _process_environment(child_environment()):
+            ray.init(include_dashboard=False, log_to_driver=False)
     return True
+
+
+@contextlib.contextmanager
+def _process_environment(env: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` is ``env`` for the block (what processes started in it inherit), then as before."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 # Settings that are secrets: they reach a task as its environment (``task_runtime_env``), never as

@@ -83,3 +83,17 @@ def test_a_jobs_secrets_reach_its_task_as_its_environment(sqlite_db, spy_task):
     assert {name: env[name] for name in SECRETS} == SECRETS
     assert "HAI_ADMIN_PASSWORD" not in env and "SOME_SERVER_SECRET" not in env
     assert env["PYTHONPATH"].startswith(str(ray_executor.REPO_ROOT))
+
+
+def test_a_local_ray_starts_with_the_child_environment_and_the_app_keeps_its_own(monkeypatch):
+    """The raylet and its workers inherit the environment ``ray.init`` starts them under."""
+    monkeypatch.setenv("SOME_SERVER_SECRET", "s3cr3t")
+    monkeypatch.setenv("HAI_DEVICE", "cpu")
+    monkeypatch.setenv("HAI_RAY_ADDRESS", "")
+    settings.reset_settings()
+    seen = {}
+    monkeypatch.setattr(ray_executor.ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray_executor.ray, "init", lambda **kwargs: seen.update(dict(__import__("os").environ)))
+    assert ray_executor.connect() is True
+    assert "SOME_SERVER_SECRET" not in seen and seen["HAI_DEVICE"] == "cpu"
+    assert __import__("os").environ["SOME_SERVER_SECRET"] == "s3cr3t"
