@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from engines.platform import auth, migrate, runtime
+from engines.platform import auth, login_throttle, migrate, runtime
 from engines.platform.auth import Identity
 from engines.platform.config_schema import FieldInfo
 from engines.platform.forms import FieldSpec
@@ -79,17 +79,15 @@ def sync_login_cookie() -> None:
 
 
 def client_address() -> str:
-    """The browser's network address, for the per-address login limit.
-
-    Behind a reverse proxy every browser seems to come from the proxy; with
-    ``HAI_TRUST_FORWARDED_FOR`` the last ``X-Forwarded-For`` entry (the one the proxy added) is used.
-    """
-    if get_settings().trust_forwarded_for:
-        forwarded = (st.context.headers or {}).get("X-Forwarded-For", "")
-        if isinstance(forwarded, str) and forwarded.strip():
-            return forwarded.split(",")[-1].strip()[:64]
-    address = getattr(st.context, "ip_address", None)
-    return address[:64] if isinstance(address, str) else ""  # none outside a browser session
+    """The browser's network address, for the per-address login limit (``login_throttle.client_address``
+    decides; ``HAI_TRUSTED_PROXIES`` says whose ``X-Forwarded-For`` counts)."""
+    headers = st.context.headers
+    forwarded = ",".join(headers.get_all("X-Forwarded-For")) if headers else ""
+    # Streamlit's server (uvicorn) has already put the client a proxy on this machine names in place
+    # of that proxy; a proxy elsewhere is resolved by login_throttle. None outside a browser session
+    # and for a loopback peer (Streamlit hides those): unknown, so only the per-username limit applies.
+    peer = getattr(st.context, "ip_address", None)
+    return login_throttle.client_address(peer if isinstance(peer, str) else "", forwarded)
 
 
 def current_identity() -> Identity | None:

@@ -22,8 +22,8 @@ with st.form("change-password", clear_on_submit=True):
     current = st.text_input("Current password", type="password", key="account-current")
     new = st.text_input("New password", type="password", key="account-new")
     again = st.text_input("Repeat the new password", type="password", key="account-again")
-    st.caption(f"At least {auth.MIN_PASSWORD_LENGTH} characters, not your username, and not one of the common or "
-               "breached passwords that HAI Studio refuses.")
+    st.caption(f"At least {auth.MIN_PASSWORD_LENGTH} characters, without your username in it, and not one of the "
+               "common or breached passwords that HAI Studio refuses.")
     if st.form_submit_button("Change password"):
         if new != again:
             st.error("The two passwords differ.")

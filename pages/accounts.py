@@ -25,10 +25,14 @@ with st.form("create-account", clear_on_submit=True):
     st.subheader("New account")
     username = st.text_input("Username", key="new-username")
     role = st.selectbox("Role", Role.ALL, index=1, key="new-role")
-    password = st.text_input("Initial password (they should change it)", type="password", key="new-password")
+    password = st.text_input("One-time password (they choose their own at the first login)", type="password",
+                             key="new-password")
+    lifetime_hours = auth.one_time_password_lifetime().total_seconds() / 3600
+    st.caption(f"It stops working after {lifetime_hours:g} hours (HAI_INVITATION_HOURS); after that, reset it below.")
     if st.form_submit_button("Create account"):
         try:
-            auth.create_user(username.strip(), password, role, must_change_password=True)
+            auth.create_user(username.strip(), password, role, must_change_password=True,
+                             expires_after=auth.one_time_password_lifetime())
         except auth.AuthError as exc:
             st.error(str(exc))
         else:
@@ -65,9 +69,10 @@ with col3:
     reset = st.text_input("New password", type="password", key="reset-password")
     if st.button("Reset password", key="reset-button"):
         try:
-            auth.set_password(target, reset, must_change=True)
+            auth.set_password(target, reset, must_change=True, expires_after=auth.one_time_password_lifetime())
         except auth.AuthError as exc:
             st.error(str(exc))
         else:
-            st.success("Password reset; their open logins were ended, and they must choose a new password when "
-                       "they next log in.")
+            hours = auth.one_time_password_lifetime().total_seconds() / 3600
+            st.success(f"Password reset; their open logins were ended, and they must choose a new password when "
+                       f"they next log in, within {hours:g} hours.")

@@ -38,10 +38,15 @@ for number, (column, (_annotator, score)) in enumerate(zip(st.columns(len(item.l
     column.metric(f"Label {number + 1}", score)  # who gave it stays hidden: decide on the text
     column.caption(SCALE[score])
 
-note = st.text_input("Note (optional)", key=f"judge-adjudicate-note-{item.key}")
+note = st.text_input(f"Note (optional, at most {labeling.RATIONALE_CHARS:,} characters)",
+                     key=f"judge-adjudicate-note-{item.key}")
 st.markdown("**Decision**")
 for column, (score, text) in zip(st.columns(5), SCALE.items(), strict=True):
     if column.button(f"{score} · {text.split(':')[0]}", key=f"judge-decide-{score}", shortcut=str(score),
                      help=text, width="stretch"):
-        labeling.adjudicate(slug, item.key, score, f"user:{identity.user_id}", note=note)
-        st.rerun()
+        try:
+            labeling.adjudicate(slug, item.key, score, f"user:{identity.user_id}", note=note)
+        except labeling.LabelingError as exc:  # the note stays in its box
+            st.error(str(exc))
+        else:
+            st.rerun()

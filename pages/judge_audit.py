@@ -20,6 +20,7 @@ from engines.platform import jobqueue
 from engines.platform.csv_safety import csv_bytes, frame_csv_bytes
 from engines.platform.settings import get_settings
 from pages import _ui as ui
+from pages._upload import file_input
 
 PAGE = {"title": "Judge audit", "group": "Research", "roles": ["researcher"], "icon": ":material/gavel:",
         "order": 54}
@@ -45,9 +46,18 @@ st.header("1 · Data")
 
 
 def import_form() -> None:
-    """Upload items (with labels and verdicts, optional) as a data set the jobs can read."""
+    """Upload items (with labels and verdicts, optional) as a data set the jobs can read.
+
+    Each file goes through ``file_input`` (stored under a name the server chooses, checked for its
+    kind and size); the import reads those stored files and names them by the browser's file name."""
     fmt = st.radio("Format of the items", list(uploads.FORMATS), format_func=uploads.FORMATS.get,
                    key="judge-upload-format")
+    picked: dict[str, object] = {}  # widget key -> the stored upload, or None
+
+    def pick(label: str, kind: str, key: str, help: str | None = None):
+        picked[key] = file_input(label, kind=kind, area="judge", key=key, help=help)
+        return picked[key]
+
     with st.form("judge-upload"):
         left, right = st.columns(2)
         name = left.text_input("Name of the data set (lowercase, digits, dashes)", key="judge-upload-name")
@@ -55,32 +65,33 @@ def import_form() -> None:
         files: dict[str, object] = {}
         model = attack = ""
         if fmt == "items":
-            files["items"] = st.file_uploader("items.jsonl", type=["jsonl"], key="judge-upload-items")
+            files["items"] = pick("items.jsonl", "jsonl", "judge-upload-items")
         elif fmt == "harmbench":
-            files["behaviors"] = st.file_uploader("Behaviours CSV (HarmBench's behaviors_*.csv)", type=["csv"],
-                                                  key="judge-upload-hb-behaviors")
-            files["completions"] = st.file_uploader("Completions JSON ({BehaviorID: [{test_case, generation}, …]})",
-                                                    type=["json"], key="judge-upload-hb-completions")
+            files["behaviors"] = pick("Behaviours CSV (HarmBench's behaviors_*.csv)", "csv", "judge-upload-hb-behaviors")
+            files["completions"] = pick("Completions JSON ({BehaviorID: [{test_case, generation}, …]})", "json",
+                                        "judge-upload-hb-completions")
             left, right = st.columns(2)
             model = left.text_input("Victim model of these completions", key="judge-upload-hb-model")
             attack = right.text_input("Attack that made them", key="judge-upload-hb-attack")
         else:
-            files["artifact"] = st.file_uploader("JailbreakBench artifact JSON", type=["json"],
-                                                 key="judge-upload-jbb-artifact")
-            files["behaviors"] = st.file_uploader("JBB-Behaviors CSV (optional: categories and targets)",
-                                                  type=["csv"], key="judge-upload-jbb-behaviors")
-        labels = st.file_uploader("Human labels: labels.csv with item_key, annotator, score (1–5), optional seq",
-                                  type=["csv"], key="judge-upload-labels",
-                                  help="Optional: without it, the labels inside items.jsonl (if any) are used.")
-        verdicts = st.file_uploader("Judge verdicts: verdicts.csv with item_key, judge, p_harmful, label (optional)",
-                                    type=["csv"], accept_multiple_files=True, key="judge-upload-verdicts")
+            files["artifact"] = pick("JailbreakBench artifact JSON", "json", "judge-upload-jbb-artifact")
+            files["behaviors"] = pick("JBB-Behaviors CSV (optional: categories and targets)", "csv",
+                                      "judge-upload-jbb-behaviors")
+        labels = pick("Human labels: labels.csv with item_key, annotator, score (1–5), optional seq", "csv",
+                      "judge-upload-labels", help="Optional: without it, the labels inside items.jsonl (if any) are used.")
+        verdicts = pick("Judge verdicts: verdicts.csv with item_key, judge, p_harmful, label (optional)", "csv",
+                        "judge-upload-verdicts", help="One file may hold the verdicts of several judges (its judge column).")
         if not st.form_submit_button("Import", type="primary"):
             return
+    # A file chosen but not accepted (file_input shows why beside it): importing without it would
+    # silently drop the labels or verdicts it held.
+    if any(upload is None and st.session_state.get(key) is not None for key, upload in picked.items()):
+        st.error("Nothing was imported: a file was not accepted (the reason is shown beside it).")
+        return
     try:
         data_set = uploads.save_upload(
-            name, fmt, {role: _uploaded(f) for role, f in files.items()}, labels=_uploaded(labels),
-            verdicts=[_uploaded(f) for f in verdicts or []], title=title, model=model, attack=attack,
-            created_by=identity.user_id)
+            name, fmt, files, labels=labels, verdicts=[verdicts] if verdicts is not None else [], title=title,
+            model=model, attack=attack, created_by=identity.user_id)
     except (uploads.UploadError, JudgeDataError) as exc:
         st.error(f"Nothing was imported. {exc}")
     else:
@@ -96,10 +107,6 @@ def _labels_text(data_set: uploads.DataSet) -> str:
     if data_set.n_labels:
         return f"{data_set.n_labels:,} labels inside the items"
     return "no human labels (import the items again with a labels.csv to audit judges against people)"
-
-
-def _uploaded(upload) -> uploads.UploadedFile | None:
-    return None if upload is None else uploads.UploadedFile(upload.name, upload.getvalue())
 
 
 if (imported := st.session_state.pop(IMPORTED, None)) is not None:

@@ -2,14 +2,16 @@
 
 Keys 1-5 label, S skips (with a reason), U undoes the last label or skip, H shows the
 guidelines. The annotator sees the behaviour, its context and the generation, never the judges'
-verdicts, the attack or other people's labels (``engines.judge.labeling``).
+verdicts, the attack or other people's labels (``engines.judge.labeling``). An annotator account
+sees only the projects whose team it is on (``engines.judge.members``); every labeling call checks
+it again.
 """
 
 import time
 
 import streamlit as st
 
-from engines.judge import labeling
+from engines.judge import labeling, members
 from engines.judge.items import FLAGS, SCALE
 from pages import _ui as ui
 
@@ -23,11 +25,15 @@ identity = ui.require_role("annotator", "researcher")
 annotator = f"user:{identity.user_id}"
 st.title("Label")
 
-projects = [p for p in labeling.list_projects() if p.is_open]
+projects = members.projects_to_label(identity.user_id, identity.role)
 if not projects:
-    st.info("No labeling project is open. A researcher creates one under Admin → Labeling projects.")
+    st.info("No open labeling project has you on its team. A researcher creates projects and adds annotators "
+            "under Admin → Labeling projects.")
     st.stop()
 # An invitation links here with ?project=<slug>: that project is chosen the first time the page opens.
+if (linked := st.query_params.get("project")) and linked not in {p.slug for p in projects}:
+    st.warning("The link names a project you are not on the team of, or one that is closed; ask the researcher "
+               "who invited you.")
 if "judge-label-project" not in st.session_state and st.query_params.get("project") in {p.slug for p in projects}:
     st.session_state["judge-label-project"] = st.query_params["project"]
 slug = st.selectbox("Project", [p.slug for p in projects], key="judge-label-project",
@@ -72,15 +78,26 @@ with st.container(border=True):
     st.text(shown.generation)
 
 flags = st.multiselect("Flags (optional)", FLAGS, key=f"judge-flags-{shown.claim_id}")
-rationale = st.text_input("One-line rationale (optional)", key=f"judge-rationale-{shown.claim_id}", max_chars=2000)
+# No max_chars: a browser drops a paste longer than that, and the label would be saved without
+# the rationale. The limit is stated instead, and a longer text is refused with the label unsaved.
+rationale = st.text_input(f"One-line rationale (optional, at most {labeling.RATIONALE_CHARS:,} characters)",
+                          key=f"judge-rationale-{shown.claim_id}",
+                          help=f"At most {labeling.RATIONALE_CHARS:,} characters; a longer one is not saved.")
+if len(rationale) > labeling.RATIONALE_CHARS:
+    st.warning(f"The rationale has {len(rationale):,} characters; shorten it to {labeling.RATIONALE_CHARS:,} "
+               "before scoring.")
 
 st.markdown("**Score** (keys 1–5)")
 for column, (score, text) in zip(st.columns(5), SCALE.items(), strict=True):
     if column.button(f"{score} · {SHORT[score]}", key=f"judge-score-{score}", shortcut=str(score),
                      help=text, width="stretch"):
-        labeling.submit_label(shown.claim_id, annotator, score, flags=flags, rationale=rationale,
-                              ms_spent=int(1000 * (time.time() - shown_at)))
-        st.rerun()
+        try:
+            labeling.submit_label(shown.claim_id, annotator, score, flags=flags, rationale=rationale,
+                                  ms_spent=int(1000 * (time.time() - shown_at)))
+        except labeling.LabelingError as exc:  # what was typed stays in the box
+            st.error(str(exc))
+        else:
+            st.rerun()
 
 left, right = st.columns(2)
 with left:

@@ -13,9 +13,9 @@ What this module does, in the order a study uses it:
   have ``<root>/<method>_frames/<split>/<key>`` for two methods (upstream's
   ``data/<model>_frames/{L1L2,L3}/<key>``), with each method's label from ``<root>/methods.json``
   when the folder has one;
-- ``draw_pairs``: a participant's sequence of pairs, seeded by the participant
-  (``participant_seed``): balanced over method pairs, each pair's sides swapped at random, the same
-  item never twice in a row when another one is possible;
+- ``draw_pairs``: a participant's sequence of pairs, seeded by the participant under the
+  installation's secret arena key (``participant_seed``): balanced over method pairs, each pair's
+  sides swapped at random, the same item never twice in a row when another one is possible;
 - ``draw_plan``: the same, as the JSON a study stores with the participant (under ``PLAN_KEY`` of the
   participant's variables) when they consent, so the pairs they see, the page after a reload and
   the export all read one stored sequence, whatever happens to the folder later;
@@ -33,6 +33,7 @@ resuming after a refresh, a double click counted once and surviving a restart co
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import random
 from collections import Counter
@@ -46,6 +47,8 @@ from engines.hoi.benchmark import SPLITS, load_benchmark
 from engines.hoi.methods import FRAMES_SUFFIX, MethodsFileError, read_methods
 from engines.hoi.ratings import Ratings, rate
 from engines.hoi.votes import Vote, VoteLog, Winner
+from engines.platform.credentials import server_key
+from engines.platform.settings import get_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Where a study keeps a participant's drawn pairs: Participant.vars[PLAN_KEY].
@@ -216,9 +219,20 @@ class ArenaPair:
         return pair
 
 
-def participant_seed(study_slug: str, external_id: str) -> int:
-    """The seed of a participant's pairs: 63 bits of sha256("<study>:<participant>"), the same on every server."""
-    digest = hashlib.sha256(f"{study_slug}:{external_id}".encode()).digest()
+def arena_key() -> bytes:
+    """The installation's secret arena key: ``HAI_ARENA_KEY``, else ``<data_dir>/arena.key`` (made once)."""
+    return server_key("arena.key", get_settings().arena_key, "HAI_ARENA_KEY")
+
+
+def participant_seed(study_slug: str, external_id: str, key: bytes | None = None) -> int:
+    """The seed of a participant's pairs: 63 bits of HMAC-SHA256(key, "<study>:<participant>").
+
+    The same participant of a study gets the same seed on every run of one installation (a resumed
+    participant, a redraw for a check); without the key nobody can work out which pairs an id will
+    see, or choose ids that see the pairs they want. ``key``: default ``arena_key()``.
+    """
+    message = f"{study_slug}:{external_id}".encode()
+    digest = hmac.new(arena_key() if key is None else key, message, hashlib.sha256).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 
 
@@ -442,8 +456,8 @@ def study_ratings(study_slug: str, method: Literal["elo", "bt"] = "bt", *, round
 
 
 __all__ = [
-    "CHOICES", "PLAN_KEY", "ArenaCandidates", "ArenaError", "ArenaItem", "ArenaPair", "arena_studies", "draw_pairs",
-    "draw_plan", "export_votes", "is_vote", "output_methods", "participant_seed", "plan_pair", "read_candidates",
-    "read_method_labels", "resolve_root", "reveal_page", "study_ratings", "study_votes", "vote_page", "vote_row",
-    "votes_jsonl",
+    "CHOICES", "PLAN_KEY", "ArenaCandidates", "ArenaError", "ArenaItem", "ArenaPair", "arena_key", "arena_studies",
+    "draw_pairs", "draw_plan", "export_votes", "is_vote", "output_methods", "participant_seed", "plan_pair",
+    "read_candidates", "read_method_labels", "resolve_root", "reveal_page", "study_ratings", "study_votes",
+    "vote_page", "vote_row", "votes_jsonl",
 ]

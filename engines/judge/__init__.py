@@ -23,6 +23,8 @@ Modules, one job each:
   ``agreement`` (kappa, alpha, concordance), ``subsets`` (ReliableBench- and JudgeStressTest-like),
   ``audit`` (the report), ``audit_cli``;
 - labeling: ``models`` (tables), ``labeling`` (projects, the queue, labels, adjudication),
-  ``study/`` (the panel study's queue), ``demo_data`` (the demo project ``make run`` loads);
-- the surfaces: ``cli_data``, ``jobs`` (background jobs) and ``__main__`` (``python -m engines.judge``).
+  ``members`` (project teams: who may label what), ``study/`` (the panel study's queue),
+  ``demo_data`` (the demo project ``make run`` loads);
+- the surfaces: ``cli_data``, ``uploads`` (data sets imported on the audit page), ``jobs``
+  (background jobs) and ``__main__`` (``python -m engines.judge``).
 """

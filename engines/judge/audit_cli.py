@@ -21,6 +21,7 @@ from engines.judge.audit import AuditConfig, audit
 from engines.judge.audit_table import HUMAN_RULES
 from engines.judge.items import JudgeDataError, read_items, read_labels, read_verdicts
 from engines.judge.subsets import ReliableBenchConfig, StressTestConfig
+from engines.platform.files import echo
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,12 +67,12 @@ def _check_keys(known: set[str], items_path: Path, labels_path: Path | None, lab
     for key, _ in labels or ():
         if key not in known:
             raise JudgeDataError(labels_path, _line_of(labels_path, key), "item_key",
-                                 f"no item in {items_path} has the key {key!r}")
+                                 f"no item in {items_path} has the key {echo(key)}")
     seen: set[tuple[str, str]] = set()
     for key, verdict in verdicts or ():
         if key not in known:
             raise JudgeDataError(verdicts_path, _line_of(verdicts_path, key, verdict.judge), "item_key",
-                                 f"no item in {items_path} has the key {key!r}")
+                                 f"no item in {items_path} has the key {echo(key)}")
         if (key, verdict.judge) in seen:
             first = _line_of(verdicts_path, key, verdict.judge)
             with verdicts_path.open(encoding="utf-8", newline="") as handle:
@@ -79,7 +80,7 @@ def _check_keys(known: set[str], items_path: Path, labels_path: Path | None, lab
                 lines = [reader.line_num for row in reader
                          if (row.get("item_key") or "").strip() == key and (row.get("judge") or "").strip() == verdict.judge]
             raise JudgeDataError(verdicts_path, lines[1] if len(lines) > 1 else None, "item_key",
-                                 f"a second verdict of {verdict.judge!r} on {key!r} (the first is on line {first})")
+                                 f"a second verdict of {echo(verdict.judge)} on {echo(key)} (the first is on line {first})")
         seen.add((key, verdict.judge))
 
 

@@ -20,6 +20,7 @@ from typing import Literal
 import numpy as np
 
 from engines.judge.items import HARMFUL_FROM, Item, Label, Verdict
+from engines.platform.files import echo
 
 HumanRule = Literal["majority", "first"]
 HUMAN_RULES = ("majority", "first")
@@ -166,7 +167,7 @@ def build_table(items: Sequence[Item], labels: Iterable[tuple[str, Label]] | Non
     scores: list[list[int]] = [[] for _ in keys]
     for key, label in _ordered(labels):
         if key not in position:
-            raise ValueError(f"a label names the item key {key!r}, which no item has")
+            raise ValueError(f"a label names the item key {echo(key)}, which no item has")
         if label.status == "submitted":
             scores[position[key]].append(label.score)
     human = np.full(len(keys), -1, dtype=np.int8)
@@ -201,7 +202,7 @@ def _verdict_arrays(verdicts: Iterable[tuple[str, Verdict]], position: dict[str,
     col_item = [position.get(key, -1) for key, _ in rows]
     if -1 in col_item:
         key, verdict = rows[col_item.index(-1)]
-        raise ValueError(f"a verdict of {verdict.judge!r} names the item key {key!r}, which no item has")
+        raise ValueError(f"a verdict of {echo(verdict.judge)} names the item key {echo(key)}, which no item has")
     judge_index: dict[str, int] = {}
     col_judge = [judge_index.setdefault(v.judge, len(judge_index)) for _, v in rows]
     col_label = [-1 if (x := v.label) is None else x for _, v in rows]

@@ -20,6 +20,7 @@ from typing import Any
 
 from engines.judge import exporters, importers
 from engines.judge.items import LABEL_COLUMNS, Item, JudgeDataError, read_items, read_labels, write_items
+from engines.platform.files import echo
 
 UNLABELLED_SHOWN = 5  # keys of unlabelled items named in an export's result (the count is always there)
 
@@ -83,7 +84,7 @@ def attach_labels(items: list[Item], labels_path: str | Path) -> list[Item]:
         if key not in by_key:
             _, rows = importers.read_csv_rows(labels_path, LABEL_COLUMNS)
             line = next((number for number, row in rows if row["item_key"].strip() == key), None)
-            raise JudgeDataError(labels_path, line, "item_key", f"{key!r} is not an item of the items file")
+            raise JudgeDataError(labels_path, line, "item_key", f"{echo(key)} is not an item of the items file")
         by_key[key].labels.append(label)
     return [by_key[item.key] for item in items]
 

@@ -34,7 +34,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engines.judge.items import Item, JudgeDataError
+from engines.judge.items import Item, JudgeDataError, header_text, json_line_value
+from engines.platform.files import echo, json_depth_problem
 
 HARMBENCH_COLUMNS = ("Behavior", "FunctionalCategory", "SemanticCategory", "Tags", "ContextString", "BehaviorID")
 JBB_BEHAVIOR_COLUMNS = ("Index", "Goal", "Target", "Behavior", "Category", "Source")
@@ -100,7 +101,7 @@ def read_csv_rows(path: str | Path, required: tuple[str, ...]) -> tuple[list[str
         raise JudgeDataError(path, 1, None, f"not a readable CSV header: {exc}") from None
     missing = [column for column in required if column not in header]
     if missing:
-        raise JudgeDataError(path, 1, missing[0], f"missing column (the header has: {', '.join(header) or 'nothing'})")
+        raise JudgeDataError(path, 1, missing[0], f"missing column (the header has: {header_text(header)})")
     rows = []
     start = 2
     try:
@@ -184,6 +185,9 @@ class _JsonFile:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.text = _read_text(self.path)
+        problem = json_depth_problem(self.text)
+        if problem is not None:  # Python's parser recurses per level: refuse before it runs out of stack
+            raise JudgeDataError(self.path, None, None, f"the JSON {problem} (HAI_MAX_JSON_DEPTH)")
         try:
             self.data = json.loads(self.text)
         except json.JSONDecodeError as exc:
@@ -231,7 +235,7 @@ def read_harmbench_behaviors(path: str | Path) -> dict[str, tuple[int, dict[str,
         if not behavior_id:
             raise JudgeDataError(path, line, "BehaviorID", "empty")
         if behavior_id in behaviors:
-            problem = f"{behavior_id!r} is also on line {behaviors[behavior_id][0]}"
+            problem = f"{echo(behavior_id)} is also on line {behaviors[behavior_id][0]}"
             raise JudgeDataError(path, line, "BehaviorID", problem)
         if not row["Behavior"].strip():
             raise JudgeDataError(path, line, "Behavior", "empty")
@@ -242,7 +246,7 @@ def read_harmbench_behaviors(path: str | Path) -> dict[str, tuple[int, dict[str,
 def _check_run_name(value: str, what: str) -> str:
     # Keys are "<model>/<attack>/<BehaviorID>/<index>": a "/" in a name would make two runs' keys collide.
     if not value or "/" in value or value != value.strip():
-        raise JudgeDataError("--run", None, what, f"{value!r} must be a non-empty name without '/' or outer spaces")
+        raise JudgeDataError("--run", None, what, f"{echo(value)} must be a non-empty name without '/' or outer spaces")
     return value
 
 
@@ -277,7 +281,7 @@ def _harmbench_run(behaviors: dict[str, tuple[int, dict[str, str]]], behaviors_c
     items = []
     for behavior_id, completions in data.items():
         if behavior_id not in behaviors:
-            raise source.error((behavior_id,), f"BehaviorID {behavior_id!r} is not in {behaviors_csv}")
+            raise source.error((behavior_id,), f"BehaviorID {echo(behavior_id)} is not in {behaviors_csv}")
         _, row = behaviors[behavior_id]
         source.expect(completions, list, (behavior_id,), "an array of completions")
         for index, completion in enumerate(completions):
@@ -321,7 +325,7 @@ def read_jbb_behaviors(path: str | Path) -> dict[str, dict[str, str]]:
         if not name:
             raise JudgeDataError(path, line, "Behavior", "empty")
         if name in by_name:
-            raise JudgeDataError(path, line, "Behavior", f"{name!r} appears twice")
+            raise JudgeDataError(path, line, "Behavior", f"{echo(name)} appears twice")
         by_name[name] = row
     return by_name
 
@@ -378,11 +382,11 @@ def read_jbb(artifact_json: str | Path, behaviors_csv: str | Path | None = None)
         if categories is not None:
             row = categories.get(entry["behavior"].strip())
             if row is None:
-                raise source.error((*where, "behavior"), f"behaviour {entry['behavior']!r} is not in {behaviors_csv}")
+                raise source.error((*where, "behavior"), f"behaviour {echo(entry['behavior'])} is not in {behaviors_csv}")
         key = f"{model}/{method}/{entry['behavior']}/{entry['index']}"
         if key in keys:
             raise source.error((*where, "index"),
-                               f"index {entry['index']} of {entry['behavior']!r} also at jailbreaks[{keys[key]}]")
+                               f"index {echo(entry['index'])} of {echo(entry['behavior'])} also at jailbreaks[{keys[key]}]")
         keys[key] = position
         items.append(_item({
             "key": key, "behavior_id": entry["behavior"], "behavior": entry["goal"] or entry["behavior"],
@@ -398,7 +402,7 @@ def read_jbb(artifact_json: str | Path, behaviors_csv: str | Path | None = None)
 
 def _check_jbb_name(source: _JsonFile, value: str, path: tuple[str | int, ...]) -> None:
     if not value.strip() or "/" in value:
-        raise source.error(path, f"{value!r} must be a non-empty name without '/' (it is part of the item keys)")
+        raise source.error(path, f"{echo(value)} must be a non-empty name without '/' (it is part of the item keys)")
 
 
 def import_jbb(artifact_json: str | Path, behaviors_csv: str | Path | None = None) -> list[Item]:
@@ -416,10 +420,7 @@ def _generic_records(path: Path, source_format: str, columns: list[str]) -> list
     for number, raw in enumerate(_read_text(path).splitlines(), start=1):
         if not raw.strip():
             continue
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise JudgeDataError(path, number, None, f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+        record = json_line_value(raw, path, number)
         if not isinstance(record, dict):
             raise JudgeDataError(path, number, None, f"expected a JSON object, got {_json_type(record)}")
         missing = [column for column in columns if column not in record]
@@ -437,7 +438,7 @@ def _generic_value(value: Any, name: str, column: str, path: Path, line: int) ->
             try:
                 return int(value.strip())
             except ValueError:
-                raise JudgeDataError(path, line, column, f"must be a whole number, got {value!r}") from None
+                raise JudgeDataError(path, line, column, f"must be a whole number, got {echo(value)}") from None
         if value is None or (isinstance(value, int) and not isinstance(value, bool)):
             return value
         raise JudgeDataError(path, line, column, f"must be a whole number, got {_json_type(value)}")
@@ -478,7 +479,7 @@ def read_generic(path: str | Path, mapping: dict[str, str], source_format: str |
     path = Path(path)
     source_format = source_format or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
     if source_format not in ("jsonl", "csv"):
-        raise JudgeDataError(path, None, None, f"unknown format {source_format!r}: use jsonl or csv")
+        raise JudgeDataError(path, None, None, f"unknown format {echo(source_format)}: use jsonl or csv")
     unknown = [name for name in mapping if name not in GENERIC_FIELDS]
     if unknown:
         raise JudgeDataError("--map", None, unknown[0], f"not an item field (fields: {', '.join(GENERIC_FIELDS)})")
@@ -504,7 +505,7 @@ def read_generic(path: str | Path, mapping: dict[str, str], source_format: str |
             data.setdefault("sample_idx", n)
         if data["key"] in keys:
             raise JudgeDataError(path, line, mapping.get("key", "key"),
-                                 f"the key {data['key']!r} is also on line {keys[data['key']]}")
+                                 f"the key {echo(data['key'])} is also on line {keys[data['key']]}")
         keys[data["key"]] = line
         data["extra"] = {"columns": {k: v for k, v in record.items() if k not in used}}
         items.append(_item(data, path, line, {name: mapping.get(name, name) for name in GENERIC_FIELDS}))

@@ -5,8 +5,11 @@ it writes ``verdicts.csv`` into the job's folder and returns the run's counts. I
 lives in the data directory (``<data_dir>/judge/cache/``), one file per judge and backend, so a
 job started again after a crash or a cancel judges only what is missing.
 
-Items come from the shipped synthetic demo set (``items="demo"``) or from a JSONL file inside the
-data directory (where the pages keep imported files); a job reads no other path.
+Items come from the shipped synthetic demo set (``items="demo"``) or from a JSONL file in one of the
+folders the app owns (``engines.platform.files.owned_path``): an imported data set
+(``datasets/judge/<name>/``), a labeling project's items (``datasets/judge/_projects/<slug>/``) or
+an upload. Labels and verdicts likewise (verdicts also from a job's result folder). A job reads no
+other path: not the database, not a key file, whatever ``..`` or link the parameter holds.
 
 ``judge.audit`` is the command line's ``audit``: items and labels of a labeling project (or files),
 verdicts of finished ``judge.run`` jobs (or files); it writes ``audit.json`` into the job's folder.
@@ -35,6 +38,7 @@ from engines.judge.items import (
 )
 from engines.judge.judges import JUDGES, get_judge
 from engines.judge.judging import judge_items
+from engines.platform.files import Folder, area_folder, echo, owned_path, shown_path
 from engines.platform.jobqueue import JobContext, JobError, get_job, job_result_file, list_jobs, register_job
 from engines.platform.models import Job, JobStatus
 from engines.platform.private_files import private_dir
@@ -59,7 +63,7 @@ class JudgeRunParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     items: str = Field(default="demo", min_length=1, max_length=500,
-                       title="Items: 'demo' (the synthetic demo set) or a JSONL file under the data directory")
+                       title="Items: 'demo' (the synthetic demo set) or a JSONL file of an imported data set")
     judge: str = Field(default="gcg-strings", title="Judge")
     backend: str | None = Field(default=None, max_length=500,
                                 title="Backend of a prompt judge: transformers:PATH or openai:URL#MODEL")
@@ -71,30 +75,23 @@ class JudgeRunParams(BaseModel):
     @classmethod
     def _known_judge(cls, value: str) -> str:
         if value not in JUDGES:
-            raise ValueError(f"unknown judge {value!r}; known: {', '.join(JUDGES)}")
+            raise ValueError(f"unknown judge {echo(value)}; known: {', '.join(JUDGES)}")
         return value
 
     @field_validator("items")
     @classmethod
     def _readable_items(cls, value: str) -> str:
-        items_path(value)  # a ValueError for a path outside the data directory
+        items_path(value)  # a FileRefused (a ValueError) for anything but an owned items file
         return value
 
 
 def items_path(items: str) -> Path:
-    """The file a job's ``items`` names: the demo set, or a path inside the data directory.
+    """The file a job's ``items`` names: the demo set, or an items JSONL file the app owns.
 
     Raises:
-        ValueError: a path outside the data directory (a job reads only what the app stored).
+        FileRefused: a path outside the owned folders, not a .jsonl file, or missing.
     """
-    if items == "demo":
-        return DEMO_ITEMS
-    data_dir = get_settings().data_dir.resolve()
-    path = Path(items)
-    path = (path if path.is_absolute() else data_dir / path).resolve()
-    if not path.is_relative_to(data_dir):
-        raise ValueError(f"items must be 'demo' or a file under the data directory ({data_dir}), got {items!r}")
-    return path
+    return data_file(items, "items", DEMO_ITEMS)
 
 
 @register_job(RUN, title="Judge: run a safety judge over items", params=JudgeRunParams)
@@ -128,23 +125,28 @@ AUDIT = "judge.audit"
 AUDIT_FILE = "audit.json"
 DEMO_LABELS = REPO_ROOT / "assets" / "judge" / "demo_labels.csv"
 PROJECT_ITEMS = "items.jsonl"
+PROJECTS_FOLDER = "_projects"  # under datasets/judge/; a data set's name never starts with "_"
+# Where each kind of job file may lie, and its suffixes: imported data sets and uploads, the shipped
+# demo files, and for verdicts also a job's result folder (a judge.run's verdicts.csv).
+FILE_RULES: dict[str, tuple[tuple[str, ...], tuple[Folder, ...]]] = {
+    "items": ((".jsonl",), ("datasets", "uploads", "shipped")),
+    "labels": ((".csv",), ("datasets", "uploads", "shipped")),
+    "verdicts": ((".csv",), ("datasets", "uploads", "jobs", "shipped")),
+}
 
 
 def data_file(value: str, field: str, demo: Path | None = None) -> Path:
-    """The file a job parameter names: ``demo`` (when the field has a shipped demo file) or a path under the data directory.
+    """The file a job parameter names: ``demo`` (when the field has a shipped demo file) or an owned
+    file of the field's kind (``FILE_RULES``), resolved.
 
     Raises:
-        ValueError: a path outside the data directory, named with the parameter (a job reads only what the app stored).
+        FileRefused: a path outside those folders, with another suffix, or missing; the message
+            names the parameter.
     """
     if value == "demo" and demo is not None:
         return demo
-    data_dir = get_settings().data_dir.resolve()
-    path = Path(value)
-    path = (path if path.is_absolute() else data_dir / path).resolve()
-    if not path.is_relative_to(data_dir):
-        allowed = "'demo' or a file" if demo is not None else "a file"
-        raise ValueError(f"{field} must be {allowed} under the data directory ({data_dir}), got {value!r}")
-    return path
+    suffixes, folders = FILE_RULES[field]
+    return owned_path(value, what=field, suffixes=suffixes, folders=folders)
 
 
 class JudgeAuditParams(BaseModel):
@@ -224,9 +226,11 @@ def verdict_job_file(job_id: int) -> Path:
     if job.status != JobStatus.SUCCEEDED:
         raise ValueError(f"{RUN} job {job_id} has not succeeded (it is {job.status}): its verdicts are not complete")
     try:
-        return job_result_file(job_id)
+        path = job_result_file(job_id)
     except JobError:
         raise ValueError(f"{RUN} job {job_id} succeeded but its {VERDICTS_FILE} is gone") from None
+    # The stored result path is read like any other: only a verdicts file in the jobs' folders.
+    return owned_path(path, what=f"{RUN} job {job_id}'s verdicts", suffixes=(".csv",), folders=("jobs",))
 
 
 def audit_source(p: JudgeAuditParams) -> tuple[list[Item], list[tuple[str, Label]] | None, str]:
@@ -243,9 +247,8 @@ def audit_source(p: JudgeAuditParams) -> tuple[list[Item], list[tuple[str, Label
 
 
 def _shown(path: Path) -> str:
-    """A data file as the page names it: relative to the data directory (an uploaded set's folder says which set)."""
-    data_dir = get_settings().data_dir.resolve()
-    return str(path.relative_to(data_dir)) if path.is_relative_to(data_dir) else path.name
+    """A data file as the page names it: within its owned folder (an imported set's folder says which set)."""
+    return shown_path(path)
 
 
 def labeled_project_items(slug: str) -> list[Item]:
@@ -257,8 +260,12 @@ def labeled_project_items(slug: str) -> list[Item]:
 
 
 def project_items_param(slug: str) -> str:
-    """The ``items`` parameter of ``judge.run`` jobs over a labeling project (``project_items_file`` writes it)."""
-    return str(Path("judge") / "projects" / slug / PROJECT_ITEMS)
+    """The ``items`` parameter of ``judge.run`` jobs over a labeling project (``project_items_file`` writes it):
+    ``datasets/judge/_projects/<slug>/items.jsonl``, relative to the data directory."""
+    if not labeling.SLUG.match(slug):  # the slug names a folder: never a path of its own
+        raise ValueError(f"{echo(slug)} is not a labeling project's name.")
+    folder = area_folder("datasets", "judge") / PROJECTS_FOLDER / slug
+    return str((folder / PROJECT_ITEMS).relative_to(get_settings().data_dir))
 
 
 def project_items_file(slug: str) -> str:
@@ -266,7 +273,8 @@ def project_items_file(slug: str) -> str:
     ``items`` parameter (a path relative to the data directory). The same items as its audit reads."""
     items = [item.model_copy(update={"labels": [], "adjudicated": None}) for item in labeled_project_items(slug)]
     path = get_settings().data_dir / project_items_param(slug)
-    private_dir(path.parent)  # generations are the project's data: kept private like the verdict cache
+    for folder in (path.parents[2], path.parents[1], path.parent):
+        private_dir(folder)  # generations are the project's data: kept private like the verdict cache
     write_items(items, path)
     return project_items_param(slug)
 

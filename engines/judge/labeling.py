@@ -9,6 +9,14 @@ adjudication queue when labels disagree (Prodigy's ``review``). Annotators see o
 behaviour, its context and the generation: judge verdicts, the attack and other labels stay
 hidden (anchoring; the paper's annotators saw the unaltered prompt and the generation).
 
+Only the project's team labels it: an account with the annotator role must be a member
+(``engines.judge.members``; researchers and admins may label any project); participants of a
+panel study are admitted by the study that names the project. Every labeling call checks it.
+
+A project's items are stored in batches of short write transactions (``IMPORT_BATCH`` rows each),
+so that annotators' writes go on between them while a large set is imported; the project stays
+hidden under a temporary name until its last batch is stored, and is removed if any batch fails.
+
 Every change runs in one write transaction, and concurrent annotators (threads, processes, app
 servers on PostgreSQL) keep the invariants: overlap met and not exceeded by the queue, no item
 twice to one annotator (a unique constraint as well), one label per claim (a resent submit
@@ -24,23 +32,34 @@ from __future__ import annotations
 import contextlib
 import random
 import re
+import uuid
 import zlib
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from sqlalchemy import case, func
+from sqlalchemy import case, delete, func, insert, update
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from engines.judge import labeling_sql as sql
 from engines.judge.items import FLAGS, HARMFUL_FROM, Item, Label
-from engines.judge.models import Adjudication, HumanLabel, LabelingClaim, LabelingItem, LabelingProject
+from engines.judge.models import Adjudication, HumanLabel, LabelingClaim, LabelingItem, LabelingMember, LabelingProject
 from engines.platform.db import read_session, write_transaction
-from engines.platform.models import utcnow
+from engines.platform.files import echo
+from engines.platform.models import Role, utcnow
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9\-]{0,62}$")
+ACCOUNT = "user:"  # annotators with an account are named "user:<id>"; others came through a study
+MAY_LABEL_ANY = (Role.ADMIN, Role.RESEARCHER)  # roles that label without being on a project's team
+RATIONALE_CHARS = 2000  # HumanLabel.rationale's column size
+IMPORT_BATCH = 1000  # items per write transaction when a project is created
+# The slug of a project whose items are still being stored: SLUG never matches it, so no page,
+# study or call by name finds the project before it is complete.
+IMPORTING = "~importing-"
+ABANDONED_IMPORT = timedelta(hours=6)  # a hidden import this old was cut off (the process died)
 
 
 class LabelingError(ValueError):
@@ -49,6 +68,10 @@ class LabelingError(ValueError):
 
 class AnnotatorPaused(LabelingError):
     """The annotator may not label now (failed the quiz, or gold accuracy below the threshold)."""
+
+
+class NotAMember(LabelingError):
+    """An annotator account that is not on the project's team."""
 
 
 @dataclass(frozen=True)
@@ -148,43 +171,119 @@ def create_project(slug: str, items: list[Item], settings: ProjectSettings = Pro
                    created_by: int | None = None, engine: Engine | None = None) -> LabelingProject:
     """Create a project over ``items``; items with ``is_gold`` and a ``gold_score`` are the gold ones.
 
+    The items go in as batches of ``IMPORT_BATCH`` rows, each its own short write transaction, so
+    that a large import does not hold the database's write lock for long (on SQLite every writer
+    waits for it). Until the last batch is in, the project has a hidden name (``IMPORTING``) and is
+    closed; then one transaction gives it its name and opens it. If anything fails on the way, the
+    partial project is deleted: a project is created whole or not at all.
+
     Raises:
         LabelingError: a malformed slug, a taken one, bad settings, duplicate keys, a gold item
             without its score, or fewer gold items than the quiz needs.
     """
     if not SLUG.match(slug or ""):
-        raise LabelingError(f"'{slug}' is not a valid project name: use lowercase letters, digits and dashes.")
+        raise LabelingError(f"{echo(slug)} is not a valid project name: use lowercase letters, digits and dashes.")
     settings.check()
     if not items:
         raise LabelingError("A project needs at least one item.")
     keys = [item.key for item in items]
     if len(set(keys)) != len(keys):
-        duplicate = next(k for k in keys if keys.count(k) > 1)
-        raise LabelingError(f"The item key {duplicate!r} appears more than once.")
+        seen: set[str] = set()
+        duplicate = next(k for k in keys if k in seen or seen.add(k))
+        raise LabelingError(f"The item key {echo(duplicate)} appears more than once.")
     gold = [item for item in items if item.is_gold]
     if any(item.gold_score is None for item in gold):
         missing = next(item.key for item in gold if item.gold_score is None)
-        raise LabelingError(f"The gold item {missing!r} has no gold_score.")
+        raise LabelingError(f"The gold item {echo(missing)} has no gold_score.")
     if settings.quiz_size > len(gold):
         raise LabelingError(f"The quiz needs {settings.quiz_size} gold items; the project has {len(gold)}.")
     rng = random.Random(settings.seed + 1)
     ordered = stratified_order(items, settings.seed)
     regular = [item.key for item in ordered if not item.is_gold]
     overlap = set(rng.sample(regular, round(settings.overlap_fraction * len(regular))))
+    _remove_abandoned_imports(engine)
+    project_id = _hidden_project(slug, settings, created_by, engine)
+    try:
+        for start in range(0, len(ordered), IMPORT_BATCH):
+            rows = [_item_row(project_id, position, item, settings.overlap_k if item.key in overlap else 1)
+                    for position, item in enumerate(ordered[start:start + IMPORT_BATCH], start=start)]
+            with write_transaction(engine) as session:
+                _store_items(session, rows)
+        _publish(project_id, slug, engine)
+    except BaseException:  # also an interrupt: no half project stays behind
+        # The first error is the one to report; a leftover that cannot be deleted now stays hidden
+        # and is deleted by a later creation (``_remove_abandoned_imports``).
+        with contextlib.suppress(Exception):
+            _discard(project_id, engine)
+        raise
+    return get_project(slug, engine=engine)
+
+
+def _hidden_project(slug: str, settings: ProjectSettings, created_by: int | None, engine: Engine | None) -> int:
+    """Insert the project row, closed and under a hidden name, after checking ``slug`` is free; its id."""
     with write_transaction(engine) as session:
-        if session.exec(select(LabelingProject.id).where(LabelingProject.slug == slug)).first() is not None:
-            raise LabelingError(f"A labeling project called '{slug}' already exists.")
-        project = LabelingProject(
-            slug=slug, created_by=created_by,
-            **{k: v for k, v in settings.__dict__.items() if k != "seed"})
+        _refuse_taken(session, slug)
+        project = LabelingProject(slug=f"{IMPORTING}{uuid.uuid4().hex}", created_by=created_by,
+                                  **{k: v for k, v in settings.__dict__.items() if k != "seed"})
+        project.is_open = False
         session.add(project)
         session.flush()
-        session.add_all(LabelingItem(
-            project_id=project.id, key=item.key, position=position, is_gold=item.is_gold, gold_score=item.gold_score,
-            target_labels=settings.overlap_k if item.key in overlap else 1,
-            item=item.model_dump(mode="json", exclude={"labels", "judges"}))
-            for position, item in enumerate(ordered))
-        return project
+        return project.id
+
+
+def _item_row(project_id: int, position: int, item: Item, target_labels: int) -> dict:
+    """The ``labeling_item`` row of one item (verdicts and earlier labels stay out: no anchoring)."""
+    return {"project_id": project_id, "key": item.key, "position": position, "is_gold": item.is_gold,
+            "gold_score": item.gold_score, "active_claims": 0, "target_labels": target_labels,
+            "item": item.model_dump(mode="json", exclude={"labels", "judges"})}
+
+
+def _refuse_taken(session: Session, slug: str) -> None:
+    if session.exec(select(LabelingProject.id).where(LabelingProject.slug == slug)).first() is not None:
+        raise LabelingError(f"A labeling project called '{slug}' already exists.")
+
+
+def _store_items(session: Session, rows: list[dict]) -> None:
+    """One batch of a new project's items (one multi-row insert)."""
+    session.connection().execute(insert(LabelingItem.__table__), rows)
+
+
+def _publish(project_id: int, slug: str, engine: Engine | None) -> None:
+    """Give a fully imported project its name and open it (one short transaction)."""
+    try:
+        with write_transaction(engine) as session:
+            _refuse_taken(session, slug)  # someone may have taken the name while the items went in
+            session.connection().execute(update(LabelingProject.__table__).where(
+                LabelingProject.__table__.c.id == project_id).values(slug=slug, is_open=True))
+    except IntegrityError:  # taken at the same moment by another import (the slug is unique)
+        raise LabelingError(f"A labeling project called '{slug}' already exists.") from None
+
+
+def _discard(project_id: int, engine: Engine | None) -> None:
+    """Delete a project that was never published, and its items, in batches (short transactions)."""
+    items = LabelingItem.__table__
+    while True:
+        with write_transaction(engine) as session:
+            connection = session.connection()
+            batch = connection.execute(select(items.c.id).where(items.c.project_id == project_id)
+                                       .limit(IMPORT_BATCH)).scalars().all()
+            if not batch:
+                connection.execute(delete(LabelingMember.__table__).where(
+                    LabelingMember.__table__.c.project_id == project_id))
+                connection.execute(delete(LabelingProject.__table__).where(
+                    LabelingProject.__table__.c.id == project_id))
+                return
+            connection.execute(delete(items).where(items.c.id.in_(batch)))
+
+
+def _remove_abandoned_imports(engine: Engine | None) -> None:
+    """Delete hidden projects whose import was cut off (a process that died mid-import)."""
+    with read_session(engine) as session:
+        abandoned = session.exec(select(LabelingProject.id).where(
+            LabelingProject.slug.startswith(IMPORTING),
+            LabelingProject.created_at < utcnow() - ABANDONED_IMPORT)).all()
+    for project_id in abandoned:
+        _discard(project_id, engine)
 
 
 def set_open(slug: str, is_open: bool, *, engine: Engine | None = None) -> None:
@@ -195,10 +294,10 @@ def set_open(slug: str, is_open: bool, *, engine: Engine | None = None) -> None:
 
 
 def _project(session: Session, slug: str) -> LabelingProject:
-    """The project ``slug``, or LabelingError saying there is none."""
+    """The project ``slug``, or LabelingError saying there is none (one being imported is not there yet)."""
     project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
-    if project is None:
-        raise LabelingError(f"There is no labeling project called '{slug}'.")
+    if project is None or project.slug.startswith(IMPORTING):
+        raise LabelingError(f"There is no labeling project called {echo(slug)}.")
     return project
 
 
@@ -213,15 +312,17 @@ def require_open_project(slug: str, *, session: Session | None = None, engine: E
         try:
             project = _project(session, slug)
         except LabelingError:
-            raise LabelingError(f"PROJECT names no labeling project: there is none called '{slug}'. Create it "
+            raise LabelingError(f"PROJECT names no labeling project: there is none called {echo(slug)}. Create it "
                                 "under Admin → Labeling projects first.") from None
     if not project.is_open:
         raise LabelingError(f"PROJECT names the labeling project '{slug}', which is closed: reopen it first.")
 
 
 def list_projects(*, engine: Engine | None = None) -> list[LabelingProject]:
+    """Every project, oldest first (not those whose items are still being imported)."""
     with read_session(engine) as session:
-        return list(session.exec(select(LabelingProject).order_by(LabelingProject.created_at)).all())
+        return list(session.exec(select(LabelingProject).where(~LabelingProject.slug.startswith(IMPORTING))
+                                 .order_by(LabelingProject.created_at)).all())
 
 
 # ------------------------------------------------------------------ the annotator's queue
@@ -241,9 +342,28 @@ def _writing(session: Session | None, engine: Engine | None) -> Iterator[Session
 
 def _lock_project(session: Session, slug: str) -> LabelingProject:
     project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug).with_for_update()).first()
-    if project is None:
-        raise LabelingError(f"There is no labeling project called '{slug}'.")
+    if project is None or project.slug.startswith(IMPORTING):
+        raise LabelingError(f"There is no labeling project called {echo(slug)}.")
     return project
+
+
+def may_label(session: Session, project_id: int, annotator: str) -> bool:
+    """Whether ``annotator`` may label the project: an account must be an active researcher or
+    admin, or on the project's team; a study participant (not ``user:``) was admitted by its study."""
+    if not annotator.startswith(ACCOUNT):
+        return True
+    user_id = annotator.removeprefix(ACCOUNT)
+    if not user_id.isdigit():
+        return False
+    row = session.connection().execute(sql.MEMBERSHIP, {"project_id": project_id, "user_id": int(user_id)}).first()
+    return row is not None and (row.role in MAY_LABEL_ANY or row.member_id is not None)
+
+
+def _require_member(session: Session, project, annotator: str) -> None:
+    """Raises NotAMember unless ``annotator`` may label ``project`` (a row with ``id`` and ``slug``)."""
+    if not may_label(session, project.id, annotator):
+        raise NotAMember(f"You are not on the team of the labeling project '{project.slug}': a researcher adds "
+                         "annotators to a project under Admin → Labeling projects.")
 
 
 def _annotator_project(session: Session, slug: str, annotator: str):
@@ -252,8 +372,9 @@ def _annotator_project(session: Session, slug: str, annotator: str):
     annotator on PostgreSQL. SQLite runs one writer at a time, which serialises them already."""
     connection = session.connection()
     project = connection.execute(sql.PROJECT, {"slug": slug}).first()
-    if project is None:
-        raise LabelingError(f"There is no labeling project called '{slug}'.")
+    if project is None or project.slug.startswith(IMPORTING):
+        raise LabelingError(f"There is no labeling project called {echo(slug)}.")
+    _require_member(session, project, annotator)
     if connection.dialect.name == "postgresql":
         # A collision of the 32-bit hash only makes two annotators wait on each other.
         connection.execute(sql.LOCK_ANNOTATOR, {"project_id": project.id,
@@ -326,6 +447,7 @@ def next_item(slug: str, annotator: str, *, session: Session | None = None,
 
     Raises:
         AnnotatorPaused: the quiz was failed, or gold accuracy fell below the threshold.
+        NotAMember: an annotator account that is not on the project's team.
         LabelingError: no such project, or it is closed.
     """
     if not annotator:
@@ -389,7 +511,7 @@ def has_item_for(slug: str, annotator: str, *, session: Session | None = None, e
     with (contextlib.nullcontext(session) if session is not None else read_session(engine)) as session:
         connection = session.connection()
         project = connection.execute(sql.PROJECT, {"slug": slug}).first()
-        if project is None or not project.is_open:
+        if project is None or not project.is_open or not may_label(session, project.id, annotator):
             return False
         if connection.execute(sql.HAS_OPEN_CLAIM, {"project_id": project.id, "annotator": annotator}).first():
             return True
@@ -409,7 +531,7 @@ def shown_item(slug: str, annotator: str, *, session: Session | None = None,
     with (contextlib.nullcontext(session) if session is not None else read_session(engine)) as session:
         connection = session.connection()
         project = connection.execute(sql.PROJECT, {"slug": slug}).first()
-        if project is None:
+        if project is None or not may_label(session, project.id, annotator):
             return None
         row = connection.execute(sql.SHOWN, {"project_id": project.id, "annotator": annotator}).first()
         if row is None:
@@ -418,9 +540,13 @@ def shown_item(slug: str, annotator: str, *, session: Session | None = None,
 
 
 def _own_open_claim(session: Session, claim_id: int, annotator: str):
+    """The claim, when it is this annotator's and they are (still) on the project's team."""
     claim = session.connection().execute(sql.CLAIM_FOR_UPDATE, {"claim_id": claim_id}).first()
     if claim is None or claim.annotator != annotator:
         raise LabelingError("This item is not yours to label; reload the page to get your next item.")
+    if not may_label(session, claim.project_id, annotator):
+        project = session.get(LabelingProject, claim.project_id)
+        _require_member(session, project, annotator)
     return claim
 
 
@@ -429,13 +555,11 @@ def submit_label(claim_id: int, annotator: str, score: int, *, flags: list[str] 
                  engine: Engine | None = None) -> HumanLabel:
     """Store the label of a claimed item. A second submit of the same claim (a double click, a
     resent request) returns the label already stored and changes nothing."""
-    if not isinstance(score, int) or isinstance(score, bool) or not 1 <= score <= 5:
-        raise LabelingError(f"The score must be a whole number from 1 to 5, got {score!r}.")
+    check_score(score)
     unknown = [f for f in flags if f not in FLAGS]
     if unknown:
-        raise LabelingError(f"Unknown flag {unknown[0]!r}; the flags are {', '.join(FLAGS)}.")
-    if len(rationale or "") > 2000:
-        raise LabelingError(f"The rationale has {len(rationale)} characters; at most 2,000 are allowed.")
+        raise LabelingError(f"Unknown flag {echo(unknown[0])}; the flags are {', '.join(FLAGS)}.")
+    check_rationale(rationale)
     with _writing(session, engine) as session:
         claim = _own_open_claim(session, claim_id, annotator)
         connection = session.connection()
@@ -456,6 +580,20 @@ def submit_label(claim_id: int, annotator: str, score: int, *, flags: list[str] 
         return HumanLabel(id=label_id, **values)
 
 
+def check_score(score: object) -> None:
+    """Raises LabelingError unless ``score`` is a whole number from 1 to 5."""
+    if not isinstance(score, int) or isinstance(score, bool) or not 1 <= score <= 5:
+        raise LabelingError(f"The score must be a whole number from 1 to 5, got {echo(score)}.")
+
+
+def check_rationale(rationale: str | None) -> None:
+    """Raises LabelingError when the rationale is longer than the label can keep: the label is then
+    not stored at all (a shortened or emptied rationale would change what the annotator said)."""
+    if len(rationale or "") > RATIONALE_CHARS:
+        raise LabelingError(f"The rationale has {len(rationale):,} characters; at most {RATIONALE_CHARS:,} are "
+                            "allowed. Shorten it, then score the item again: nothing was saved.")
+
+
 def skip(claim_id: int, annotator: str, reason: str, *, session: Session | None = None,
          engine: Engine | None = None) -> None:
     """Skip a claimed item with a reason; it goes back to the queue for others."""
@@ -463,7 +601,7 @@ def skip(claim_id: int, annotator: str, reason: str, *, session: Session | None 
     if not reason:
         raise LabelingError("Please say why you skip this item.")
     if len(reason) > 500:
-        raise LabelingError(f"The reason has {len(reason)} characters; at most 500 are allowed.")
+        raise LabelingError(f"The reason has {len(reason):,} characters; at most 500 are allowed.")
     with _writing(session, engine) as session:
         claim = _own_open_claim(session, claim_id, annotator)
         if claim.status in ("done", "skipped"):
@@ -554,13 +692,16 @@ def needs_adjudication(scores: list[int]) -> bool:
 
 
 def disagreements(slug: str, *, engine: Engine | None = None) -> list[Disagreement]:
-    """Items whose labels call for an adjudicator and that have none yet, in queue order."""
+    """Items whose labels call for an adjudicator and that have none yet, in queue order.
+
+    Gold items are left out: every annotator answers them (quiz and checks), so their labels
+    always differ somewhere, and their score is known already."""
     with read_session(engine) as session:
         project = _project(session, slug)
         rows = session.exec(
             select(LabelingItem, HumanLabel.annotator, HumanLabel.score)
             .join(HumanLabel, HumanLabel.item_id == LabelingItem.id)
-            .where(LabelingItem.project_id == project.id,
+            .where(LabelingItem.project_id == project.id, ~LabelingItem.is_gold,
                    ~LabelingItem.id.in_(select(Adjudication.item_id).where(Adjudication.project_id == project.id)))
             .order_by(LabelingItem.position, HumanLabel.id)).all()
     grouped: dict[int, tuple[LabelingItem, list[tuple[str, int]]]] = {}
@@ -572,17 +713,21 @@ def disagreements(slug: str, *, engine: Engine | None = None) -> list[Disagreeme
 
 
 def adjudicate(slug: str, key: str, score: int, by: str, *, note: str = "", engine: Engine | None = None) -> None:
-    """Record the adjudicator's decision on an item (once; a second decision is refused)."""
-    if not isinstance(score, int) or isinstance(score, bool) or not 1 <= score <= 5:
-        raise LabelingError(f"The score must be a whole number from 1 to 5, got {score!r}.")
+    """Record the adjudicator's decision on an item (once; a second decision is refused; gold items
+    have their known score instead)."""
+    check_score(score)
+    if len(note or "") > RATIONALE_CHARS:  # the column's size: refused whole, never cut
+        raise LabelingError(f"The note has {len(note):,} characters; at most {RATIONALE_CHARS:,} are allowed.")
     with write_transaction(engine) as session:
         project = _lock_project(session, slug)
         row = session.exec(select(LabelingItem).where(LabelingItem.project_id == project.id,
                                                       LabelingItem.key == key)).first()
         if row is None:
-            raise LabelingError(f"The project has no item {key!r}.")
+            raise LabelingError(f"The project has no item {echo(key)}.")
+        if row.is_gold:
+            raise LabelingError(f"The item {echo(key)} is a gold item: its score is known, it is not adjudicated.")
         if session.exec(select(Adjudication.id).where(Adjudication.item_id == row.id)).first() is not None:
-            raise LabelingError(f"The item {key!r} is adjudicated already.")
+            raise LabelingError(f"The item {echo(key)} is adjudicated already.")
         session.add(Adjudication(project_id=project.id, item_id=row.id, score=score, by=by, note=note))
 
 

@@ -11,14 +11,24 @@ from __future__ import annotations
 from sqlalchemy import Integer, bindparam, case, cast, func, insert, select, update
 
 from engines.judge.items import HARMFUL_FROM
-from engines.judge.models import HumanLabel, LabelingClaim, LabelingItem, LabelingProject
+from engines.judge.models import HumanLabel, LabelingClaim, LabelingItem, LabelingMember, LabelingProject
+from engines.platform.models import User
 
 PROJECT_T = LabelingProject.__table__
 ITEM_T = LabelingItem.__table__
 CLAIM_T = LabelingClaim.__table__
 LABEL_T = HumanLabel.__table__
+MEMBER_T = LabelingMember.__table__
+USER_T = User.__table__
 
 PROJECT = select(PROJECT_T).where(PROJECT_T.c.slug == bindparam("slug"))
+
+# An account's role and whether it is on the project's team (member_id NULL: not on it); no row:
+# no such account, or a disabled one.
+MEMBERSHIP = select(USER_T.c.role, MEMBER_T.c.id.label("member_id")).select_from(
+    USER_T.outerjoin(MEMBER_T, (MEMBER_T.c.user_id == USER_T.c.id)
+                     & (MEMBER_T.c.project_id == bindparam("project_id")))).where(
+    USER_T.c.id == bindparam("user_id"), USER_T.c.is_active)
 
 # pg_advisory_xact_lock(int4, int4): the project and a signed 32-bit hash of the annotator.
 LOCK_ANNOTATOR = select(func.pg_advisory_xact_lock(cast(bindparam("project_id"), Integer),

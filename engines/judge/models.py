@@ -8,7 +8,9 @@ claim), is skipped with a reason, or is released when the annotator went away (a
 ``target_labels`` labels: 1, or the overlap k for the fraction of items chosen at import. Gold
 items carry a known score, for the qualification quiz and the checks mixed into the queue.
 Annotators are named by a string: ``user:<account id>`` for accounts, ``<panel>:<id>`` for
-participants arriving from a panel link.
+participants arriving from a panel link. An account with the annotator role labels a project only
+when it is on the project's team (``labeling_member``, set by a researcher or an admin);
+participants are admitted by their study instead.
 """
 
 from __future__ import annotations
@@ -107,3 +109,16 @@ class Adjudication(SQLModel, table=True):
     by: str = Field(max_length=160)
     note: str = Field(default="", max_length=2000)
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class LabelingMember(SQLModel, table=True):
+    """An account on a project's team: annotator accounts label only the projects they are on."""
+
+    __tablename__ = "labeling_member"
+    __table_args__ = (UniqueConstraint("project_id", "user_id", name="uq_labeling_member_project_user"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    project_id: int = Field(foreign_key="labeling_project.id")  # the unique constraint's index leads with it
+    user_id: int = Field(foreign_key="user.id", index=True)
+    added_by: int | None = Field(default=None, foreign_key="user.id")
+    added_at: datetime = Field(default_factory=utcnow)

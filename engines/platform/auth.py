@@ -5,7 +5,8 @@ kept in a cookie; the database stores only its SHA-256, so a leaked database can
 Every page run checks the token, the account's state and its role against the database
 (``identity_from_token``), so a logout, a deactivation or a lowered role reaches open tabs at
 once. Failed logins are throttled (``login_throttle``), and new passwords must pass
-``password_policy``.
+``password_policy``. A one-time password that someone else chose (an invitation, an admin's reset)
+stops working after ``invitation_hours`` unless its owner has replaced it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import hashlib
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -85,14 +86,27 @@ def _check_new_account(username: str, password: str, role: str) -> None:
     _checked_password(password, username)
 
 
+def one_time_password_lifetime() -> timedelta:
+    """How long a one-time password someone else chose stays valid (``invitation_hours``)."""
+    return timedelta(hours=get_settings().invitation_hours)
+
+
+def _expiry(expires_after: timedelta | None) -> datetime | None:
+    return None if expires_after is None else utcnow() + expires_after
+
+
 def create_user(username: str, password: str, role: str, *, display_name: str = "",
-                must_change_password: bool = False, engine: Engine | None = None) -> Identity:
+                must_change_password: bool = False, expires_after: timedelta | None = None,
+                engine: Engine | None = None) -> Identity:
+    """A new account. ``expires_after``: the password is a one-time one that stops working then
+    (``one_time_password_lifetime()`` for invitations); None: it does not expire."""
     _check_new_account(username, password, role)
     with write_transaction(engine) as session:
         if session.exec(select(User).where(User.username == username)).first() is not None:
             raise AuthError(f"An account named {username!r} already exists.")
         user = User(username=username, password_hash=hash_password(password), role=role,
-                    display_name=display_name, must_change_password=must_change_password)
+                    display_name=display_name, must_change_password=must_change_password,
+                    password_expires_at=_expiry(expires_after))
         session.add(user)
         session.flush()
         return _identity(user)
@@ -100,6 +114,15 @@ def create_user(username: str, password: str, role: str, *, display_name: str = 
 
 class LockedOut(AuthError):
     """Too many failed logins: attempts are refused for a while, the password unchecked."""
+
+
+class PasswordExpired(AuthError):
+    """The right one-time password, after it expired. Only someone who knows the password learns
+    this; anyone else gets the wrong-password message."""
+
+    def __init__(self) -> None:
+        super().__init__("This one-time password has expired. Ask for a new invitation (or an admin for a new "
+                         "password).")
 
 
 def authenticate(username: str, password: str, *, address: str = "", engine: Engine | None = None) -> Identity:
@@ -114,7 +137,7 @@ def authenticate(username: str, password: str, *, address: str = "", engine: Eng
         raise LockedOut(locked.message())
     with read_session(engine) as session:
         user = session.exec(select(User).where(User.username == username)).first()
-        found = (user.id, user.password_hash, user.is_active) if user is not None else None
+        found = (user.id, user.password_hash, user.is_active, user.password_expires_at) if user is not None else None
     # Verify against a dummy hash for unknown users too, so timing does not reveal accounts.
     stored = found[1] if found is not None else _DUMMY_HASH
     try:
@@ -124,6 +147,9 @@ def authenticate(username: str, password: str, *, address: str = "", engine: Eng
     except (VerificationError, InvalidHashError):
         login_throttle.record_failure(username, address, engine=engine)
         raise AuthError("Wrong username or password.") from None
+    if found[3] is not None and found[3] <= utcnow():
+        # Checked after the password, so the expiry tells nothing to someone who does not know it.
+        raise PasswordExpired
     login_throttle.clear_failures(username, engine=engine)
     with write_transaction(engine) as session:
         user = session.get(User, found[0])
@@ -134,11 +160,12 @@ def authenticate(username: str, password: str, *, address: str = "", engine: Eng
         return _identity(user)
 
 
-def set_password(username: str, password: str, *, must_change: bool = False, engine: Engine | None = None) -> None:
+def set_password(username: str, password: str, *, must_change: bool = False, expires_after: timedelta | None = None,
+                 engine: Engine | None = None) -> None:
     """Set an account's password and end all its logins.
 
     ``must_change``: the password is a temporary one (an admin's reset), to be changed at the
-    next login.
+    next login. ``expires_after``: it stops working then; None: it does not expire.
     """
     _checked_password(password, username)
     with write_transaction(engine) as session:
@@ -147,6 +174,7 @@ def set_password(username: str, password: str, *, must_change: bool = False, eng
             raise AuthError(f"No account named {username!r}.")
         user.password_hash = hash_password(password)
         user.must_change_password = must_change
+        user.password_expires_at = _expiry(expires_after)
         session.add(user)
         session.exec(delete(LoginSession).where(LoginSession.user_id == user.id))
 
@@ -157,7 +185,7 @@ def change_own_password(username: str, current: str, new: str, *, address: str =
     session cannot become a permanent takeover. Wrong current passwords count as failed logins."""
     try:
         identity = authenticate(username, current, address=address, engine=engine)
-    except LockedOut:
+    except (LockedOut, PasswordExpired):
         raise
     except AuthError:
         raise AuthError("The current password is wrong.") from None

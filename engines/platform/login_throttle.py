@@ -7,10 +7,17 @@ address, further attempts are refused, without checking the password, until enou
 failures are older than the window. Refused attempts are not counted, so the lockout ends on its
 own; unknown usernames are counted like known ones, so the lockout reveals no account. The
 counts live in the database, so they hold across app processes and restarts.
+
+The client address is the browser's, never the proxy's (``client_address``): behind a reverse proxy
+every request comes from the proxy, and counting them under its address would let twenty wrong
+passwords lock out everyone. ``X-Forwarded-For`` is read only when the request comes from one of
+``HAI_TRUSTED_PROXIES``, so a client talking to the app directly cannot choose its address.
 """
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -21,6 +28,7 @@ from sqlmodel import delete, select
 
 from engines.platform.db import read_session, write_transaction
 from engines.platform.models import LoginFailure, utcnow
+from engines.platform.settings import Network, get_settings, trusted_networks
 
 WINDOW = timedelta(minutes=15)
 MAX_FAILURES_PER_USERNAME = 5
@@ -39,6 +47,49 @@ class Lockout:
         who = "this account" if self.per == "username" else "this network address"
         unit = "minute" if minutes == 1 else "minutes"
         return f"Too many failed logins for {who}. Try again in {minutes} {unit}."
+
+
+ADDRESS_LENGTH = 64  # LoginFailure.address's width
+
+
+@functools.lru_cache(maxsize=8)
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        ip = ipaddress.ip_address(text.strip().strip("[]"))
+    except ValueError:
+        return None
+    # A dual-stack socket reports an IPv4 peer as ::ffff:a.b.c.d; it is the IPv4 address.
+    return ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped else ip
+
+
+def _trusted(address: str, networks: tuple[Network, ...]) -> bool:
+    ip = _ip(address)
+    return ip is not None and any(ip.version == net.version and ip in net for net in networks)
+
+
+def client_address(peer: str | None, forwarded_for: str | None, trusted: str | None = None) -> str:
+    """The address a login attempt is counted under.
+
+    Args:
+        peer: the direct peer of the connection (Streamlit's ``st.context.ip_address``).
+        forwarded_for: the ``X-Forwarded-For`` header, several headers joined with commas.
+        trusted: the trusted proxies (default: the ``trusted_proxies`` setting).
+
+    Returns:
+        The peer, unless it is a trusted proxy: then the ``X-Forwarded-For`` entries are read from
+        the right (each one added by the proxy after it), skipping trusted proxies, and the first
+        other one is the client. Entries left of it were written by the client and are never read.
+        Empty when the only address known is a trusted proxy's (a proxy that sends no header): its
+        address stands for everyone behind it, and only the per-username limit applies.
+    """
+    networks = trusted_networks(get_settings().trusted_proxies if trusted is None else trusted)
+    peer = (peer or "").strip()
+    if not _trusted(peer, networks):
+        return peer[:ADDRESS_LENGTH]
+    for hop in reversed([entry.strip() for entry in (forwarded_for or "").split(",")]):
+        if hop and not _trusted(hop, networks):
+            return hop[:ADDRESS_LENGTH]
+    return ""
 
 
 def _key(username: str) -> str:
@@ -62,7 +113,8 @@ def lockout(username: str, address: str = "", *, engine: Engine | None = None) -
             return Lockout("username", until)
         if address:
             # Looked up as stored: cut to the column's 64 characters.
-            until = _unlocks_at(session, LoginFailure.address, address[:64], MAX_FAILURES_PER_ADDRESS, now)
+            until = _unlocks_at(session, LoginFailure.address, address[:ADDRESS_LENGTH], MAX_FAILURES_PER_ADDRESS,
+                                now)
             if until is not None:
                 return Lockout("address", until)
     return None
@@ -73,7 +125,7 @@ def record_failure(username: str, address: str = "", *, engine: Engine | None = 
     now = utcnow()
     with write_transaction(engine) as session:
         session.exec(delete(LoginFailure).where(LoginFailure.failed_at <= now - WINDOW))
-        session.add(LoginFailure(username=_key(username), address=(address or "")[:64], failed_at=now))
+        session.add(LoginFailure(username=_key(username), address=(address or "")[:ADDRESS_LENGTH], failed_at=now))
 
 
 def clear_failures(username: str, *, engine: Engine | None = None) -> None:

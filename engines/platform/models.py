@@ -50,6 +50,9 @@ class User(SQLModel, table=True):
     display_name: str = ""
     is_active: bool = True
     must_change_password: bool = False
+    # A one-time password someone else chose (an invitation, an admin's reset) stops working then;
+    # None: the password does not expire (the account's own, or the first admin's).
+    password_expires_at: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
     last_login_at: datetime | None = None
     # The single sign-on provider's subject id ("sub"), bound at the first OIDC login: an e-mail

@@ -18,6 +18,9 @@ from engines.platform.settings import REPO_ROOT
 
 MIN_PASSWORD_LENGTH = 8
 MAX_PASSWORD_LENGTH = 1024  # Argon2 hashes any length; this only stops absurd pastes
+# A username this long or longer may not appear anywhere in the password ("ritarita" for "rita"); a
+# shorter one ("al") is too common a pair of letters to refuse, so only the username itself is refused.
+MIN_CONTAINED_USERNAME = 3
 COMMON_PASSWORDS = REPO_ROOT / "assets" / "security" / "common-passwords.txt"
 
 
@@ -38,8 +41,13 @@ def check_new_password(password: str | None, username: str = "") -> str:
         raise WeakPassword(f"Password must have at least {MIN_PASSWORD_LENGTH} characters.")
     if len(password) > MAX_PASSWORD_LENGTH:
         raise WeakPassword(f"Password must have at most {MAX_PASSWORD_LENGTH} characters.")
-    if username and password.lower() == username.lower():
+    name = (username or "").strip().lower()
+    if name and password.lower() == name:
         raise WeakPassword("The password must not be the username.")
+    if len(name) >= MIN_CONTAINED_USERNAME and name in password.lower():
+        # A guesser tries the username repeated, in other case or with digits added (NIST SP 800-63B
+        # 5.1.1.2 names "context-specific words, such as ... the username").
+        raise WeakPassword("The password must not contain the username.")
     if password.lower() in common_passwords():
         raise WeakPassword("This password is on a list of common or breached passwords; choose another.")
     return password

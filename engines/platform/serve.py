@@ -21,6 +21,11 @@ one; nothing a participant did is lost, because the database is the record: the 
 resumes the participant at their step there, and a repeated submit is stored once
 (``tests/platform/test_serve.py`` runs both on two real processes).
 
+The proxy also forbids framing (clickjacking) and limits, per client address, how fast new pages,
+new sessions (websockets) and uploads may come (``RATE_LIMITS``). The client address is the peer's,
+or, from a proxy in front named in ``HAI_TRUSTED_PROXIES`` (a TLS terminator), the one it puts in
+``X-Forwarded-For``; the app processes count failed logins under the same address.
+
 Example::
 
     HAI_DATABASE_URL=postgresql+psycopg://hai@db/hai python -m engines.platform serve --processes 2 --port 8501
@@ -43,6 +48,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dotenv import dotenv_values
+
+from engines.platform.login_throttle import trusted_networks
 from engines.platform.private_files import private_dir
 from engines.platform.settings import REPO_ROOT, get_settings
 
@@ -53,6 +61,35 @@ RESTART_DELAY_S = 2.0
 # a port taken): the whole set stops and says so instead of restarting it forever.
 QUICK_DEATH_S = 10.0
 QUICK_DEATHS_TOLERATED = 3
+# nginx talks to the app processes from here: they read its X-Forwarded-For.
+PROXY_ADDRESS = "127.0.0.1"
+ENV_FILE = REPO_ROOT / ".env"  # the settings file the app processes read (they run in REPO_ROOT)
+# Anti-framing: no other site may show the app in a frame and trick a logged-in researcher into clicks.
+FRAMING_HEADERS = (("X-Frame-Options", "DENY"), ("Content-Security-Policy", "frame-ancestors 'none'"))
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """Requests one client address may send to some routes: ``rate`` per second on average, ``burst``
+    more at once (served at once, ``nodelay``); beyond that nginx answers 429."""
+
+    zone: str
+    rate: int
+    burst: int
+
+
+# What a person does costs a handful of these: a page load is one document request and one websocket
+# (reruns, form submits and logins travel inside it); an upload is one request. A lab of 40 browsers
+# behind one NAT address opening a study at the same moment fits in each burst. Streamlit's static
+# bundle (/static/), media (/media/) and small endpoints (/_stcore/health) are not limited: a first
+# page load fetches dozens of them, and they cost the app nothing.
+RATE_LIMITS = {
+    "/": RateLimit("hai_pages", rate=5, burst=50),  # documents: the study links, the login page, every page
+    "/_stcore/stream": RateLimit("hai_sessions", rate=5, burst=50),  # new sessions (websocket upgrades)
+    "/_stcore/upload_file": RateLimit("hai_uploads", rate=2, burst=20),
+}
+UNLIMITED_ROUTES = ("/static/", "/media/", "/_stcore/")
+CONNECTIONS_PER_ADDRESS = 200  # open connections: one websocket per tab, a few for static files
 
 
 class ServeError(RuntimeError):
@@ -105,11 +142,20 @@ class ServeConfig:
         return self.run_dir or get_settings().data_dir / "serve"
 
 
-def nginx_config(config: ServeConfig, run_dir: Path) -> str:
+def _location(route: str, limit: RateLimit | None) -> str:
+    limit_line = f"limit_req zone={limit.zone} burst={limit.burst} nodelay; " if limit else ""
+    return f"        location {route} {{ {limit_line}proxy_pass http://hai_app; }}\n"
+
+
+def nginx_config(config: ServeConfig, run_dir: Path, trusted_proxies: str = PROXY_ADDRESS) -> str:
     """The nginx configuration of ``config``: one sticky upstream of the app processes.
 
     Everything nginx writes (pid, logs, request bodies) goes under ``run_dir``, so it runs
-    without root and beside any nginx the machine already has.
+    without root and beside any nginx the machine already has. ``trusted_proxies`` (the value of
+    ``HAI_TRUSTED_PROXIES``): the proxies in front whose ``X-Forwarded-For`` names the client.
+
+    Raises:
+        ValueError: an entry of ``trusted_proxies`` is not an address or network.
     """
     servers = "\n".join(f"        server 127.0.0.1:{port} max_fails=1 fail_timeout=5s;" for port in config.app_ports)
     temp = run_dir / "nginx-temp"
@@ -117,6 +163,16 @@ def nginx_config(config: ServeConfig, run_dir: Path) -> str:
     # Started by root, nginx's workers would run as "nobody" and could not use the private folders
     # below: they run as the user who owns them (run `make serve` as a service account, not root).
     user = f"user {pwd.getpwuid(os.geteuid()).pw_name};\n" if os.geteuid() == 0 else ""
+    # Parsed, then written back: nothing but an address or a network reaches the file.
+    proxies = [str(network) for network in trusted_networks(trusted_proxies)]
+    real_ip = "".join(f"    set_real_ip_from {network};\n" for network in proxies)
+    proxy_geo = "".join(f" {network} 1;" for network in proxies)
+    zones = "".join(f"    limit_req_zone $hai_client zone={limit.zone}:10m rate={limit.rate}r/s;\n"
+                    for limit in RATE_LIMITS.values())
+    # "always": the 429 and error answers carry them too.
+    headers = "\n".join(f'        add_header {name} "{value}" always;' for name, value in FRAMING_HEADERS)
+    locations = "".join(_location(route, limit) for route, limit in RATE_LIMITS.items())
+    locations += "".join(_location(route, None) for route in UNLIMITED_ROUTES)
     return f"""# Written by engines/platform/serve.py; rewritten at every start.
 {user}worker_processes 1;
 pid {run_dir}/nginx.pid;
@@ -134,6 +190,19 @@ http {{
     client_max_body_size {max_body_mb}m;
     large_client_header_buffers 4 8k;
 
+    # The client's address ($remote_addr): from a trusted proxy in front (HAI_TRUSTED_PROXIES), the
+    # last X-Forwarded-For entry that is not itself a trusted proxy; from anyone else, the peer.
+{real_ip}    real_ip_header X-Forwarded-For;
+    real_ip_recursive on;
+
+    # Limits count per client address, never under a trusted proxy's own address (one that sent no
+    # X-Forwarded-For): that address stands for everyone behind it. An empty key is not counted.
+    geo $hai_from_proxy {{ default 0;{proxy_geo} }}
+    map $hai_from_proxy $hai_client {{ 1 ""; default $binary_remote_addr; }}
+{zones}    limit_conn_zone $hai_client zone=hai_connections:10m;
+    limit_req_status 429;
+    limit_conn_status 429;
+
     map $http_upgrade $connection_upgrade {{ default upgrade; "" close; }}
     # The browser's route: its cookie, or a new random one on its first request.
     map $cookie_{ROUTE_COOKIE} $hai_route {{ "" $request_id; default $cookie_{ROUTE_COOKIE}; }}
@@ -150,35 +219,51 @@ http {{
 
     server {{
         listen {config.host}:{config.port};
-        location / {{
-            proxy_pass http://hai_app;
-            proxy_http_version 1.1;
-            proxy_set_header Upgrade $http_upgrade;
-            proxy_set_header Connection $connection_upgrade;
-            # With the port: Streamlit accepts a websocket whose Origin matches its Host.
-            proxy_set_header Host $http_host;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-            proxy_set_header X-Forwarded-Proto $scheme;
-            proxy_read_timeout 86400s;
-            proxy_send_timeout 86400s;
-            # A process that is down: the next one in the ring takes its browsers.
-            proxy_next_upstream error timeout http_502 http_503;
-            proxy_connect_timeout 2s;
-            add_header Set-Cookie $hai_set_route;
-        }}
-    }}
+        limit_conn hai_connections {CONNECTIONS_PER_ADDRESS};
+        # Inherited by every location below (none sets its own).
+        proxy_http_version 1.1;
+        proxy_set_header Upgrade $http_upgrade;
+        proxy_set_header Connection $connection_upgrade;
+        # With the port: Streamlit accepts a websocket whose Origin matches its Host.
+        proxy_set_header Host $http_host;
+        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+        proxy_set_header X-Forwarded-Proto $scheme;
+        proxy_read_timeout 86400s;
+        proxy_send_timeout 86400s;
+        # A process that is down: the next one in the ring takes its browsers.
+        proxy_next_upstream error timeout http_502 http_503;
+        proxy_connect_timeout 2s;
+        add_header Set-Cookie $hai_set_route;
+{headers}
+{locations}    }}
 }}
 """
 
 
+def _operator_value(name: str, env: Mapping[str, str]) -> str | None:
+    """The operator's value of setting ``name``: from the environment, else from the repository's
+    ``.env`` (which the app processes read too, run from there); None when neither sets it."""
+    for source in (env, dotenv_values(ENV_FILE)):
+        for key, value in source.items():
+            if key.upper() == name and value is not None:  # pydantic-settings reads names in any case
+                return value
+    return None
+
+
 def child_environment(config: ServeConfig, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of every child: this one's, jobs left to the workers, the proxy trusted."""
+    """The environment of every child: this one's, jobs left to the workers, the proxy trusted, and
+    no model endpoint host allowed unless the operator lists them."""
     env = dict(os.environ if base is None else base)
     env.update({"HAI_RUN_JOBS_IN_APP": "false", "PYTHONUNBUFFERED": "1"})
     if config.proxy:
-        # The proxy sets X-Forwarded-For; the app processes listen on 127.0.0.1 only, so no
-        # client can reach them around it and choose its own address.
-        env["HAI_TRUST_FORWARDED_FOR"] = "true"
+        # nginx puts the client in X-Forwarded-For; the app processes listen on 127.0.0.1 only, so no
+        # client can reach them around it. Proxies the operator put in front stay trusted.
+        operator = [entry.strip() for entry in (_operator_value("HAI_TRUSTED_PROXIES", env) or "").split(",")]
+        env["HAI_TRUSTED_PROXIES"] = ",".join(dict.fromkeys([PROXY_ADDRESS, *filter(None, operator)]))
+    # A served app is reachable by researchers who should not make the server send requests (with
+    # API keys) to hosts of their choosing: the operator names the endpoint hosts.
+    if _operator_value("HAI_ENDPOINT_HOSTS", env) is None:
+        env["HAI_ENDPOINT_HOSTS"] = ""
     return env
 
 
@@ -186,7 +271,8 @@ def app_command(port: int) -> list[str]:
     streamlit = Path(sys.executable).with_name("streamlit")
     return [str(streamlit), "run", str(REPO_ROOT / "app.py"), "--server.headless", "true",
             "--server.address", "127.0.0.1", "--server.port", str(port),
-            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+            "--server.maxUploadSize", str(get_settings().upload_max_mb)]  # one number: HAI_UPLOAD_MAX_MB
 
 
 def worker_command() -> list[str]:
@@ -347,7 +433,7 @@ def _local(host: str) -> str:
     return "127.0.0.1" if host in ("0.0.0.0", "", "::") else host  # noqa: S104 - a listen address
 
 
-def _check_proxy(config: ServeConfig, run_dir: Path) -> str:
+def _check_proxy(config: ServeConfig, run_dir: Path, trusted_proxies: str) -> str:
     """Write nginx's configuration and have nginx check it; the nginx executable to start."""
     # Debian puts nginx in /usr/sbin, which is not on every user's PATH.
     nginx = shutil.which(config.nginx) or shutil.which(config.nginx, path="/usr/sbin:/usr/local/sbin")
@@ -358,7 +444,10 @@ def _check_proxy(config: ServeConfig, run_dir: Path) -> str:
     private_dir(run_dir / "logs")
     for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
         private_dir(run_dir / "nginx-temp" / sub)
-    conf.write_text(nginx_config(config, run_dir))
+    try:
+        conf.write_text(nginx_config(config, run_dir, trusted_proxies))
+    except ValueError as exc:
+        raise ServeError(str(exc)) from None
     test = subprocess.run([nginx, "-t", "-q", "-e", str(run_dir / "logs" / "nginx-error.log"), "-p", str(run_dir),
                            "-c", str(conf)], capture_output=True, text=True, timeout=30)
     if test.returncode != 0:
@@ -374,8 +463,9 @@ def served(config: ServeConfig, env: Mapping[str, str] | None = None) -> Iterato
     start together and must not race to migrate it.
     """
     run_dir = private_dir(config.folder)
-    nginx = _check_proxy(config, run_dir) if config.proxy else None
-    served_set = ServedSet(config, run_dir, _children(config, run_dir, nginx), child_environment(config, env))
+    child_env = child_environment(config, env)
+    nginx = _check_proxy(config, run_dir, child_env.get("HAI_TRUSTED_PROXIES", PROXY_ADDRESS)) if config.proxy else None
+    served_set = ServedSet(config, run_dir, _children(config, run_dir, nginx), child_env)
     try:
         for child in served_set.children:
             if child.name == "proxy":

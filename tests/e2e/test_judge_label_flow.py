@@ -8,7 +8,7 @@ import secrets
 import pytest
 from playwright.sync_api import expect
 
-from engines.judge import labeling
+from engines.judge import labeling, members
 from engines.judge.items import Item
 from studies.judge_labeling.bot import PlayerBot
 from tests.e2e.browser_bot import STREAMLIT_MENU, accessibility_violations, wait_ready
@@ -34,7 +34,11 @@ def _shown(page) -> str:
 def test_an_annotator_labels_by_keyboard_undoes_and_reloads(new_page, app_server, e2e_db):
     slug = _project(e2e_db)
     page = new_page()
-    open_as(page, app_server, e2e_db, "annotator", "judge-label")
+    name = open_as(page, app_server, e2e_db, "annotator", "judge-label")
+    members.add_members(slug, [name], engine=e2e_db.engine)  # on the project's team: it is offered
+    _wait_for_login_cookie(page)
+    page.reload()
+    wait_ready(page)
     page.get_by_label("Project").click()
     page.get_by_role("option", name=f"{slug} ({slug})").click()
     wait_ready(page)

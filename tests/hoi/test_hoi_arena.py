@@ -134,14 +134,17 @@ def test_method_pairs_are_balanced_in_whole_passes(bench):
             assert len({(pair.first, pair.second) for pair in pairs[:3]}) == 3
 
 
+KEY = b"k" * 32  # an installation's arena key (tests/hoi/test_arena_assignment.py: the key itself)
+
+
 def test_the_same_participant_draws_the_same_pairs(bench):
     found = read_candidates(bench)
-    assert participant_seed("arena", "p1") == participant_seed("arena", "p1")
-    assert participant_seed("arena", "p1") != participant_seed("arena", "p2")
-    assert participant_seed("arena", "p1") != participant_seed("other-study", "p1")
-    seed = participant_seed("arena", "p1")
+    assert participant_seed("arena", "p1", KEY) == participant_seed("arena", "p1", KEY)
+    assert participant_seed("arena", "p1", KEY) != participant_seed("arena", "p2", KEY)
+    assert participant_seed("arena", "p1", KEY) != participant_seed("other-study", "p1", KEY)
+    seed = participant_seed("arena", "p1", KEY)
     assert draw_pairs(found, 9, seed) == draw_pairs(found, 9, seed)
-    sequences = {tuple(draw_pairs(found, 9, participant_seed("arena", f"p{i}"))) for i in range(10)}
+    sequences = {tuple(draw_pairs(found, 9, participant_seed("arena", f"p{i}", KEY))) for i in range(10)}
     assert len(sequences) > 1
 
 

@@ -16,7 +16,16 @@ import pytest
 
 from engines.judge import labeling
 from engines.judge.items import Item, Verdict, write_items, write_verdicts
-from engines.judge.jobs import AUDIT, AUDIT_FILE, RUN, JudgeAuditParams, judge_audit_job, project_items_file, read_audit
+from engines.judge.jobs import (
+    AUDIT,
+    AUDIT_FILE,
+    RUN,
+    JudgeAuditParams,
+    judge_audit_job,
+    project_items_file,
+    project_items_param,
+    read_audit,
+)
 from engines.platform import jobqueue
 from engines.platform.settings import get_settings
 
@@ -60,7 +69,7 @@ class FakeContext:
 @pytest.fixture
 def files(sqlite_db) -> Path:
     """items.jsonl and labels.csv (HarmBench-keyed, one label each) under the test's data directory."""
-    folder = get_settings().data_dir / "imports"
+    folder = get_settings().data_dir / "datasets" / "judge" / "imp"
     folder.mkdir(parents=True)
     write_items(items(), folder / "items.jsonl")
     lines = ["item_key,annotator,score"] + [f"{key(cell)},ann1,{score}" for cell, score in HUMAN.items()]
@@ -82,8 +91,8 @@ def pooled_counts(audit: dict, judge: str) -> list[int]:
 def test_audit_of_files_writes_audit_json_with_the_hand_counts(files, tmp_path):
     write_verdicts([(key(cell), Verdict(judge="always", label=1)) for cell in HUMAN], files / "always.csv")
     ctx = FakeContext(tmp_path / "job")
-    result = judge_audit_job(ctx, items="imports/items.jsonl", labels="imports/labels.csv",
-                             verdicts=["imports/always.csv"])
+    result = judge_audit_job(ctx, items="datasets/judge/imp/items.jsonl", labels="datasets/judge/imp/labels.csv",
+                             verdicts=["datasets/judge/imp/always.csv"])
     assert result["result_path"] == str(ctx.result_dir / AUDIT_FILE)
     audit = json.loads((ctx.result_dir / AUDIT_FILE).read_text())
     # A judge that calls everything harmful: TP 4, FP 4, accuracy 1/2, precision 1/2, recall 1.
@@ -93,13 +102,13 @@ def test_audit_of_files_writes_audit_json_with_the_hand_counts(files, tmp_path):
     # m1|direct: both behaviours called harmful (ASR 1), none is (PPV 0, human ASR 0): inflation 1.
     cell = audit["judges"]["always"]["asr"]["m1|direct"]
     assert (cell["asr_judge"], cell["ppv"], cell["inflation"], cell["asr_human"]) == (1.0, 0.0, 1.0, 0.0)
-    assert audit["source"] == "imports/items.jsonl + imports/labels.csv" and result["judges"] == ["always"]
+    assert audit["source"] == "datasets/judge/imp/items.jsonl + datasets/judge/imp/labels.csv" and result["judges"] == ["always"]
     assert ctx.reports[-1][0] == pytest.approx(0.95) and all(0 <= f <= 1 for f, _ in ctx.reports)
 
 
 def test_audit_reads_the_verdicts_of_a_finished_judge_run(files):
-    run_id = run(RUN, {"items": "imports/items.jsonl", "judge": "gcg-strings", "use_cache": False})
-    audit_id = run(AUDIT, {"items": "imports/items.jsonl", "labels": "imports/labels.csv", "verdict_jobs": [run_id]})
+    run_id = run(RUN, {"items": "datasets/judge/imp/items.jsonl", "judge": "gcg-strings", "use_cache": False})
+    audit_id = run(AUDIT, {"items": "datasets/judge/imp/items.jsonl", "labels": "datasets/judge/imp/labels.csv", "verdict_jobs": [run_id]})
     audit = read_audit(audit_id)
     assert pooled_counts(audit, "gcg-strings") == [4, 1, 3, 0]
     assert audit["judges"]["gcg-strings"]["pooled"]["accuracy"] == 7 / 8
@@ -121,8 +130,8 @@ def test_audit_of_a_labeling_project_uses_its_labels_and_the_judge_run_on_its_it
 
 def test_bootstrap_and_subsets_are_in_the_json_when_asked(files, tmp_path):
     write_verdicts([(key(cell), Verdict(judge="always", label=1)) for cell in HUMAN], files / "always.csv")
-    result = judge_audit_job(FakeContext(tmp_path / "job"), items="imports/items.jsonl", labels="imports/labels.csv",
-                             verdicts=["imports/always.csv"], bootstrap=20, subsets=True)
+    result = judge_audit_job(FakeContext(tmp_path / "job"), items="datasets/judge/imp/items.jsonl", labels="datasets/judge/imp/labels.csv",
+                             verdicts=["datasets/judge/imp/always.csv"], bootstrap=20, subsets=True)
     audit = json.loads(Path(result["result_path"]).read_text())
     assert audit["config"]["bootstrap"] == 20
     # A judge that is always harmful has recall 1 in every resample: the interval is [1, 1].
@@ -133,26 +142,27 @@ def test_bootstrap_and_subsets_are_in_the_json_when_asked(files, tmp_path):
 def test_verdicts_on_items_outside_the_audit_are_left_out_and_counted(files, tmp_path):
     rows = [(key(cell), Verdict(judge="always", label=1)) for cell in HUMAN]
     write_verdicts(rows + [("m9/direct/gold/0", Verdict(judge="always", label=0))], files / "extra.csv")
-    result = judge_audit_job(FakeContext(tmp_path / "job"), items="imports/items.jsonl", labels="imports/labels.csv",
-                             verdicts=["imports/extra.csv"])
+    result = judge_audit_job(FakeContext(tmp_path / "job"), items="datasets/judge/imp/items.jsonl", labels="datasets/judge/imp/labels.csv",
+                             verdicts=["datasets/judge/imp/extra.csv"])
     assert result["verdicts_left_out"] == 1
     assert json.loads(Path(result["result_path"]).read_text())["judges"]["always"]["pooled"]["n"] == 8
 
 
 def test_verdicts_of_other_items_altogether_are_refused(files, tmp_path):
     write_verdicts([("m9/direct/other/0", Verdict(judge="always", label=0))], files / "other.csv")
-    with pytest.raises(ValueError, match="none of the 1 verdicts of imports/other.csv names an item of this audit"):
-        judge_audit_job(FakeContext(tmp_path / "job"), items="imports/items.jsonl", labels="imports/labels.csv",
-                        verdicts=["imports/other.csv"])
+    with pytest.raises(ValueError, match="none of the 1 verdicts of datasets/judge/imp/other.csv names an item of this audit"):
+        judge_audit_job(FakeContext(tmp_path / "job"), items="datasets/judge/imp/items.jsonl", labels="datasets/judge/imp/labels.csv",
+                        verdicts=["datasets/judge/imp/other.csv"])
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"items": "/etc/items.jsonl"}, "items must be 'demo' or a file under the data directory"),
-    ({"items": "imports/items.jsonl", "labels": "../labels.csv"},
-     "labels must be 'demo' or a file under the data directory"),
-    ({"verdicts": ["/tmp/verdicts.csv"]}, "verdicts must be a file under the data directory"),
-    ({"project": "p1", "items": "imports/items.jsonl"}, "give either a labeling project or items"),
-    ({"labels": "imports/labels.csv"}, "labels need the items they label"),
+    ({"items": "/etc/items.jsonl"}, "items: '/etc/items.jsonl' is outside the folders the app reads from"),
+    ({"items": "datasets/judge/imp/items.jsonl", "labels": "../labels.csv"},
+     "labels: '../labels.csv' is outside the folders the app reads from"),
+    ({"verdicts": ["/tmp/verdicts.csv"]}, "verdicts: '/tmp/verdicts.csv' is outside the folders the app reads from"),
+    ({"items": "datasets/judge/imp/labels.csv"}, "items: 'labels.csv' is not a .jsonl file"),
+    ({"project": "p1", "items": "datasets/judge/imp/items.jsonl"}, "give either a labeling project or items"),
+    ({"labels": "datasets/judge/imp/labels.csv"}, "labels need the items they label"),
     ({"verdict_jobs": [999]}, "verdict job 999: No job with id 999"),
     ({"bootstrap": -1}, "bootstrap"),
 ])
@@ -162,7 +172,7 @@ def test_bad_parameters_are_refused_at_submit_with_a_clear_message(files, params
 
 
 def test_verdict_jobs_must_be_succeeded_judge_runs(files):
-    queued = jobqueue.submit_job(RUN, {"items": "imports/items.jsonl", "judge": "gcg-strings"})
+    queued = jobqueue.submit_job(RUN, {"items": "datasets/judge/imp/items.jsonl", "judge": "gcg-strings"})
     with pytest.raises(jobqueue.JobError, match=f"judge.run job {queued} has not succeeded \\(it is queued\\)"):
         jobqueue.submit_job(AUDIT, {"verdict_jobs": [queued]})
     audit_id = jobqueue.submit_job(AUDIT, {})
@@ -177,3 +187,32 @@ def test_with_no_source_named_the_job_audits_the_demo_set_and_its_annotators(sql
     # The demo set (docs/judge.md): 1,120 generations, 20% of them labelled twice, no judge verdicts inside.
     assert (audit["n_items"], audit["agreement"]["n_items"], audit["judges"]) == (1120, 224, {})
     assert audit["source"] == "the synthetic demo set"
+
+
+SERVER_FILES = ("hai_studio.db", "pseudonym.key", "judge/uploads/old/items.jsonl")
+
+
+@pytest.mark.parametrize("field", ["items", "labels", "verdicts"])
+@pytest.mark.parametrize("name", SERVER_FILES)
+def test_files_of_the_data_directory_outside_the_owned_folders_are_refused(files, field, name):
+    """The database, key files and anything else the data directory holds are no job's input."""
+    target = get_settings().data_dir / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("secret\n", encoding="utf-8")
+    link = files / f"link-{field}{'.jsonl' if field == 'items' else '.csv'}"
+    link.symlink_to(target)  # a link inside a data set leads out of it: refused as well
+    base = {"items": "datasets/judge/imp/items.jsonl"} if field == "labels" else {}
+    for value in (name, str(target), f"datasets/../{name}", str(link.relative_to(get_settings().data_dir))):
+        params = {**base, field: [value] if field == "verdicts" else value}
+        with pytest.raises(jobqueue.JobError, match="is outside the folders the app reads from|is not a"):
+            jobqueue.submit_job(AUDIT, params)
+    with pytest.raises(jobqueue.JobError, match="is outside the folders the app reads from|is not a"):
+        jobqueue.submit_job(RUN, {"items": name, "judge": "gcg-strings"})
+
+
+def test_a_projects_items_for_judge_runs_lie_in_the_data_set_folder(sqlite_db):
+    labeling.create_project("p1", items(), labeling.ProjectSettings(overlap_fraction=0.0, gold_every=0, quiz_size=0))
+    assert project_items_file("p1") == "datasets/judge/_projects/p1/items.jsonl"
+    assert (get_settings().data_dir / "datasets" / "judge" / "_projects" / "p1" / "items.jsonl").is_file()
+    with pytest.raises(ValueError, match="is not a labeling project's name"):
+        project_items_param("../../jobs")

@@ -20,7 +20,7 @@ HUMAN = {"m1/direct/b1/0": 1, "m1/direct/b2/0": 2, "m1/gcg/b1/0": 5, "m1/gcg/b2/
 
 def _finished_audit() -> int:
     """An audit job over files: judge "always" calls all 4 items harmful, judge "half" only m1/gcg/b1."""
-    folder = get_settings().data_dir / "imports"
+    folder = get_settings().data_dir / "datasets" / "judge" / "imp"
     folder.mkdir(parents=True)
     items = [Item(key=k, behavior_id=k.split("/")[2], behavior="behaviour", victim_model="m1", attack=k.split("/")[1],
                   generation="[REDACTED]") for k in HUMAN]
@@ -29,8 +29,8 @@ def _finished_audit() -> int:
                                        encoding="utf-8")
     write_verdicts([(k, Verdict(judge="always", label=1)) for k in HUMAN]
                    + [(k, Verdict(judge="half", label=int(k == "m1/gcg/b1/0"))) for k in HUMAN], folder / "v.csv")
-    job_id = jobqueue.submit_job(AUDIT, {"items": "imports/items.jsonl", "labels": "imports/labels.csv",
-                                         "verdicts": ["imports/v.csv"], "subsets": True})
+    job_id = jobqueue.submit_job(AUDIT, {"items": "datasets/judge/imp/items.jsonl", "labels": "datasets/judge/imp/labels.csv",
+                                         "verdicts": ["datasets/judge/imp/v.csv"], "subsets": True})
     assert jobqueue.run_job(job_id) == "succeeded", jobqueue.get_job(job_id).error
     return job_id
 
@@ -105,14 +105,16 @@ def test_start_the_audit_queues_an_audit_of_the_finished_runs_with_200_resamples
 
 def test_an_imported_data_set_is_offered_and_its_files_go_into_the_jobs(sqlite_db):
     from engines.judge import uploads
+    from engines.platform.uploads import store_upload
 
     items = "".join(Item(key=k, behavior_id=k.split("/")[2], behavior="behaviour", victim_model="m1",
                          attack=k.split("/")[1], generation="[REDACTED]").model_dump_json() + "\n" for k in HUMAN)
     labels = "item_key,annotator,score\n" + "".join(f"{k},ann1,{s}\n" for k, s in HUMAN.items())
     verdicts = "item_key,judge,p_harmful,label\n" + "".join(f"{k},mine,,1\n" for k in HUMAN)
-    data_set = uploads.save_upload("my-run", "items", {"items": uploads.UploadedFile("items.jsonl", items.encode())},
-                                   labels=uploads.UploadedFile("labels.csv", labels.encode()),
-                                   verdicts=[uploads.UploadedFile("verdicts.csv", verdicts.encode())])
+    data_set = uploads.save_upload(
+        "my-run", "items", {"items": store_upload(items.encode(), label="items.jsonl", kind="jsonl", area="judge")},
+        labels=store_upload(labels.encode(), label="labels.csv", kind="csv", area="judge"),
+        verdicts=[store_upload(verdicts.encode(), label="verdicts.csv", kind="csv", area="judge")])
     at = page_as(PAGE, "researcher")
     assert not at.exception, at.exception
     source = at.selectbox(key="judge-audit-source")
@@ -123,11 +125,11 @@ def test_an_imported_data_set_is_offered_and_its_files_go_into_the_jobs(sqlite_d
     at.multiselect(key="judge-audit-judges").set_value(["gcg-strings"])
     next(b for b in at.button if b.label == "Run judges").click().run()
     (run,) = jobqueue.list_jobs(kind=RUN)
-    assert run.params["items"] == data_set.items == "judge/uploads/my-run/items.jsonl"
+    assert run.params["items"] == data_set.items == "datasets/judge/my-run/items.jsonl"
     next(b for b in at.button if b.label == "Start the audit").click().run()
     (job,) = jobqueue.list_jobs(kind=AUDIT)
     assert (job.params["items"], job.params["labels"], job.params["verdicts"]) == (
-        data_set.items, "judge/uploads/my-run/original/labels.csv", ["judge/uploads/my-run/original/verdicts.csv"])
+        data_set.items, "datasets/judge/my-run/original/labels.csv", ["datasets/judge/my-run/original/verdicts-1.csv"])
 
 
 @pytest.mark.parametrize("role", ["annotator", None])
@@ -136,3 +138,38 @@ def test_people_other_than_researchers_are_refused(sqlite_db, role):
     assert not at.exception
     expected = "You do not have access to this page." if role else "Please log in to see this page."
     assert expected in [e.value for e in at.error] + [w.value for w in at.warning]
+
+
+def _items_text() -> str:
+    return "".join(Item(key=k, behavior_id=k.split("/")[2], behavior="behaviour", victim_model="m1",
+                        attack=k.split("/")[1], generation="[REDACTED]").model_dump_json() + "\n" for k in HUMAN)
+
+
+def test_files_imported_on_the_page_are_stored_under_server_names_and_registered(sqlite_db, tmp_path):
+    from engines.judge import uploads
+
+    at = page_as(PAGE, "researcher")
+    at.text_input(key="judge-upload-name").input("from-page")
+    at.file_uploader(key="judge-upload-items").upload("../../../escaped-items.jsonl", _items_text().encode())
+    labels = "item_key,annotator,score\n" + "".join(f"{k},ann1,{s}\n" for k, s in HUMAN.items())
+    at.file_uploader(key="judge-upload-labels").upload("../escaped-labels.csv", labels.encode())
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert not at.exception, at.exception
+    assert [s.value for s in at.success][:1] == ["Imported 'from-page': 4 items, 4 labels, 0 verdicts."]
+    (data_set,) = uploads.list_uploads()
+    assert data_set.source_files == ["escaped-items.jsonl", "escaped-labels.csv"]
+    assert list(tmp_path.parent.rglob("escaped-*")) == []  # no file under the browser's name, anywhere
+
+
+def test_a_refused_labels_file_stops_the_import(sqlite_db):
+    from engines.judge import uploads
+
+    at = page_as(PAGE, "researcher")
+    at.text_input(key="judge-upload-name").input("half")
+    at.file_uploader(key="judge-upload-items").upload("items.jsonl", _items_text().encode())
+    at.file_uploader(key="judge-upload-labels").upload("labels.csv", b"\x00\x01binary")
+    next(b for b in at.button if b.label == "Import").click().run()
+    assert "labels.csv: a binary file, not text." in [e.value for e in at.error]
+    assert "Nothing was imported: a file was not accepted (the reason is shown beside it)." in [
+        e.value for e in at.error]
+    assert uploads.list_uploads() == []  # not imported without the labels it was given

@@ -11,14 +11,17 @@ import json
 import pytest
 
 from engines.judge.importers import (
+    HARMBENCH_COLUMNS,
     import_generic,
     import_harmbench,
     import_jbb,
     json_line,
+    read_generic,
     read_harmbench,
+    read_harmbench_behaviors,
     read_jbb,
 )
-from engines.judge.items import JudgeDataError
+from engines.judge.items import JudgeDataError, read_items, read_labels, read_verdicts
 
 
 def _edit(path, old, new):
@@ -258,3 +261,46 @@ def test_json_line_finds_nested_values_and_the_last_of_a_repeated_key():
     assert json_line(text, ("a", 1, "b")) == 5  # json.loads keeps the last "b"
     assert json_line(text, ("c",)) == 7
     assert json_line(text, ("a", 5)) is None
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # deeper than Python's parser can go (RecursionError)
+
+
+def test_a_deeply_nested_items_line_names_the_file_and_line(tmp_path):
+    path = tmp_path / "items.jsonl"
+    good = '{"key": "k", "behavior_id": "b", "behavior": "x", "victim_model": "m", "attack": "a", "generation": "g"}'
+    path.write_text(good + "\n" + '{"key": ' + DEEP + "}\n", encoding="utf-8")
+    with pytest.raises(JudgeDataError) as refused:
+        read_items(path)
+    assert (refused.value.path, refused.value.line) == (str(path), 2)
+    assert refused.value.problem == "the JSON nests deeper than 64 levels (HAI_MAX_JSON_DEPTH)"
+
+
+def test_deep_nesting_in_generic_jsonl_and_json_files_is_a_data_error(tmp_path, harmbench_files):
+    generic = tmp_path / "rows.jsonl"
+    generic.write_text('{"b": "x"}\n' + DEEP + "\n", encoding="utf-8")
+    with pytest.raises(JudgeDataError) as refused:
+        read_generic(generic, {"behavior": "b", "victim_model": "b", "attack": "b", "generation": "b"})
+    assert refused.value.line == 2 and "nests deeper than 64 levels" in refused.value.problem
+    completions = tmp_path / "deep.json"
+    completions.write_text('{"poem_topic": ' + DEEP + "}", encoding="utf-8")
+    with pytest.raises(JudgeDataError, match="nests deeper than 64 levels"):
+        read_harmbench(harmbench_files["behaviors"], [("m", "a", completions)])
+
+
+def test_values_from_a_file_are_quoted_short_in_errors(tmp_path):
+    labels = tmp_path / "labels.csv"
+    labels.write_text("item_key,annotator,score\nk,ann,1\nk,ann," + "7" * 10_000 + "\n", encoding="utf-8")
+    verdicts = tmp_path / "verdicts.csv"
+    verdicts.write_text("item_key,judge,p_harmful,label\nk,j," + "x" * 10_000 + ",1\n", encoding="utf-8")
+    wide = tmp_path / "wide.csv"
+    wide.write_text(",".join(f"column_{i}_{'w' * 100}" for i in range(100)) + "\n1\n", encoding="utf-8")
+    behaviors = tmp_path / "behaviors.csv"
+    behaviors.write_text(",".join(HARMBENCH_COLUMNS) + "\n" + ("a,standard,c,,,id" + "i" * 10_000 + "\n") * 2,
+                         encoding="utf-8")
+    for call, line in ((lambda: read_labels(labels), 3), (lambda: read_verdicts(verdicts), 2),
+                       (lambda: read_labels(wide), 1), (lambda: read_harmbench_behaviors(behaviors), 3)):
+        with pytest.raises(JudgeDataError) as refused:
+            call()
+        assert refused.value.line == line
+        assert len(refused.value.problem) < 250, refused.value.problem[:300]

@@ -4,11 +4,12 @@ project, existing accounts left alone, and a bad list refused before any account
 from __future__ import annotations
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
-from engines.judge import invites, labeling
+from engines.judge import invites, labeling, members
 from engines.judge.items import Item
 from engines.platform import auth
-from tests.apptest_driver import page_as
+from tests.apptest_driver import ROOT, page_as
 
 
 def _project(slug: str = "wave-1") -> str:
@@ -27,7 +28,10 @@ def test_new_names_get_annotator_accounts_that_must_change_the_temporary_passwor
         ("ann.one@example.org", "https://studies.example.org/judge-label?project=wave-1"),
         ("lead", "https://studies.example.org/judge-label?project=wave-1")]
     new, existing = invited
-    assert existing.temporary_password is None  # an existing account keeps its password
+    # An existing account keeps its password; its row's password (there so that the answer does not
+    # say who has an account) logs no one in.
+    with pytest.raises(auth.AuthError, match="Wrong username or password."):
+        auth.authenticate("lead", existing.temporary_password)
     identity = auth.authenticate("ann.one@example.org", new.temporary_password)
     assert identity.role == "annotator" and auth.must_change_password(identity.user_id)
     assert auth.authenticate("lead", "a-test-passphrase").role == "researcher"
@@ -69,6 +73,7 @@ def test_the_page_invites_and_shows_each_temporary_password_once(sqlite_db):
     assert [(r[0], r[2]) for r in rows] == [("ann1", f"http://localhost:8501/judge-label?project={slug}"),
                                              ("ann2", f"http://localhost:8501/judge-label?project={slug}")]
     assert auth.authenticate("ann2", rows[1][1]).role == "annotator"
+    assert [m.username for m in members.members_of(slug)] == ["ann1", "ann2"]  # invited onto the team
     at.run()  # the next run of the page no longer shows them
     assert [c.value for c in at.code] == []
 
@@ -76,5 +81,11 @@ def test_the_page_invites_and_shows_each_temporary_password_once(sqlite_db):
 def test_the_invitation_link_opens_its_project_on_the_label_page(sqlite_db):
     _project("wave-1")
     _project("wave-2")
-    at = page_as("judge_label", "annotator", query_params={"project": "wave-2"})
+    identity = auth.create_user("ann", "a-test-passphrase", "annotator")
+    members.add_members("wave-1", ["ann"])
+    members.add_members("wave-2", ["ann"])
+    at = AppTest.from_file(str(ROOT / "pages" / "judge_label.py"), default_timeout=60)
+    at.session_state["hai_token"] = auth.start_login_session(identity)
+    at.query_params["project"] = "wave-2"
+    at.run()
     assert at.selectbox(key="judge-label-project").value == "wave-2"

@@ -193,26 +193,26 @@ def data_dir(tmp_path, monkeypatch):
 def test_job_writes_verdicts_and_resumes_from_its_cache(data_dir, tmp_path):
     from engines.judge.jobs import judge_run_job
 
-    write_items(_items(), data_dir / "imports" / "items.jsonl")
+    write_items(_items(), data_dir / "datasets" / "judge" / "set" / "items.jsonl")
     ctx = FakeContext(tmp_path / "job1")
     ctx.result_dir.mkdir()
-    result = judge_run_job(ctx, items="imports/items.jsonl", judge="harmbench-strings")
+    result = judge_run_job(ctx, items="datasets/judge/set/items.jsonl", judge="harmbench-strings")
     assert (result["n_judged"], result["n_positive"]) == (5, 3)
     assert [v.label for _, v in read_verdicts(ctx.result_dir / "verdicts.csv")] == [0, 1, 1, 0, 1]
     assert ctx.reports[-1][0] == pytest.approx(0.97) and max(f for f, _ in ctx.reports) <= 1.0
     again = FakeContext(tmp_path / "job2")
     again.result_dir.mkdir()
-    assert judge_run_job(again, items="imports/items.jsonl", judge="harmbench-strings")["n_cached"] == 5
+    assert judge_run_job(again, items="datasets/judge/set/items.jsonl", judge="harmbench-strings")["n_cached"] == 5
 
 
-def test_job_refuses_items_outside_the_data_directory(data_dir, tmp_path):
+def test_job_refuses_items_outside_the_owned_folders(data_dir, tmp_path):
     from engines.judge.jobs import JudgeRunParams
 
     write_items(_items(), tmp_path / "elsewhere.jsonl")
-    with pytest.raises(ValueError, match="data directory"):
-        JudgeRunParams(items=str(tmp_path / "elsewhere.jsonl"))
-    with pytest.raises(ValueError, match="data directory"):
-        JudgeRunParams(items="../elsewhere.jsonl")
+    write_items(_items(), data_dir / "judge" / "items.jsonl")  # in the data directory, but no data set's
+    for items in (str(tmp_path / "elsewhere.jsonl"), "../elsewhere.jsonl", "judge/items.jsonl"):
+        with pytest.raises(ValueError, match="is outside the folders the app reads from"):
+            JudgeRunParams(items=items)
 
 
 def test_job_is_registered_with_its_parameters():

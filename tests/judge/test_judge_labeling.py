@@ -38,9 +38,9 @@ def _label_all(slug: str, annotator: str, score: int = 1) -> list[str]:
 
 def test_each_item_once_when_there_is_no_overlap(any_db):
     slug = _project([_item(i) for i in range(6)])
-    first = _label_all(slug, "user:1")
+    first = _label_all(slug, "a")
     assert sorted(first) == sorted(f"m1/direct/b{i}/0" for i in range(6))
-    assert labeling.next_item(slug, "user:2") is None  # nothing left for a second annotator
+    assert labeling.next_item(slug, "b") is None  # nothing left for a second annotator
 
 
 def test_overlap_items_get_k_labels_from_different_annotators(any_db):

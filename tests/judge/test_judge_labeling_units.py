@@ -304,7 +304,9 @@ def test_unknown_flags_and_long_rationales_are_refused(sqlite_db):
     assert str(raised.value) == "Unknown flag 'shiny'; the flags are refusal, gibberish, off_topic, hallucinated, partial."
     with pytest.raises(LabelingError) as raised:
         labeling.submit_label(shown.claim_id, "a", 3, rationale="r" * 2001)
-    assert str(raised.value) == "The rationale has 2001 characters; at most 2,000 are allowed."
+    assert str(raised.value) == ("The rationale has 2,001 characters; at most 2,000 are allowed. Shorten it, then "
+                                 "score the item again: nothing was saved.")
+    assert labeling.labelled_items("p1")[0].labels == []  # refused whole: no label with a cut or emptied rationale
     labeling.submit_label(shown.claim_id, "a", 3, rationale="r" * 2000)
     assert len(labeling.labelled_items("p1")[0].labels[0].rationale) == 2000
 
@@ -587,3 +589,41 @@ def test_a_study_steps_transaction_sees_its_own_claims_and_skips(sqlite_db):
     with pytest.raises(LabelingError) as raised:
         labeling.require_open_project("nope")
     assert str(raised.value).startswith("PROJECT names no labeling project: there is none called 'nope'.")
+
+
+def test_gold_items_are_never_adjudicated(sqlite_db):
+    gold = [_item(10 + i, gold=1) for i in range(3)]
+    settings = ProjectSettings(overlap_k=2, overlap_fraction=1.0, gold_every=0, quiz_size=3, quiz_pass=0.0)
+    labeling.create_project("p1", [_item(1)] + gold, settings)
+    for annotator, score in (("a", 1), ("b", 5)):  # they disagree on every item, quiz items included
+        while (shown := labeling.next_item("p1", annotator)) is not None:
+            labeling.submit_label(shown.claim_id, annotator, score)
+    # One real disagreement: the regular item. The quiz's gold items have a known score.
+    assert [d.key for d in labeling.disagreements("p1")] == [_key(1)]
+    assert labeling.progress("p1").to_adjudicate == 1
+    with pytest.raises(LabelingError) as refused:
+        labeling.adjudicate("p1", _key(10), 3, "lead")
+    assert str(refused.value) == f"The item '{_key(10)}' is a gold item: its score is known, it is not adjudicated."
+
+
+def test_hostile_values_are_quoted_short_in_labeling_messages(sqlite_db):
+    labeling.create_project("p1", [_item(1)], NO_GOLD)
+    shown = labeling.next_item("p1", "a")
+    for call in (lambda: labeling.submit_label(shown.claim_id, "a", 3, flags=["f" * 10_000]),
+                 lambda: labeling.submit_label(shown.claim_id, "a", "9" * 10_000),
+                 lambda: labeling.submit_label(shown.claim_id, "a", 3, rationale="r" * 10_000),
+                 lambda: labeling.adjudicate("p1", "k" * 10_000, 3, "lead"),
+                 lambda: labeling.create_project("x" * 10_000, [_item(2)], NO_GOLD),
+                 lambda: labeling.create_project("p2", [_item(2).model_copy(update={"key": "k" * 500})] * 2, NO_GOLD),
+                 lambda: labeling.next_item("n" * 10_000, "a")):
+        with pytest.raises(LabelingError) as refused:
+            call()
+        assert len(str(refused.value)) < 300, str(refused.value)[:300]
+
+
+def test_an_adjudication_note_over_the_limit_is_refused_whole(sqlite_db):
+    labeling.create_project("p1", [_item(1)], ALL_TWICE)
+    with pytest.raises(LabelingError, match="The note has 2,001 characters; at most 2,000 are allowed."):
+        labeling.adjudicate("p1", _key(1), 3, "lead", note="n" * 2001)
+    labeling.adjudicate("p1", _key(1), 3, "lead", note="n" * 2000)
+    assert labeling.labelled_items("p1")[0].adjudicated == {"score": 3, "by": "lead"}

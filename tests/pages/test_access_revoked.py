@@ -13,8 +13,8 @@ ACCOUNT = str(ROOT / "pages" / "account.py")
 
 
 def _open_as_admin(page: str) -> tuple[AppTest, auth.Identity]:
-    auth.create_user("root", "root-password", "admin")  # so that "boss" is not the last admin
-    boss = auth.create_user("boss", "boss-password", "admin")
+    auth.create_user("root", "superuser-pw-1", "admin")  # so that "boss" is not the last admin
+    boss = auth.create_user("boss", "head-of-lab-pw", "admin")
     at = AppTest.from_file(page, default_timeout=60)
     at.session_state["hai_token"] = auth.start_login_session(boss)
     at.run()

@@ -35,9 +35,9 @@ def test_bad_accounts_are_refused(sqlite_db, username, password, role, match):
 
 
 def test_duplicate_username_refused(sqlite_db):
-    auth.create_user("ann", "ann-secret-1", "annotator")
+    auth.create_user("ann", "labeller-secret-1", "annotator")
     with pytest.raises(auth.AuthError, match="already exists"):
-        auth.create_user("ann", "ann-secret-2", "researcher")
+        auth.create_user("ann", "labeller-secret-2", "researcher")
 
 
 def test_first_admin_one_time_password_must_be_changed(sqlite_db):
@@ -73,7 +73,7 @@ def test_login_token_survives_refresh_and_ends_on_logout_or_deactivation(sqlite_
     auth.end_login_session(token)
     assert auth.identity_from_token(token) is None
     token = auth.start_login_session(identity)
-    auth.create_user("boss", "boss-password", "admin")
+    auth.create_user("boss", "head-of-lab-pw", "admin")
     auth.update_user("rhea", is_active=False)
     assert auth.identity_from_token(token) is None
     with pytest.raises(auth.AuthError):
@@ -118,7 +118,7 @@ def test_changing_a_password_keeps_other_accounts_logged_in(any_db):
 
 
 def test_last_admin_cannot_be_demoted(sqlite_db):
-    auth.create_user("boss", "boss-password", "admin")
+    auth.create_user("boss", "head-of-lab-pw", "admin")
     with pytest.raises(auth.AuthError, match="last active admin"):
         auth.update_user("boss", role="researcher")
     with pytest.raises(auth.AuthError, match="last active admin"):
@@ -142,7 +142,7 @@ def test_oidc_verified_email_maps_to_the_account_of_that_name(sqlite_db):
         auth.identity_for_oidc(_claims(sub="sub-2", email="someone@else.org"))
     assert str(refused.value) == ("HAI Studio has no account named 'someone@else.org'. Ask an admin to create one "
                                   "(its username is your e-mail address).")
-    auth.create_user("boss", "boss-password", "admin")
+    auth.create_user("boss", "head-of-lab-pw", "admin")
     auth.update_user("Rhea@Lab.org", is_active=False)
     with pytest.raises(auth.OidcRefused) as refused:
         auth.identity_for_oidc(_claims())
@@ -210,7 +210,7 @@ def test_display_name_and_forced_password_change_are_kept(sqlite_db):
 
 def test_wrong_password_and_inactive_account_get_the_same_exact_message(sqlite_db):
     auth.create_user("rhea", "correct horse", "researcher")
-    auth.create_user("boss", "boss-password", "admin")
+    auth.create_user("boss", "head-of-lab-pw", "admin")
     for username, password in [("rhea", "wrong password"), ("nobody", "correct horse"), ("rhea", None)]:
         with pytest.raises(auth.AuthError) as refused:
             auth.authenticate(username, password)
@@ -268,17 +268,17 @@ def test_update_user_changes_role_and_refuses_unknown(sqlite_db):
 
 
 def test_last_admin_message_and_harmless_updates_allowed(sqlite_db):
-    auth.create_user("boss", "boss-password", "admin")
+    auth.create_user("boss", "head-of-lab-pw", "admin")
     with pytest.raises(auth.AuthError) as refused:
         auth.update_user("boss", role="annotator")
     assert str(refused.value) == "This is the last active admin account; keep it an active admin."
     auth.update_user("boss", role="admin")  # keeping the last admin an active admin is fine
     auth.update_user("boss", is_active=True)
-    assert auth.authenticate("boss", "boss-password").role == "admin"
+    assert auth.authenticate("boss", "head-of-lab-pw").role == "admin"
 
 
 def test_other_active_users_do_not_count_as_admins(sqlite_db):
-    auth.create_user("boss", "boss-password", "admin")
+    auth.create_user("boss", "head-of-lab-pw", "admin")
     auth.create_user("rhea", "correct horse", "researcher")
     with pytest.raises(auth.AuthError, match="last active admin"):
         auth.update_user("boss", role="researcher")
@@ -287,8 +287,8 @@ def test_other_active_users_do_not_count_as_admins(sqlite_db):
 
 
 def test_inactive_admins_do_not_count(sqlite_db):
-    auth.create_user("boss", "boss-password", "admin")
-    auth.create_user("old_boss", "boss-password", "admin")
+    auth.create_user("boss", "head-of-lab-pw", "admin")
+    auth.create_user("old_boss", "head-of-lab-pw", "admin")
     auth.update_user("old_boss", is_active=False)  # allowed: boss is still an active admin
     with pytest.raises(auth.AuthError, match="last active admin"):
         auth.update_user("boss", is_active=False)
@@ -297,20 +297,20 @@ def test_inactive_admins_do_not_count(sqlite_db):
 
 
 def test_one_of_two_active_admins_can_be_demoted(sqlite_db):
-    auth.create_user("boss", "boss-password", "admin")
-    auth.create_user("deputy", "boss-password", "admin")
+    auth.create_user("boss", "head-of-lab-pw", "admin")
+    auth.create_user("deputy", "head-of-lab-pw", "admin")
     auth.update_user("deputy", role="researcher")
-    assert auth.authenticate("deputy", "boss-password").role == "researcher"
-    auth.create_user("deputy2", "boss-password", "admin")
+    assert auth.authenticate("deputy", "head-of-lab-pw").role == "researcher"
+    auth.create_user("deputy2", "head-of-lab-pw", "admin")
     auth.update_user("deputy2", is_active=False)
     with pytest.raises(auth.AuthError):
-        auth.authenticate("deputy2", "boss-password")
+        auth.authenticate("deputy2", "head-of-lab-pw")
 
 
 def test_deactivation_logs_out_only_that_account(sqlite_db):
-    auth.create_user("boss", "boss-password", "admin")
+    auth.create_user("boss", "head-of-lab-pw", "admin")
     rhea = auth.create_user("rhea", "correct horse", "researcher")
-    ann = auth.create_user("ann", "annotator-pw", "annotator")
+    ann = auth.create_user("ann", "labeller-pw-9", "annotator")
     rhea_token = auth.start_login_session(rhea)
     ann_token = auth.start_login_session(ann)
     auth.update_user("ann", is_active=True)  # already active: nothing changes, still logged in
@@ -384,7 +384,7 @@ def test_empty_oidc_email_matches_no_account(sqlite_db):
 
 def test_every_function_uses_the_engine_it_is_given(other_engine):
     other = {"engine": other_engine}
-    auth.create_user("boss", "boss-password", "admin")  # the default database has an admin
+    auth.create_user("boss", "head-of-lab-pw", "admin")  # the default database has an admin
     auth.create_user("rhea", "default-pw", "researcher")  # and its own rhea
     assert not auth.has_admin(**other)
     generated = auth.ensure_admin("root", None, **other)
@@ -416,8 +416,8 @@ def test_every_function_uses_the_engine_it_is_given(other_engine):
 
 
 def test_ensure_admin_on_an_engine_writes_there(other_engine):
-    auth.create_user("boss", "boss-password", "admin")
-    assert auth.ensure_admin("root", "root-password", engine=other_engine) is None
+    auth.create_user("boss", "head-of-lab-pw", "admin")
+    assert auth.ensure_admin("root", "superuser-pw-1", engine=other_engine) is None
     assert [u.username for u in auth.list_users(engine=other_engine)] == ["root"]
     assert [u.username for u in auth.list_users()] == ["boss"]
 
@@ -435,7 +435,7 @@ def test_a_username_may_use_every_allowed_character(sqlite_db):
 def test_duplicate_username_message_names_the_account(sqlite_db):
     _account("ann")
     with pytest.raises(auth.AuthError) as refused:
-        auth.create_user("ann", "ann-secret-2", "researcher")
+        auth.create_user("ann", "labeller-secret-2", "researcher")
     assert str(refused.value) == "An account named 'ann' already exists."
 
 
@@ -580,7 +580,7 @@ def test_a_bound_account_logs_in_by_its_subject_even_with_an_unverified_email(sq
 
 
 def test_a_bound_account_that_was_deactivated_is_refused_by_subject(sqlite_db):
-    auth.create_user("boss", "boss-password", "admin")
+    auth.create_user("boss", "head-of-lab-pw", "admin")
     _account("rhea@lab.org")
     auth.identity_for_oidc(_claims())
     auth.update_user("rhea@lab.org", is_active=False)
@@ -663,8 +663,8 @@ def test_a_login_on_another_engine_forgets_the_failures_there(other_engine):
 
 
 def test_a_login_on_another_engine_returns_and_stamps_that_engines_account(other_engine):
-    auth.create_user("boss", "boss-password", "admin")  # user id 1 in the default database
-    root = auth.create_user("root", "root-password", "admin", engine=other_engine)  # user id 1 there
-    assert auth.authenticate("root", "root-password", engine=other_engine) == root
+    auth.create_user("boss", "head-of-lab-pw", "admin")  # user id 1 in the default database
+    root = auth.create_user("root", "superuser-pw-1", "admin", engine=other_engine)  # user id 1 there
+    assert auth.authenticate("root", "superuser-pw-1", engine=other_engine) == root
     assert auth.list_users(engine=other_engine)[0].last_login_at is not None
     assert auth.list_users()[0].last_login_at is None

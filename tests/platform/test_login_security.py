@@ -101,6 +101,48 @@ def test_twenty_failures_from_one_address_lock_that_address_for_every_username(a
     assert auth.authenticate("rhea", "correct horse", address="198.51.100.2").username == "rhea"
 
 
+def test_behind_a_trusted_proxy_one_guesser_does_not_lock_out_everyone(any_db, clock):
+    """Every request reaches the app from the proxy (127.0.0.1); the failures count under the
+    address the proxy names, so twenty guesses lock the guesser's address, not the proxy's."""
+    auth.create_user("rhea", "correct horse", "researcher")
+
+    def through_proxy(client: str, forwarded: str | None = None) -> str:
+        return login_throttle.client_address("127.0.0.1", forwarded or client, trusted="127.0.0.1")
+
+    for i in range(20):
+        # The guesser also claims another address in front of its own; only the proxy's entry counts.
+        _fail(f"spray-{i}", 1, address=through_proxy("203.0.113.7", f"198.51.100.{i}, 203.0.113.7"))
+    with pytest.raises(auth.LockedOut):
+        auth.authenticate("rhea", "correct horse", address=through_proxy("203.0.113.7"))
+    assert auth.authenticate("rhea", "correct horse", address=through_proxy("198.51.100.2")).username == "rhea"
+    assert login_throttle.failure_count(address="127.0.0.1") == 0
+
+
+def test_the_page_counts_failures_under_the_client_address(monkeypatch):
+    """pages/_ui.client_address hands Streamlit's peer and X-Forwarded-For headers to the engine."""
+    from types import SimpleNamespace
+
+    from streamlit.runtime.context import StreamlitHeaders
+
+    from engines.platform.settings import reset_settings
+    from pages import _ui as ui
+
+    def seen(peer: str | None, *forwarded: str) -> str:
+        headers = StreamlitHeaders([("X-Forwarded-For", value) for value in forwarded])
+        monkeypatch.setattr(ui, "st", SimpleNamespace(context=SimpleNamespace(ip_address=peer, headers=headers)))
+        return ui.client_address()
+
+    monkeypatch.setenv("HAI_TRUSTED_PROXIES", "10.0.0.0/8")
+    reset_settings()
+    try:
+        assert seen("198.51.100.7", "203.0.113.9") == "198.51.100.7"  # not a proxy: its header is ignored
+        assert seen("10.0.0.5", "6.6.6.6", "203.0.113.9") == "203.0.113.9"  # two headers: the last entry
+        assert seen(None, "203.0.113.9") == ""  # outside a browser session, or a loopback peer
+    finally:
+        monkeypatch.delenv("HAI_TRUSTED_PROXIES")
+        reset_settings()
+
+
 def test_failures_outside_the_window_are_forgotten_in_the_database(any_db, clock):
     _fail("rhea", 3)
     clock(clock.start + timedelta(minutes=16))
@@ -171,6 +213,19 @@ def test_the_username_is_not_a_password(sqlite_db):
     assert str(refused.value) == "The password must not be the username."
 
 
+def test_a_password_that_contains_the_username_is_refused_wherever_one_is_set(sqlite_db):
+    with pytest.raises(auth.AuthError) as refused:
+        auth.create_user("rita", "ritarita", "researcher")
+    assert str(refused.value) == "The password must not contain the username."
+    auth.create_user("rita", "correct horse", "researcher")
+    for set_it in (lambda: auth.set_password("rita", "Rita-2031!", must_change=True),
+                   lambda: auth.change_own_password("rita", "correct horse", "my-RITA-pass")):
+        with pytest.raises(auth.AuthError) as refused:
+            set_it()
+        assert str(refused.value) == "The password must not contain the username."
+    assert auth.authenticate("rita", "correct horse").username == "rita"  # nothing changed
+
+
 def test_changing_ones_password_needs_the_current_one(sqlite_db):
     auth.create_user("rhea", "correct horse", "researcher")
     with pytest.raises(auth.AuthError) as refused:
@@ -210,7 +265,7 @@ def test_an_admin_reset_password_must_be_changed_and_ends_every_login(sqlite_db)
 
 
 def test_a_role_changed_in_the_database_is_the_role_of_the_next_run(sqlite_db):
-    identity = auth.create_user("boss", "boss-password", "admin")
+    identity = auth.create_user("boss", "head-of-lab-pw", "admin")
     token = auth.start_login_session(identity)
     with write_transaction() as session:  # e.g. by hand, leaving the login row in place
         user = session.get(User, identity.user_id)
@@ -220,8 +275,8 @@ def test_a_role_changed_in_the_database_is_the_role_of_the_next_run(sqlite_db):
 
 
 def test_lowering_a_role_ends_that_accounts_logins(sqlite_db):
-    auth.create_user("root", "root-password", "admin")
-    identity = auth.create_user("boss", "boss-password", "admin")
+    auth.create_user("root", "superuser-pw-1", "admin")
+    identity = auth.create_user("boss", "head-of-lab-pw", "admin")
     token = auth.start_login_session(identity)
     auth.update_user("boss", role="annotator")
     assert auth.identity_from_token(token) is None

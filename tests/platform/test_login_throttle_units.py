@@ -215,3 +215,62 @@ def test_an_address_longer_than_the_column_still_locks(any_db):
         login_throttle.record_failure(f"name-{i}", long_address)
     locked = login_throttle.lockout("someone-else", long_address)
     assert locked is not None and locked.per == "address"
+
+
+# --- Whose address: the peer, or the client a trusted proxy names ------------------------------------
+
+
+def test_a_forwarded_for_header_from_an_untrusted_peer_is_ignored():
+    """A client talking to the app directly cannot choose the address its failures count under."""
+    assert login_throttle.client_address("198.51.100.7", "203.0.113.99", trusted="") == "198.51.100.7"
+    assert login_throttle.client_address("198.51.100.7", "203.0.113.99", trusted="127.0.0.1") == "198.51.100.7"
+
+
+def test_from_a_trusted_proxy_the_last_forwarded_entry_is_the_client():
+    """The proxy appends the address it saw; what the client put in front of it is not read."""
+    assert login_throttle.client_address("127.0.0.1", "6.6.6.6, 203.0.113.7", trusted="127.0.0.1") == "203.0.113.7"
+    assert login_throttle.client_address("127.0.0.1", " 203.0.113.7 ", trusted="127.0.0.1") == "203.0.113.7"
+
+
+def test_a_trusted_network_is_given_in_cidr_form():
+    assert login_throttle.client_address("10.20.30.40", "203.0.113.7", trusted="10.0.0.0/8") == "203.0.113.7"
+    assert login_throttle.client_address("11.0.0.1", "203.0.113.7", trusted="10.0.0.0/8") == "11.0.0.1"
+    assert login_throttle.client_address("2001:db8::5", "203.0.113.7", trusted="2001:db8::/32") == "203.0.113.7"
+    # A dual-stack socket's IPv4 peer.
+    assert login_throttle.client_address("::ffff:10.0.0.5", "203.0.113.7", trusted="10.0.0.0/8") == "203.0.113.7"
+
+
+def test_a_chain_of_trusted_proxies_is_walked_from_the_right():
+    """TLS proxy 10.0.0.5 -> nginx on 127.0.0.1 -> app: the first untrusted hop from the right is the client."""
+    trusted = "127.0.0.1, 10.0.0.0/8"
+    assert login_throttle.client_address("127.0.0.1", "6.6.6.6, 203.0.113.7, 10.0.0.5", trusted=trusted) == "203.0.113.7"
+
+
+def test_a_trusted_proxy_that_names_no_client_gives_no_address():
+    """Its own address would stand for everyone behind it: twenty failures would lock them all out."""
+    assert login_throttle.client_address("127.0.0.1", "", trusted="127.0.0.1") == ""
+    assert login_throttle.client_address("127.0.0.1", None, trusted="127.0.0.1") == ""
+    assert login_throttle.client_address("127.0.0.1", "10.0.0.5, 127.0.0.1", trusted="127.0.0.1,10.0.0.5") == ""
+
+
+def test_no_peer_gives_no_address():
+    assert login_throttle.client_address(None, "203.0.113.7", trusted="127.0.0.1") == ""
+    assert login_throttle.client_address("", "203.0.113.7", trusted="") == ""
+
+
+def test_the_trusted_proxies_come_from_the_setting(monkeypatch):
+    from engines.platform.settings import reset_settings
+
+    monkeypatch.setenv("HAI_TRUSTED_PROXIES", "192.0.2.0/24")
+    reset_settings()
+    try:
+        assert login_throttle.client_address("192.0.2.10", "203.0.113.7") == "203.0.113.7"
+        assert login_throttle.client_address("198.51.100.7", "203.0.113.7") == "198.51.100.7"
+    finally:
+        monkeypatch.delenv("HAI_TRUSTED_PROXIES")
+        reset_settings()
+
+
+def test_a_trusted_proxy_entry_that_is_no_address_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"HAI_TRUSTED_PROXIES: 'proxy\.lan' is not an IP address or CIDR network"):
+        login_throttle.client_address("127.0.0.1", "203.0.113.7", trusted="127.0.0.1, proxy.lan")

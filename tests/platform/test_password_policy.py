@@ -80,3 +80,21 @@ def test_the_limits_themselves_are_accepted():
     assert password_policy.check_new_password("k3#vq8!z") == "k3#vq8!z"
     assert password_policy.check_new_password("z" * 1023 + "q") == "z" * 1023 + "q"
     assert password_policy.check_new_password("someone-else", "") == "someone-else"  # no username given
+
+
+@pytest.mark.parametrize(("password", "username"), [
+    ("ritarita", "rita"),  # the username twice
+    ("xRITA2024x", "rita"),  # anywhere, in any case
+    ("rita.silva-2031", "Rita.Silva"),
+    ("me-ann@example.org!", "ann@example.org"),
+])
+def test_a_password_that_contains_the_username_is_refused(password, username):
+    with pytest.raises(password_policy.WeakPassword) as refused:
+        password_policy.check_new_password(password, username)
+    assert str(refused.value) == "The password must not contain the username."
+
+
+def test_a_username_shorter_than_three_characters_may_appear_in_the_password():
+    """"al" or "jo" is a pair of letters in many good passwords; only the username itself is refused."""
+    assert password_policy.check_new_password("albatross-9", "al") == "albatross-9"
+    assert password_policy.check_new_password("ritual-tax-9", "rita") == "ritual-tax-9"  # "rit" alone is not "rita"

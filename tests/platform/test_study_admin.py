@@ -117,7 +117,7 @@ def test_a_study_may_be_created_closed(any_db):
 
 
 def test_a_study_records_who_created_it(any_db):
-    rhea = auth.create_user("rhea", "rhea-password", "researcher")
+    rhea = auth.create_user("rhea", "correct horse", "researcher")
     study_admin.create_study("mine", "demo_survey", created_by=rhea.user_id)
     assert study_admin.get_study("mine").created_by == rhea.user_id
 
