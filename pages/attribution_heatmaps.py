@@ -1,7 +1,8 @@
 """Research: ISS attribution heatmaps and the Nuisance Mass Ratio (Zhang et al., ICML 2026).
 
-Pick a policy (the shipped reaching policies, or a weights file) and a frame (a scene of the
-reaching task, or an uploaded image); the page shows the policy's action, its ISS map with
+Pick a policy (the shipped reaching policies, one a job trained, or an uploaded weights file) and
+a frame (a scene of the reaching task, or an uploaded image; uploads are kept through the
+platform's upload rule and loaded from there, weights as tensors only); the page shows the policy's action, its ISS map with
 intervals, NMR against chance, and the standard attribution methods beside it. Below: the
 experiment across policies (does in-distribution NMR predict failure when the spurious cue is
 randomised?), from the shipped run or from a job started here.
@@ -12,17 +13,18 @@ import streamlit as st
 from engines.attribution import explain, plots
 from engines.attribution import jobs as attribution_jobs
 from engines.attribution.experiment import METHODS
-from engines.attribution.policies import PolicyFileError, load_policy, load_policy_bytes
+from engines.attribution.policies import PolicyFileError, load_policy
 from engines.attribution.policy_set import shipped_policies
 from engines.attribution.replacements import REPLACEMENTS
 from engines.platform import jobqueue
+from engines.platform.files import FileRefused
 from pages import _ui as ui
+from pages._upload import file_input
 
 PAGE = {"title": "Attribution heatmaps", "group": "Research", "roles": ["researcher"],
         "icon": ":material/center_focus_strong:", "order": 60}
 CUES = {"normal": "as in training (agrees with the target with probability rho)",
         "random": "randomised (out of distribution)", "none": "absent"}
-UPLOADED_POLICY = "attribution-uploaded-policy"
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -55,7 +57,11 @@ st.caption("Which image regions drive a visuomotor policy's actions? ISS blurs r
 # 1 · POLICY
 
 st.header("1 · Policy")
-shipped = shipped_policies()
+try:
+    shipped = shipped_policies()
+except FileRefused as exc:
+    st.error(f"The shipped policy set does not read: {exc}")
+    shipped = []
 choices = {row["path"]: (f"reaching policy trained at rho = {row['rho']:g}, seed {row['seed']} "
                          f"(success {row['evaluation']['normal']['success']:.0%} in distribution, "
                          f"{row['evaluation']['random']['success']:.0%} with the cue randomised)") for row in shipped}
@@ -75,19 +81,22 @@ if source == "shipped":
         default = next((i for i, row in enumerate(shipped) if (row["rho"], row["seed"]) == (1.0, 0)), 0)
         path = st.selectbox("Reaching policy", list(choices), index=default, format_func=choices.get,
                             key="attribution-policy")
-        model, meta = cached_policy(path)
-        policy_key = path
-else:
-    upload = st.file_uploader("Weights of a reach-cnn policy (as `python -m engines.attribution train` writes them)",
-                              type=["pt"], key="attribution-policy-file")
-    if upload is not None:
-        data = upload.getvalue()
         try:
-            model, meta = load_policy_bytes(data, upload.name)
-        except PolicyFileError as exc:
+            model, meta = cached_policy(path)
+        except (FileRefused, PolicyFileError) as exc:
             st.error(str(exc))
         else:
-            policy_key = f"upload:{upload.name}:{len(data)}:{hash(data)}"
+            policy_key = path
+else:
+    upload = file_input("Weights of a reach-cnn policy (as `python -m engines.attribution train` writes them)",
+                        kind="torch", area="attribution", key="attribution-policy-file")
+    if upload is not None:
+        try:  # the upload is kept under a server-chosen name; loading it is still weights_only
+            model, meta = load_policy(upload.path, label=upload.label)
+        except (FileRefused, PolicyFileError) as exc:
+            st.error(str(exc))
+        else:
+            policy_key = f"upload:{upload.sha256}"
 rho_trained = float((meta or {}).get("train", {}).get("rho", 0.95))
 
 # 2 · FRAME
@@ -103,14 +112,14 @@ if frame_source == "scene":
     frame = explain.scene_frame(rho_trained, int(scene_seed), cue)
     frame_key = f"scene:{rho_trained}:{scene_seed}:{cue}"
 else:
-    picture = st.file_uploader("An image (PNG or JPEG); it is resized to 64 x 64, and NMR needs a relevance mask, "
-                               "so only the maps are shown", type=["png", "jpg", "jpeg"], key="attribution-image")
+    picture = file_input("An image (PNG or JPEG); it is resized to 64 x 64, and NMR needs a relevance mask, "
+                         "so only the maps are shown", kind="image", area="attribution", key="attribution-image")
     if picture is not None:
         try:
-            frame = explain.image_frame(picture.getvalue(), picture.name)
-        except explain.ImageFileError as exc:
+            frame = explain.image_frame(picture.path, picture.label)
+        except (FileRefused, explain.ImageFileError) as exc:
             st.error(str(exc))
-        frame_key = f"image:{picture.name}:{picture.size}"
+        frame_key = f"image:{picture.sha256}"
 
 # 3 · SETTINGS AND MAPS
 

@@ -3,8 +3,9 @@
 Compares editing methods on the HOI-Edit benchmark of human–object-interaction edits: HOI-Eval's
 leaderboard in the paper's layout, an item browser with every method's edit, its scores and the
 judge's reasoning (an I2V method's frame strip and SCPE trace too), and the arena's ratings from
-participants' votes. The shipped demo is synthetic; point the sidebar at a real benchmark folder
-to use the page for real.
+participants' votes. The shipped demo is synthetic; name a benchmark folder registered under the
+data folder's datasets/hoi/ in the sidebar to use the page for real. Jobs started here read the
+benchmark and write into their own result folders, which the page reads with it.
 """
 
 from pathlib import Path
@@ -15,24 +16,28 @@ from engines.hoi import arena, backends, browse, plots
 from engines.hoi import jobs as hoi_jobs
 from engines.hoi.benchmark import BenchmarkFormatError
 from engines.hoi.drawing import annotate
+from engines.hoi.folders import FileRefused, benchmark_folder, shown
+from engines.hoi.methods import MethodsFileError
 from engines.hoi.ratings import rate, win_rate_matrix
 from engines.hoi.votes import VoteFormatError, VoteLog, read_votes
 from engines.platform import jobqueue
+from engines.platform.files import area_folder
 from pages import _ui as ui
 
 PAGE = {"title": "HOI-Edit", "group": "Research", "roles": ["researcher"], "icon": ":material/compare:",
         "order": 80}
-DEMO = Path(__file__).resolve().parents[1] / "assets" / "hoi" / "demo"
+DEMO = "shipped/hoi/demo"
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def cached_workspace(root: str, stamp: float) -> browse.Workspace:
-    return browse.open_workspace(root)
+def cached_workspace(root: str, layers: tuple[str, ...], stamp: float) -> browse.Workspace:
+    return browse.open_workspace(root, layers)
 
 
-def folder_stamp(root: Path) -> float:
-    """Changes when the folder's records or method folders change, so the cache reads them again."""
-    paths = [root, *root.glob("records/*.json"), *root.glob("*_frames"), *root.glob("data/*_frames")]
+def folder_stamp(roots: list[Path]) -> float:
+    """Changes when a folder's records or method folders change, so the cache reads them again."""
+    paths = [p for root in roots
+             for p in (root, *root.glob("records/*.json"), *root.glob("*_frames"), *root.glob("data/*_frames"))]
     return max((p.stat().st_mtime for p in paths if p.exists()), default=0.0)
 
 
@@ -48,17 +53,20 @@ st.caption("Edits of how a person interacts with an object, at three levels (L1 
 
 with st.sidebar:
     st.subheader("Benchmark")
-    root_text = st.text_input("Data directory", str(DEMO), key="hoi-root",
-                              help="A folder with the two HOI-Edit annotation JSONs, images/L1L2 and images/L3, and "
-                                   "each method's edits in <method>_frames/<split>/<key> (upstream's layout).")
-root = Path(root_text).expanduser()
-if not root.is_dir():
-    st.error(f"{root} is not a folder. Give the HOI-Edit benchmark folder (the shipped demo is {DEMO}; "
-             "`python -m engines.hoi demo` writes it).")
-    st.stop()
+    root_text = st.text_input("Benchmark folder", DEMO, key="hoi-root",
+                              help="datasets/hoi/<name>: a folder of the data folder with the two HOI-Edit annotation "
+                                   "JSONs, images/L1L2 and images/L3, and each method's edits in "
+                                   f"<method>_frames/<split>/<key> (upstream's layout); {DEMO}: the shipped demo.")
 try:
-    workspace = cached_workspace(str(root.resolve()), folder_stamp(root))
-except BenchmarkFormatError as exc:
+    root = benchmark_folder(root_text)
+except FileRefused as exc:
+    st.error(f"{exc} A benchmark is the shipped demo ({DEMO}) or a folder registered under "
+             f"datasets/hoi/ ({area_folder('datasets', 'hoi')}).")
+    st.stop()
+layers = hoi_jobs.result_layers(root)
+try:
+    workspace = cached_workspace(str(root), tuple(map(str, layers)), folder_stamp([root, *layers]))
+except (BenchmarkFormatError, MethodsFileError) as exc:
     st.error(f"The benchmark does not read: {exc}")
     st.stop()
 for problem in workspace.problems:
@@ -169,7 +177,7 @@ with arena_tab:
     log = None
     if source == FOLDER_VOTES:
         if not workspace.votes_path.is_file():
-            st.info(f"No votes in {workspace.votes_path}.")
+            st.info(f"No votes in {shown(root)}/{browse.VOTES_FILE}.")
         else:
             try:
                 log = read_votes(workspace.votes_path)
@@ -194,9 +202,10 @@ with arena_tab:
         st.plotly_chart(plots.votes_over_time_figure(list(log)), key="hoi-votes-figure")
 
 with run_tab:
-    st.caption("Both run as background jobs and write into this benchmark folder: HOI-Eval's records "
-               "(records/<method>.json), and for SCPE the method's chosen frames, frame strips and traces. The "
-               "tabs above show them when the job is done, also after a reload.")
+    st.caption(f"Both run as background jobs on {shown(root)}, which they only read: each writes into its own result "
+               "folder HOI-Eval's records (records/<method>.json), and for SCPE the method's chosen frames, frame "
+               "strips and traces. The tabs above show them with the benchmark when the job is done, also after a "
+               "reload.")
     with st.form("hoi-evaluate"):
         st.markdown("**Evaluate a method with HOI-Eval**")
         left, middle, right = st.columns(3)
@@ -205,15 +214,21 @@ with run_tab:
         judge = middle.selectbox("VLM judge", backends.names("judge"), key="hoi-eval-judge",
                                  help="offline: the demo's pixel reader; openai: an OpenAI-compatible endpoint")
         grounder = right.selectbox("Grounder", backends.names("grounder"), key="hoi-eval-grounder")
-        left, right = st.columns(2)
+        left, middle, right = st.columns(3)
         base_url = left.text_input("Endpoint (openai judge)", "", key="hoi-eval-url",
                                    placeholder="http://localhost:8000/v1")
-        model = right.text_input("Model (openai judge)", "", key="hoi-eval-model", placeholder="Qwen2.5-VL-7B-Instruct")
+        model = middle.text_input("Model (openai judge)", "", key="hoi-eval-model",
+                                  placeholder="Qwen2.5-VL-7B-Instruct")
+        key_variable = right.text_input("API key variable (openai judge)", "", key="hoi-eval-key",
+                                        placeholder="HAI_API_KEY_OPENAI",
+                                        help="The name of a server variable declared for API keys (HAI_API_KEY_*), "
+                                             "never the key itself.")
         if st.form_submit_button("Start the evaluation"):
-            options = {k: v for k, v in (("base_url", base_url.strip()), ("model", model.strip())) if v}
+            options = {k: v for k, v in (("base_url", base_url.strip()), ("model", model.strip()),
+                                         ("api_key_env", key_variable.strip())) if v}
             try:
                 job_id = jobqueue.submit_job(hoi_jobs.EVALUATE, {
-                    "benchmark": str(root), "method": method, "judge": judge, "grounder": grounder,
+                    "benchmark": shown(root), "method": method, "judge": judge, "grounder": grounder,
                     "judge_options": options if judge != "offline" else {}}, submitted_by=identity.user_id)
             except jobqueue.JobError as exc:
                 st.error(str(exc))
@@ -222,9 +237,11 @@ with run_tab:
     with st.form("hoi-scpe"):
         st.markdown("**SCPE with an image-to-video model**")
         left, middle, right = st.columns(3)
-        i2v_role = left.selectbox("I2V model", backends.names("i2v"), key="hoi-scpe-i2v",
-                                  help="offline: the demo's drawn animation; gradio: a `python -m engines.hoi serve` "
-                                       "endpoint; diffusers: a local pipeline (a GPU machine)")
+        i2v_roles = backends.names("i2v")
+        i2v_role = left.selectbox("I2V model", i2v_roles, index=i2v_roles.index(hoi_jobs.DEFAULT_I2V),
+                                  key="hoi-scpe-i2v",
+                                  help="offline: the demo's drawn animation (runs anywhere); gradio: a `python -m "
+                                       "engines.hoi serve` endpoint; diffusers: a local pipeline (a GPU machine)")
         url = middle.text_input("Gradio URL (gradio)", "", key="hoi-scpe-url", placeholder="http://gpu-box:7861")
         name = right.text_input("Save as method", "scpe", key="hoi-scpe-method")
         left, middle, right = st.columns(3)
@@ -236,7 +253,7 @@ with run_tab:
             i2v = {"role": i2v_role, **({"url": url.strip()} if i2v_role == "gradio" and url.strip() else {})}
             try:
                 job_id = jobqueue.submit_job(hoi_jobs.SCPE, {
-                    "benchmark": str(root), "i2v": i2v, "method": name.strip(), "epochs": int(epochs),
+                    "benchmark": shown(root), "i2v": i2v, "method": name.strip(), "epochs": int(epochs),
                     "retries": int(retries), "limit": int(limit) or None}, submitted_by=identity.user_id)
             except jobqueue.JobError as exc:
                 st.error(str(exc))

@@ -29,12 +29,15 @@ from engines.attribution.baselines import attribute
 from engines.attribution.env import TaskConfig, dataset
 from engines.attribution.iss import iss
 from engines.attribution.nmr import nmr_value
+from engines.attribution.paths import output_path, policy_folder, shown
 from engines.attribution.policies import ReachPolicy, load_policy, torch_policy
 from engines.attribution.policy_set import RHOS, SEEDS, SHIPPED_DIR, policy_file
 from engines.attribution.train import TrainConfig, evaluate, train_policy
+from engines.platform.files import echo
 
 METHODS = ("iss", "iss_contrast", "occlusion", "feature_ablation", "rise", "saliency", "integrated_gradients",
            "grad_cam")
+SHIPPED_EXPERIMENT = SHIPPED_DIR.parent / "experiment.json"  # the shipped run (its regeneration command's --out)
 QUICK = {"rhos": (0.0, 1.0), "seeds": (0, 1), "frames": 160, "epochs": 1, "nmr_frames": 1, "n_masks": 20,
          "episodes": 5, "methods": ("iss", "iss_contrast", "occlusion"), "permutations": 100, "bootstrap": 100}
 
@@ -59,7 +62,7 @@ class ExperimentConfig:
     def __post_init__(self) -> None:
         unknown = [m for m in self.methods if m not in METHODS]
         if unknown:
-            raise ValueError(f"unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}")
+            raise ValueError(f"unknown method {echo(unknown[0])}; choose from {', '.join(METHODS)}")
         if len(self.rhos) * len(self.seeds) < 3:
             raise ValueError("a correlation needs at least 3 policies (rhos x seeds)")
 
@@ -105,6 +108,15 @@ def _policy(rho: float, seed: int, config: ExperimentConfig, task: TaskConfig) -
     return trained.model, "trained"
 
 
+def _stored_config(config: ExperimentConfig) -> dict:
+    """The config as a result file keeps it: the policy folder relative to its owned folder
+    (``shipped/attribution/policies``), never a path of the machine that ran it."""
+    stored = asdict(config)
+    if config.policy_dir is not None:
+        stored["policy_dir"] = shown(config.policy_dir)
+    return stored
+
+
 def run_experiment(config: ExperimentConfig, task: TaskConfig = TaskConfig(),
                    progress: Callable[[float, str], None] | None = None) -> dict:
     """Every policy's NMR per method and its OOD figures, then the correlations across policies."""
@@ -142,7 +154,7 @@ def run_experiment(config: ExperimentConfig, task: TaskConfig = TaskConfig(),
                + ("n/a" if headline.get("rho") is None else
                   f"{headline['rho']:.2f} (p = {headline['p_permutation']:.3f})")
                + f" in {time.perf_counter() - started:.0f} s")
-    return {"config": asdict(config), "policies": policies, "correlations": correlations,
+    return {"config": _stored_config(config), "policies": policies, "correlations": correlations,
             "seconds": round(time.perf_counter() - started, 1), "summary": summary}
 
 
@@ -161,7 +173,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=None)
     parser.add_argument("--methods", nargs="+", default=None, choices=METHODS)
     parser.add_argument("--n-masks", type=int, default=None)
-    parser.add_argument("--out", type=Path, default=None, help="also write the result as JSON here")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="also write the result as JSON here: in a folder under datasets/attribution/ of the "
+                             "data folder, or assets/attribution/experiment.json (the shipped run)")
 
 
 def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
@@ -174,16 +188,17 @@ def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
     if args.train or args.quick:
         policy_dir = None
     else:
-        policy_dir = args.policy_dir or str(SHIPPED_DIR)
+        policy_dir = str(policy_folder(args.policy_dir)) if args.policy_dir else str(SHIPPED_DIR)
     return ExperimentConfig(policy_dir=policy_dir, **base)
 
 
 def run(args: argparse.Namespace) -> dict:
     """Correlate in-distribution NMR with out-of-distribution error and success across policies."""
+    # Checked before the run, not after: a registered data set's folder, a job's, or the shipped run itself.
+    out = output_path(args.out, what="--out", shipped=SHIPPED_EXPERIMENT) if args.out is not None else None
     result = run_experiment(config_from_args(args))
-    if args.out is not None:
+    if out is not None:
         import json
 
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+        out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
     return result

@@ -9,10 +9,10 @@ masks; each baseline's map is scored with NMR@k like upstream's comparison table
 
 from __future__ import annotations
 
-import io
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -26,12 +26,13 @@ from engines.attribution.iss import iss
 from engines.attribution.nmr import NMRValue, chance_level, nmr, nmr_value, nmr_with_interval
 from engines.attribution.policies import ReachPolicy, torch_policy
 from engines.attribution.replacements import replacement
+from engines.platform.files import owned_path
 
-MAX_UPLOAD_PIXELS = 4096 * 4096  # larger images are refused before decoding (a decompression bomb)
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 
 
 class ImageFileError(ValueError):
-    """An uploaded image that cannot be read; the message names the file."""
+    """An image that cannot be read; the message names the file."""
 
 
 @dataclass
@@ -67,26 +68,24 @@ def scene_frame(rho: float, seed: int, cue: str = "normal", task: TaskConfig = T
                  f"reaching task, rho={rho:g}, scene {seed}, cue {cue}")
 
 
-def image_frame(data: bytes, name: str, size: int = 64) -> Frame:
-    """An uploaded picture (PNG, JPEG, ...) as a frame of the policy's input size; no relevance mask.
+def image_frame(path: str | Path, label: str, size: int = 64) -> Frame:
+    """A picture (an upload kept by ``store_upload``, which checked it is a PNG or JPEG within the
+    pixel limit) as a frame of the policy's input size; no relevance mask. ``label`` names it.
 
     Raises:
-        ImageFileError: not an image Pillow can read, or too large to decode safely.
+        FileRefused: ``path`` is not an image file inside the folders the app owns.
+        ImageFileError: not an image Pillow can read.
     """
     from PIL import Image, UnidentifiedImageError
 
+    path = owned_path(path, what="the frame's image", suffixes=IMAGE_SUFFIXES)
     try:
-        with Image.open(io.BytesIO(data)) as opened:
-            if opened.width * opened.height > MAX_UPLOAD_PIXELS:
-                raise ImageFileError(f"{name}: {opened.width} x {opened.height} pixels is too large "
-                                     f"(at most {MAX_UPLOAD_PIXELS:,} pixels)")
+        with Image.open(path) as opened:
             picture = opened.convert("RGB").resize((size, size), Image.Resampling.BILINEAR)
     except (UnidentifiedImageError, OSError, ValueError) as exc:
-        if isinstance(exc, ImageFileError):
-            raise
-        raise ImageFileError(f"{name}: not an image file Pillow can read ({type(exc).__name__})") from None
+        raise ImageFileError(f"{label}: not an image file Pillow can read ({type(exc).__name__})") from None
     image = np.asarray(picture, dtype=np.float32).transpose(2, 0, 1) / 255.0
-    return Frame(image, None, None, f"uploaded {name}, resized to {size} x {size}")
+    return Frame(image, None, None, f"uploaded {label}, resized to {size} x {size}")
 
 
 def explain_frame(model: ReachPolicy, frame: Frame, *, baselines: tuple[str, ...] = (), grid: int = 7,

@@ -2,7 +2,8 @@
 
 The same functions the command line calls, in the job queue, with progress: a policy trained
 here lands in the job's folder as ``policy.pt`` (with its ``policy.json``), an experiment's
-result as ``experiment.json``.
+result as ``experiment.json``. A job writes only there (never into the shipped assets), and a
+job's result file is opened only from a job's result folder (``engines.attribution.paths``).
 """
 
 from __future__ import annotations
@@ -14,16 +15,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from engines.attribution.experiment import METHODS, ExperimentConfig, run_experiment
+from engines.attribution.experiment import METHODS, SHIPPED_EXPERIMENT, ExperimentConfig, run_experiment
+from engines.attribution.paths import POLICY_SUFFIXES, result_file, shown
 from engines.attribution.policies import parameter_count, save_policy, torch_policy
 from engines.attribution.policy_set import SHIPPED_DIR
 from engines.attribution.train import TrainConfig, evaluate, train_policy
+from engines.platform.files import FileRefused, echo, loads_json
 from engines.platform.jobqueue import JobContext, get_job, list_jobs, register_job
 from engines.platform.models import Job
 
 TRAIN, EXPERIMENT = "attribution.train", "attribution.experiment"
-# The experiment on the shipped policies, as `python -m engines.attribution experiment --out` wrote it.
-SHIPPED_EXPERIMENT = SHIPPED_DIR.parent / "experiment.json"
 
 
 class TrainParams(BaseModel):
@@ -81,7 +82,7 @@ class ExperimentParams(BaseModel):
     def _known(cls, value: list[str]) -> list[str]:
         unknown = [m for m in value if m not in METHODS]
         if unknown:
-            raise ValueError(f"unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}")
+            raise ValueError(f"unknown method {echo(unknown[0])}; choose from {', '.join(METHODS)}")
         return value
 
     @model_validator(mode="after")
@@ -109,10 +110,19 @@ def attribution_jobs(*, limit: int = 20) -> list[Job]:
     return list_jobs(kinds=[TRAIN, EXPERIMENT], limit=limit)
 
 
+def _job_file(job: Job, *, what: str, suffixes: tuple[str, ...]) -> Path | None:
+    """The file a finished job's ``result_path`` names, in a job's result folder; None when it is not
+    there any more or lies anywhere else (``engines.attribution.paths.result_file``)."""
+    try:
+        return result_file((job.result or {}).get("result_path") or "", what=what, suffixes=suffixes)
+    except FileRefused:
+        return None
+
+
 def finished_training_jobs(*, limit: int = 50) -> list[Job]:
     """Finished ``attribution.train`` jobs whose policy file is still there, newest first."""
     return [job for job in list_jobs(kind=TRAIN, limit=limit)
-            if job.status == "succeeded" and job.result and Path(job.result.get("result_path", "")).is_file()]
+            if job.status == "succeeded" and _job_file(job, what="the job's policy", suffixes=POLICY_SUFFIXES)]
 
 
 def read_experiment(job_id: int | None) -> dict:
@@ -122,12 +132,11 @@ def read_experiment(job_id: int | None) -> dict:
         ValueError: the job is not a finished experiment, or its result file is gone.
     """
     if job_id is None:
-        return json.loads(SHIPPED_EXPERIMENT.read_text(encoding="utf-8"))
+        return loads_json(SHIPPED_EXPERIMENT.read_text(encoding="utf-8"), where=shown(SHIPPED_EXPERIMENT))
     job = get_job(job_id)
     if job.kind != EXPERIMENT or job.status != "succeeded" or not job.result:
         raise ValueError(f"job #{job_id} is not a finished attribution experiment")
-    path = job.result.get("result_path", "")
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError:
-        raise ValueError(f"job #{job_id}: its result file {path} is gone") from None
+    path = _job_file(job, what="the experiment's result", suffixes=(".json",))
+    if path is None:
+        raise ValueError(f"job #{job_id}: its result file is gone")
+    return loads_json(path.read_text(encoding="utf-8"), where=shown(path))

@@ -56,29 +56,39 @@ class PolicyFileError(ValueError):
     """Weights that cannot be the built-in architecture; the message says what is wrong."""
 
 
-def load_policy(path: str | Path, *, device: str | torch.device = "cpu") -> tuple[ReachPolicy, dict]:
-    """The policy of ``path`` and its sidecar. Weights are read as tensors only (``weights_only=True``):
-    a file that holds code is refused, never run.
+def load_policy(path: str | Path, *, label: str | None = None,
+                device: str | torch.device = "cpu") -> tuple[ReachPolicy, dict]:
+    """The policy of ``path`` and its sidecar (``<name>.json`` beside it, when there is one).
+
+    ``path`` must be a ``.pt``/``.pth`` file inside the folders the app owns
+    (``engines.attribution.paths.policy_path``): a shipped policy, a job's, or an upload kept by
+    ``store_upload``. Weights are read as tensors only (``weights_only=True``): a file that holds
+    code is refused, never run. ``label`` names the file in messages (an upload's own name).
 
     Raises:
+        FileRefused: a path outside the owned folders, or not a weights file there.
         PolicyFileError: not a weights file, or tensors of other names or shapes than the architecture's.
     """
-    path = Path(path)
+    from engines.attribution.paths import policy_path
+    from engines.platform.files import loads_json, owned_path
+
+    path = policy_path(path)
+    name = label or path.name
     sidecar_path = path.with_suffix(".json")
-    meta = json.loads(sidecar_path.read_text(encoding="utf-8")) if sidecar_path.exists() else {}
-    return _load(path, path.name, meta, device), meta
-
-
-def load_policy_bytes(data: bytes, name: str, *, device: str | torch.device = "cpu") -> tuple[ReachPolicy, dict]:
-    """A policy from the bytes of an uploaded weights file (no sidecar: the default architecture);
-    ``name`` is the file's name for the messages. Raises ``PolicyFileError`` as ``load_policy``."""
-    import io
-
-    return _load(io.BytesIO(data), name, {}, device), {}
+    meta = {}
+    if sidecar_path.exists():
+        sidecar_path = owned_path(sidecar_path, what="the policy's sidecar", suffixes=(".json",))
+        meta = loads_json(sidecar_path.read_text(encoding="utf-8"), where=f"{name}'s sidecar {sidecar_path.name}")
+        if not isinstance(meta, dict):
+            raise PolicyFileError(f"{name}: its sidecar {sidecar_path.name} is not a JSON object")
+    return _load(path, name, meta, device), meta
 
 
 def _load(source, name: str, meta: dict, device) -> ReachPolicy:
-    model = ReachPolicy(int(meta.get("horizon", 4)), int(meta.get("action_dim", 2)), int(meta.get("width", 24)))
+    try:
+        model = ReachPolicy(int(meta.get("horizon", 4)), int(meta.get("action_dim", 2)), int(meta.get("width", 24)))
+    except (TypeError, ValueError):
+        raise PolicyFileError(f"{name}: its sidecar's horizon, action_dim and width must be whole numbers") from None
     try:
         state = torch.load(source, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - pickle errors, truncated files, code: all are "not weights"

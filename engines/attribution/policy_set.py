@@ -34,14 +34,26 @@ def policy_file(directory: str | Path, rho: float, seed: int) -> Path:
 
 def shipped_policies(directory: str | Path = SHIPPED_DIR) -> list[dict]:
     """The report's rows of a policy set (rho, seed, file, evaluation, ...), each with its ``path``;
-    empty when the folder holds no report."""
-    import json
+    empty when the folder holds no report.
 
-    report = Path(directory) / "report.json"
+    The set's folder and each row's ``file`` (relative to the folder) resolve through
+    ``engines.attribution.paths``: a report cannot name a file outside the folders the app owns.
+
+    Raises:
+        FileRefused: the folder, or a file a row names, is not one the app opens.
+    """
+    from engines.attribution.paths import policy_folder, policy_path
+    from engines.platform.files import FileRefused, loads_json
+
+    directory = policy_folder(directory)
+    report = directory / "report.json"
     if not report.exists():
         return []
-    rows = json.loads(report.read_text(encoding="utf-8"))["policies"]
-    return [{**row, "path": str(Path(directory) / row["file"])} for row in rows]
+    data = loads_json(report.read_text(encoding="utf-8"), where=str(report.name))
+    rows = data.get("policies") if isinstance(data, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(row, dict) and isinstance(row.get("file"), str) for row in rows):
+        raise FileRefused(f"{report.name}: expected {{\"policies\": [{{\"file\": ..., ...}}, ...]}}")
+    return [{**row, "path": str(policy_path(row["file"], base=directory))} for row in rows]
 
 
 def _train_one(rho: float, seed: int, frames: int, epochs: int, episodes: int, out_dir: str) -> dict:
@@ -121,7 +133,9 @@ def report_markdown(report: dict) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     train = TrainConfig()
-    parser.add_argument("--out-dir", type=Path, default=SHIPPED_DIR, help="where the weights and REPORT.md go")
+    parser.add_argument("--out-dir", type=Path, default=SHIPPED_DIR,
+                        help="where the weights and REPORT.md go: the shipped set (default), or a folder under "
+                             "datasets/attribution/ of the data folder")
     parser.add_argument("--rhos", type=float, nargs="+", default=list(RHOS))
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     parser.add_argument("--frames", type=int, default=train.frames)
@@ -151,6 +165,8 @@ def _command_line(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> dict:
     """Train the shipped set of reaching policies (each rho x seed) and write their report."""
+    from engines.attribution.paths import output_path
+
     for rho in args.rhos:
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"--rhos: every rho is a probability in [0, 1], got {rho:g}")
@@ -165,7 +181,8 @@ def run(args: argparse.Namespace) -> dict:
               + ", ".join(f"{cue} {e[cue]['success']:.0%}" for cue in CUE_MODES)
               + f" ({row['train_seconds']:.0f} s)", file=sys.stderr, flush=True)
 
-    report = train_set(args.out_dir, tuple(args.rhos), tuple(args.seeds), frames=frames, epochs=epochs,
+    out_dir = output_path(args.out_dir, what="--out-dir", shipped=SHIPPED_DIR)
+    report = train_set(out_dir, tuple(args.rhos), tuple(args.seeds), frames=frames, epochs=epochs,
                        episodes=episodes, workers=args.workers, progress=progress, command=_command_line(args))
     return {**report, "summary": f"{len(report['policies'])} policies in {report['seconds']:.0f} s -> "
-                                 f"{args.out_dir / 'REPORT.md'}"}
+                                 f"{out_dir / 'REPORT.md'}"}

@@ -151,14 +151,22 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=defaults.epochs)
     parser.add_argument("--quick", action="store_true", help="a small run for tests: 400 frames, 2 epochs")
     parser.add_argument("--episodes", type=int, default=100, help="closed-loop episodes per evaluation")
-    parser.add_argument("--out", type=Path, required=True, help="weights file to write (a .json sidecar beside it)")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="weights file to write (a .json sidecar beside it), in a folder under "
+                             "datasets/attribution/ of the data folder")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run_train(args: argparse.Namespace) -> dict:
     """Train a reaching policy by behaviour cloning and evaluate it in and out of distribution."""
+    from engines.attribution.paths import POLICY_SUFFIXES, output_path
+    from engines.platform.files import FileRefused, echo
+
     frames, epochs = (400, 2) if args.quick else (args.frames, args.epochs)
     config = TrainConfig(rho=args.rho, seed=args.seed, frames=frames, epochs=epochs)
+    out = output_path(args.out, what="--out")  # checked before the minutes of training
+    if out.suffix.lower() not in POLICY_SUFFIXES:
+        raise FileRefused(f"--out: {echo(out.name)} is not a .pt or .pth file")
     bar = None
     if not args.no_progress:
         from tqdm.auto import tqdm
@@ -177,8 +185,8 @@ def run_train(args: argparse.Namespace) -> dict:
     scores = evaluate(torch_policy(result.model), config.rho, episodes=episodes, frames=64 if args.quick else 256)
     meta = {"train": asdict(config), "final_loss": result.losses[-1], "train_seconds": round(result.seconds, 1),
             "parameters": parameter_count(result.model), "evaluation": scores, "episodes": episodes}
-    save_policy(result.model, args.out, meta)
-    return {**meta, "path": str(args.out),
+    save_policy(result.model, out, meta)
+    return {**meta, "path": str(out),
             "summary": (f"rho={config.rho} seed={config.seed}: loss {result.losses[-1]:.4f}, success in "
                         f"distribution {scores['normal']['success']:.0%}, cue random {scores['random']['success']:.0%}, "
-                        f"no cue {scores['none']['success']:.0%} ({result.seconds:.0f} s) -> {args.out}")}
+                        f"no cue {scores['none']['success']:.0%} ({result.seconds:.0f} s) -> {out}")}

@@ -31,7 +31,10 @@ Modules, one job each:
   a scene changes (instruction language, HOI-Eval's questions, motion, an editor's mistakes);
 - ``offline_reading``, ``offline`` and ``offline_generation``: the offline defaults on the drawn
   scenes (reading pixels; grounder and judge; editors, I2V and refiner);
-- ``methods``: a benchmark folder's methods (``<method>_frames`` and ``methods.json``);
+- ``methods``: a benchmark folder's methods (``<method>_frames`` and ``methods.json``), also read
+  over the result folders of the jobs run on it (``method_sources``);
+- ``folders``: which folders the area reads benchmarks and files from and writes outputs to (the
+  platform's path policy);
 - ``demo_data`` and ``demo``: the synthetic benchmark in upstream's format and the shipped demo;
 - ``arena``, ``votes`` and ``ratings``: the arena's anonymous side-swapped pairs for participants
   (``studies/hoi_arena``), the vote log and its reader; Elo and Bradley–Terry ratings with bootstrap intervals

@@ -6,7 +6,9 @@ HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``, commit ``4022133``; ``shared/spe
 GroundingDINO (box threshold 0.3, text threshold 0.25) plus SAM2.1 tracking.
 
 - **judge** ``openai``: any OpenAI-compatible chat-completions endpoint that takes images (vLLM,
-  Ollama, llama.cpp server, a hosted API), through ``engines.platform.chat``. Images travel as
+  Ollama, llama.cpp server, a hosted API), through ``engines.platform.chat``; its ``base_url`` must
+  be an endpoint the server allows and its key comes only from a declared variable
+  (``api_key_env``, default ``HAI_API_KEY_OPENAI``), checked before any request. Images travel as
   base64 PNG data URLs in the message content, after the prompt, as upstream sends its parts.
   The prompts follow upstream's: the interaction check (``perform_vqa_on_pair``), the QA question
   (``run_question_answering.answer_question``), the identity match with its rubric
@@ -36,7 +38,6 @@ from __future__ import annotations
 
 import base64
 import io
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,7 +57,12 @@ from engines.hoi.roles import (
     register,
 )
 from engines.platform.chat import BackendError, ChatBackend, OpenAICompatibleBackend
+from engines.platform.credentials import API_KEY_PREFIX, api_key
+from engines.platform.endpoints import check_endpoint_url
+from engines.platform.files import echo
 
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_KEY_VARIABLE = f"{API_KEY_PREFIX}OPENAI"  # a declared API-key variable (engines.platform.credentials)
 JUDGE_TEMPERATURE = 0.1  # upstream's HOI-check, QA, analyzer and frame choice
 QUESTION_TEMPERATURE = 0.3  # upstream's frame-selection call 1, which writes a question
 JSON_ONLY = "Reply with one JSON object only: no Markdown, no text before or after it."
@@ -215,7 +221,7 @@ def parse_frame_choice(text: str, n_frames: int, *, action_type: str = "dynamic"
     try:
         number = int(str(obj.get("best_frame_index")).strip())
     except ValueError:
-        raise JudgeReplyError(f"best_frame_index is not a frame number ({obj.get('best_frame_index')!r}) "
+        raise JudgeReplyError(f"best_frame_index is not a frame number ({echo(obj.get('best_frame_index'))}) "
                               f"in the reply: {text[:200]!r}") from None
     if not 1 <= number <= n_frames:
         raise JudgeReplyError(f"best_frame_index {number} is not between 1 and {n_frames}: {text[:200]!r}")
@@ -326,24 +332,38 @@ def _number(value: Any, name: str, kind: type) -> Any:
     try:
         return kind(value)
     except (TypeError, ValueError):
-        raise ValueError(f"option {name} must be a {kind.__name__}, got {value!r}") from None
+        raise ValueError(f"option {name} must be a {kind.__name__}, got {echo(value)}") from None
 
 
 def _true(value: Any) -> bool:
     return value if isinstance(value, bool) else str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
+def chat_endpoint(role: str, model: str, base_url: str, api_key_env: str | None, timeout: float | str) -> ChatBackend:
+    """The OpenAI-compatible backend of ``role``, once its URL and key variable are allowed.
+
+    Both are checked before anything is sent: ``base_url`` must be an endpoint the server allows
+    (``HAI_ENDPOINT_HOSTS``), and the key is read only from a declared variable (``HAI_API_KEY_*``
+    or one listed in ``HAI_API_KEY_VARIABLES``; none sent when it is unset, as a local server needs).
+
+    Raises:
+        ValueError: (``EndpointRefused``, ``SecretRefused``) naming ``role.base_url`` or ``role.api_key_env``.
+    """
+    check_endpoint_url(base_url, field=f"{role}.base_url")
+    key = api_key(api_key_env, field=f"{role}.api_key_env")
+    return OpenAICompatibleBackend(base_url, model, key, timeout=_number(timeout, "timeout", float))
+
+
 @register("judge", "openai")
-def openai_judge(model: str | None = None, base_url: str = "https://api.openai.com/v1",
-                 api_key_env: str = "OPENAI_API_KEY", temperature: float | str = JUDGE_TEMPERATURE,
+def openai_judge(model: str | None = None, base_url: str = DEFAULT_BASE_URL,
+                 api_key_env: str | None = DEFAULT_KEY_VARIABLE, temperature: float | str = JUDGE_TEMPERATURE,
                  max_tokens: int | str = 1024, timeout: float | str = 120.0, chat: ChatBackend | None = None) -> ChatJudge:
-    """An OpenAI-compatible multimodal endpoint as the judge; the API key is read from the
-    environment variable named ``api_key_env`` (none sent when it is unset, as a local server needs)."""
+    """An OpenAI-compatible multimodal endpoint as the judge (:func:`chat_endpoint`: an allowed
+    ``base_url``, the key from the declared variable ``api_key_env``)."""
     if chat is None:
         if not model:
             raise ValueError("the openai judge needs a model name: model=NAME (--option judge.model=NAME)")
-        chat = OpenAICompatibleBackend(base_url, model, os.environ.get(api_key_env) or None,
-                                       timeout=_number(timeout, "timeout", float))
+        chat = chat_endpoint("judge", model, base_url, api_key_env, timeout)
     return ChatJudge(chat, f"openai:{model or 'chat'}", temperature=_number(temperature, "temperature", float),
                      max_tokens=_number(max_tokens, "max_tokens", int))
 
@@ -578,13 +598,12 @@ class ChatRefiner:
 
 
 @register("refiner", "openai")
-def openai_refiner(model: str | None = None, base_url: str = "https://api.openai.com/v1",
-                   api_key_env: str = "OPENAI_API_KEY", max_tokens: int | str = 1024, timeout: float | str = 120.0,
-                   chat: ChatBackend | None = None) -> ChatRefiner:
-    """An OpenAI-compatible chat endpoint as SCPE's prompt refiner (the key from ``api_key_env``)."""
+def openai_refiner(model: str | None = None, base_url: str = DEFAULT_BASE_URL,
+                   api_key_env: str | None = DEFAULT_KEY_VARIABLE, max_tokens: int | str = 1024,
+                   timeout: float | str = 120.0, chat: ChatBackend | None = None) -> ChatRefiner:
+    """An OpenAI-compatible chat endpoint as SCPE's prompt refiner (:func:`chat_endpoint`)."""
     if chat is None:
         if not model:
             raise ValueError("the openai refiner needs a model name: model=NAME")
-        chat = OpenAICompatibleBackend(base_url, model, os.environ.get(api_key_env) or None,
-                                       timeout=_number(timeout, "timeout", float))
+        chat = chat_endpoint("refiner", model, base_url, api_key_env, timeout)
     return ChatRefiner(chat, f"openai:{model or 'chat'}", max_tokens=_number(max_tokens, "max_tokens", int))

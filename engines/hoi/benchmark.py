@@ -57,6 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engines.platform.files import echo
+
 SPLITS = ("L1L2", "L3")
 LEVELS = ("L1", "L2", "L3")
 ANNOTATION_FILES = {
@@ -88,8 +90,8 @@ class BenchmarkFormatError(ValueError):
                  field: str | None = None) -> None:
         self.problem, self.path, self.key, self.field = problem, path, key, field
         where = [str(path)] if path is not None else []
-        where += [f"key {key!r}"] if key is not None else []
-        where += [f"field {field!r}"] if field else []
+        where += [f"key {echo(key)}"] if key is not None else []
+        where += [f"field {echo(field)}"] if field else []
         super().__init__(f"{', '.join(where)}: {problem}" if where else problem)
 
 
@@ -136,7 +138,7 @@ def level_of(tag: str) -> str:
     """``"L1"``, ``"L2"`` or ``"L3"`` from a tag's prefix; ``ValueError`` for any other prefix."""
     level = tag.split("-", 1)[0]
     if level not in LEVELS or not tag.startswith(f"{level}-"):
-        raise ValueError(f"tag {tag!r} does not start with L1-, L2- or L3-")
+        raise ValueError(f"tag {echo(tag)} does not start with L1-, L2- or L3-")
     return level
 
 
@@ -175,7 +177,7 @@ def _text(record: dict, where: _Where, name: str, *, required: bool = True) -> s
         return None
     value = record[name]
     if not isinstance(value, str):
-        raise where.error(name, f"expected text, got {value!r}")
+        raise where.error(name, f"expected text, got {echo(value)}")
     return value
 
 
@@ -184,10 +186,10 @@ def _box(value: Any, where: _Where, name: str) -> Box:
     if not isinstance(value, list | tuple) or len(value) != 4 or not all(
         isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in value
     ):
-        raise where.error(name, f"expected a box [x1, y1, x2, y2] of four numbers, got {value!r}")
+        raise where.error(name, f"expected a box [x1, y1, x2, y2] of four numbers, got {echo(value)}")
     x1, y1, x2, y2 = value
     if x2 < x1 or y2 < y1:
-        raise where.error(name, f"box {list(value)!r} ends before it starts (needs x1 <= x2 and y1 <= y2)")
+        raise where.error(name, f"box {echo(list(value))} ends before it starts (needs x1 <= x2 and y1 <= y2)")
     return (x1, y1, x2, y2)
 
 
@@ -202,7 +204,7 @@ def _tool(record: dict, where: _Where, notes: list[str]) -> tuple[str | None, Bo
         try:
             raw = json.loads(raw)
         except json.JSONDecodeError:
-            raise where.error("tool_bboxes", f"expected a box [x1, y1, x2, y2], got the text {raw!r}") from None
+            raise where.error("tool_bboxes", f"expected a box [x1, y1, x2, y2], got the text {echo(raw)}") from None
         notes.append("tool_bboxes written as text")
     if isinstance(raw, list) and len(raw) == 1 and isinstance(raw[0], list):
         raw = raw[0]  # one box in a list of boxes
@@ -226,7 +228,7 @@ def _tags(record: dict, where: _Where, notes: list[str]) -> tuple[list[str], str
     elif isinstance(raw, list) and all(isinstance(tag, str) for tag in raw):
         tags = [tag.strip() for tag in raw if tag.strip()]
     else:
-        raise where.error(name, f"expected comma-separated tags, got {raw!r}")
+        raise where.error(name, f"expected comma-separated tags, got {echo(raw)}")
     for tag in tags:
         try:
             level_of(tag)
@@ -252,9 +254,9 @@ def _questions(record: dict, where: _Where) -> tuple[str, ...]:
     if isinstance(raw, list):
         for i, question in enumerate(raw):
             if not isinstance(question, str):
-                raise where.error(f"question_v6[{i}]", f"expected text, got {question!r}")
+                raise where.error(f"question_v6[{i}]", f"expected text, got {echo(question)}")
         return tuple(question.strip() for question in raw if question.strip())
-    raise where.error("question_v6", f"expected a list of questions, a question or \"\", got {raw!r}")
+    raise where.error("question_v6", f"expected a list of questions, a question or \"\", got {echo(raw)}")
 
 
 def _item(record: Any, where: _Where, split: str, image_path: Path | None, *, looked_for_image: bool) -> BenchmarkItem:
@@ -314,7 +316,7 @@ def read_annotations(path: str | Path, split: str, *, image_root: str | Path | N
         BenchmarkFormatError: naming the file, the item's key and the field.
     """
     if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r} (one of {', '.join(SPLITS)})")
+        raise ValueError(f"unknown split {echo(split)} (one of {', '.join(SPLITS)})")
     path = Path(path)
     data = _read_json(path)
     if not isinstance(data, dict):
@@ -342,7 +344,7 @@ def _read_json(path: Path) -> Any:
         return json.loads(text, object_pairs_hook=_no_repeated_names)
     except _RepeatedName as exc:
         # json.loads would keep the last of two items of one key silently.
-        raise BenchmarkFormatError(f"the name {exc.name!r} appears twice in one JSON object (an item key "
+        raise BenchmarkFormatError(f"the name {echo(exc.name)} appears twice in one JSON object (an item key "
                                    "or a field given twice)", path=path) from None
     except json.JSONDecodeError as exc:
         raise BenchmarkFormatError(f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
@@ -408,7 +410,7 @@ class Benchmark:
         try:
             return self.by_split.get(split, {})[key]
         except KeyError:
-            raise KeyError(f"no item {key!r} in split {split}") from None
+            raise KeyError(f"no item {echo(key)} in split {split}") from None
 
     def split_counts(self) -> dict[str, int]:
         """Items per split read."""
@@ -428,7 +430,7 @@ class Benchmark:
 
 def _check_split(split: str) -> None:
     if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r} (one of {', '.join(SPLITS)})")
+        raise ValueError(f"unknown split {echo(split)} (one of {', '.join(SPLITS)})")
 
 
 def load_benchmark(root: str | Path) -> Benchmark:

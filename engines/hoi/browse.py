@@ -16,6 +16,7 @@ import json
 import math
 import statistics
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from PIL import Image
 
 from engines.hoi.benchmark import LEVELS, Benchmark, BenchmarkItem, load_benchmark
 from engines.hoi.drawing import scale_box
-from engines.hoi.methods import method_folders, read_methods
+from engines.hoi.methods import method_sources
 from engines.hoi.scoring import (
     PAPER_COLUMNS,
     EvalRecord,
@@ -80,23 +81,24 @@ class Workspace:
         return self.root / VOTES_FILE
 
 
-def open_workspace(root: str | Path) -> Workspace:
+def open_workspace(root: str | Path, layers: Sequence[str | Path] = ()) -> Workspace:
     """Read a benchmark folder: items (:func:`~engines.hoi.benchmark.load_benchmark`), the methods
     with edits in it, and their records and scores where ``records/<method>.json`` exists.
+
+    ``layers`` are folders in the same layout read over it, oldest first (the result folders of the
+    jobs run on this benchmark, :func:`engines.hoi.methods.method_sources`): their methods are
+    added, and their records replace older ones.
 
     A records file that does not read is reported in ``problems`` (file, key and field) and that
     method is shown unscored; the benchmark itself must read (its errors raise)."""
     benchmark = load_benchmark(root)
     root = benchmark.root
-    described = read_methods(root)
     methods: dict[str, Method] = {}
-    for name, folder in method_folders(root).items():
-        info = described.get(name, {})
-        records_path = root / "records" / f"{name}.json"
-        methods[name] = Method(name=name, frames_dir=folder, kind=info.get("kind", "image_edit"),
+    for name, source in method_sources([root, *layers]).items():
+        info = source.entry
+        methods[name] = Method(name=name, frames_dir=source.frames_dir, kind=info.get("kind", "image_edit"),
                                label=info.get("label", name), description=info.get("description", ""),
-                               offline=bool(info.get("offline", False)),
-                               records_path=records_path if records_path.is_file() else None)
+                               offline=bool(info.get("offline", False)), records_path=source.records_path)
     workspace = Workspace(benchmark=benchmark, methods=methods)
     for name, method in methods.items():
         if method.records_path is None:

@@ -1,5 +1,8 @@
 """The HOI-Edit area's commands: score a method's evaluation records, rate methods from arena votes.
 
+Every path they are given resolves through ``engines.hoi.folders``: what they read lies in the
+folders the app owns, what they write goes under the data folder's ``datasets/`` or ``jobs/``.
+
 Each is ``add_*_arguments(parser)`` / ``run_*(args) -> dict`` for ``engines.platform.area_cli``.
 """
 
@@ -24,10 +27,12 @@ def _row(row) -> dict:
 def run_score(args: argparse.Namespace) -> dict:
     """HOI-Eval's scores per split, tag and level, and the paper's table, for each method."""
     from engines.hoi.benchmark import load_benchmark
+    from engines.hoi.folders import benchmark_folder, input_file
     from engines.hoi.scoring import score_files
 
-    benchmark = load_benchmark(args.benchmark)
-    scored = score_files(benchmark, args.records)
+    benchmark = load_benchmark(benchmark_folder(args.benchmark, what="--benchmark"))
+    records = [input_file(path, what="--records", suffixes=(".json",)) for path in args.records]
+    scored = score_files(benchmark, records)
     methods = {}
     for method, scores in scored.items():
         methods[method] = {
@@ -60,10 +65,11 @@ def run_ratings(args: argparse.Namespace) -> dict:
     """Ratings of the methods from pairwise votes, with bootstrap intervals and the win-rate matrix."""
     import json
 
+    from engines.hoi.folders import input_file
     from engines.hoi.ratings import rate, win_rate_matrix
     from engines.hoi.votes import read_votes
 
-    log = read_votes(args.votes)
+    log = read_votes(input_file(args.votes, what="--votes", suffixes=(".jsonl", ".json")))
     ratings = rate(log, args.method, rounds=args.rounds, seed=args.seed)
     result = json.loads(ratings.to_json())
     matrix = win_rate_matrix(log)
@@ -83,7 +89,10 @@ def add_arena_votes_arguments(parser: argparse.ArgumentParser) -> None:
 def run_arena_votes(args: argparse.Namespace) -> dict:
     """Every stored vote of an arena study as JSONL, for ``ratings --votes``."""
     from engines.hoi.arena import export_votes
+    from engines.hoi.folders import output_path
 
-    n = export_votes(args.study, args.out).count(b"\n")
+    out = output_path(args.out, what="--out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    n = export_votes(args.study, out).count(b"\n")
     return {"study": args.study, "out": str(args.out), "votes": n,
             "summary": f"{n} votes of study {args.study} written to {args.out}"}

@@ -101,8 +101,30 @@ def build_demo(root: str | Path = DEMO_DIR, *, seed: int = 0, items_per_tag: int
             "votes": len(votes), "seconds": round(time.perf_counter() - started, 1)}
 
 
+def demo_folder(path: str | Path) -> Path:
+    """Where ``demo --out`` may write (the folder is replaced): the shipped demo itself (to regenerate
+    it), or a new folder under the data folder's ``datasets/hoi/`` or ``jobs/``; an existing folder
+    there only when it holds a benchmark (never a folder of other things).
+
+    Raises:
+        FileRefused: anywhere else, naming the path.
+    """
+    from engines.hoi.benchmark import ANNOTATION_FILES
+    from engines.hoi.folders import FileRefused, output_path
+
+    if Path(path).expanduser().resolve() == DEMO_DIR.resolve():
+        return DEMO_DIR
+    target = output_path(path, what="--out")
+    if target.exists() and not any((target / name).is_file() for name in ANNOTATION_FILES.values()):
+        raise FileRefused(f"--out: {target.name!r} exists and is not a benchmark folder; the demo replaces its "
+                          "folder, so give a new one")
+    return target
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=DEMO_DIR, help="the demo folder (replaced)")
+    parser.add_argument("--out", type=Path, default=DEMO_DIR,
+                        help="the demo folder (replaced): the shipped demo, or a new folder under datasets/hoi/ "
+                             "of the data folder")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--items-per-tag", type=int, default=3, help="items drawn per recipe (14 recipes)")
 
@@ -111,7 +133,7 @@ def run(args: argparse.Namespace) -> dict:
     """The shipped demo: benchmark, offline methods, SCPE, HOI-Eval records and simulated votes."""
     import sys
 
-    result = build_demo(args.out, seed=args.seed, items_per_tag=args.items_per_tag,
+    result = build_demo(demo_folder(args.out), seed=args.seed, items_per_tag=args.items_per_tag,
                         progress=lambda line: print(line, file=sys.stderr, flush=True))
     l1 = {m: t[0].get("I") for m, t in result["paper_tables"].items()}
     ranked = ", ".join(f"{m} {v:.3f}" for m, v in sorted(l1.items(), key=lambda kv: -(kv[1] or 0)))

@@ -73,6 +73,7 @@ from engines.hoi.judge_replies import (
 )
 from engines.hoi.roles import Box, Grounder, VLMJudge
 from engines.hoi.scoring import compute_scores, normalize_question, parse_records
+from engines.platform.files import echo
 
 # Upstream's GroundingDINO settings (inference_on_multi_image_eval_optimized.py).
 PERSON_PROMPT = "human"
@@ -315,7 +316,7 @@ def _read_existing(out: Path, method: str) -> dict[str, dict[str, dict]]:
                          "judge every item again with resume=False (--fresh), or move the file away") from None
     parse_records(data, path=out)  # the file must read as records before any of it is kept
     if data["method"].strip() != method:
-        raise ValueError(f"{out}: holds the records of method {data['method']!r}, not {method!r}")
+        raise ValueError(f"{out}: holds the records of method {echo(data['method'])}, not {method!r}")
     return {split: dict(data.get(split) or {}) for split in SPLITS}
 
 
@@ -442,12 +443,14 @@ def _result(benchmark: Benchmark, method: str, out: Path | None, records: dict[s
 
 def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--benchmark", type=Path, required=True,
-                        help="the folder with the two upstream annotation JSONs and images/L1L2, images/L3")
+                        help="the folder with the two upstream annotation JSONs and images/L1L2, images/L3: "
+                             "datasets/hoi/<name> of the data folder, or shipped/hoi/demo")
     parser.add_argument("--method", required=True, help="the method's name (written in the records)")
     parser.add_argument("--outputs", type=Path, default=None,
                         help="the method's edits, <split>/<key> (default: <benchmark>/<method>_frames)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="the records file (default: <benchmark>/records/<method>.json)")
+                        help="the records file (default: <benchmark>/records/<method>.json); under datasets/ or "
+                             "jobs/ of the data folder, never in the shipped assets")
     parser.add_argument("--grounder", default="offline", help="the grounder's registered name")
     parser.add_argument("--judge", default="offline", help="the VLM judge's registered name")
     parser.add_argument("--option", action="append", default=[], metavar="ROLE.KEY=VALUE",
@@ -465,7 +468,7 @@ def role_options(pairs: Sequence[str]) -> dict[str, dict[str, str]]:
         name, sep, value = pair.partition("=")
         role, dot, key = name.strip().partition(".")
         if not sep or not dot or not key or role not in options:
-            raise ValueError(f"a role option is grounder.KEY=VALUE or judge.KEY=VALUE, got {pair!r}")
+            raise ValueError(f"a role option is grounder.KEY=VALUE or judge.KEY=VALUE, got {echo(pair)}")
         options[role][key] = value
     return options
 
@@ -477,16 +480,17 @@ def _register_roles() -> None:
 
 def run_evaluate(args: argparse.Namespace) -> dict:
     """Judge a method's edited images with HOI-Eval and write its records (resumable)."""
+    from engines.hoi.folders import benchmark_folder, input_folder, output_path
     from engines.hoi.roles import make
 
     _register_roles()
+    root = benchmark_folder(args.benchmark, what="--benchmark")
+    outputs = input_folder(args.outputs if args.outputs is not None else root / f"{args.method}_frames",
+                           what="--outputs (the method's edits, <split>/<key>)")
+    out = output_path(args.out if args.out is not None else root / "records" / f"{args.method}.json", what="--out")
     options = role_options(args.option)
     grounder = make("grounder", args.grounder, **options["grounder"])
     judge = make("judge", args.judge, **options["judge"])
-    outputs = args.outputs if args.outputs is not None else args.benchmark / f"{args.method}_frames"
-    if not outputs.is_dir():
-        raise ValueError(f"{outputs}: no such folder of the method's edits (<split>/<key>)")
-    out = args.out if args.out is not None else args.benchmark / "records" / f"{args.method}.json"
     bar = None
     if not args.no_progress:
         from tqdm.auto import tqdm
@@ -499,7 +503,7 @@ def run_evaluate(args: argparse.Namespace) -> dict:
             bar.update(done - bar.n)
 
     try:
-        result = evaluate_method(args.benchmark, args.method, outputs, grounder, judge, progress=progress, out=out,
+        result = evaluate_method(root, args.method, outputs, grounder, judge, progress=progress, out=out,
                                  resume=not args.fresh, limit=args.limit)
     finally:
         if bar is not None:

@@ -61,6 +61,8 @@ from typing import Any
 from PIL import Image
 
 from engines.hoi.roles import make, register
+from engines.platform.endpoints import EndpointRefused, check_endpoint_url
+from engines.platform.files import echo
 
 TASKS = ("i2v", "edit")
 ROLES = ("diffusers", "gradio", "offline")
@@ -104,7 +106,7 @@ class GenerationConfigError(ValueError):
     def __init__(self, field_name: str | None, problem: str, source: str | None = None) -> None:
         self.field_name, self.problem, self.source = field_name, problem, source
         where = f"{source}: " if source else ""
-        super().__init__(f"{where}field {field_name!r} {problem}" if field_name else f"{where}{problem}")
+        super().__init__(f"{where}field {echo(field_name)} {problem}" if field_name else f"{where}{problem}")
 
     def located(self, source: str) -> GenerationConfigError:
         """The same error, said of ``source`` (a file path or a role's name)."""
@@ -121,27 +123,27 @@ class PipelineLoadError(GenerationConfigError):
 def _whole(name: str, value: Any, minimum: int) -> None:
     # bool is an int in Python, but ``"height": true`` is a mistake, not 1.
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
-        raise GenerationConfigError(name, f"must be a whole number >= {minimum}, got {value!r}")
+        raise GenerationConfigError(name, f"must be a whole number >= {minimum}, got {echo(value)}")
 
 
 def _number(name: str, value: Any, minimum: float) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum):
-        raise GenerationConfigError(name, f"must be a number >= {minimum}, got {value!r}")
+        raise GenerationConfigError(name, f"must be a number >= {minimum}, got {echo(value)}")
 
 
 def _text(name: str, value: Any, *, required: bool = False) -> None:
     if (value is None and required) or (value is not None and (not isinstance(value, str) or not value.strip())):
-        raise GenerationConfigError(name, f"must be non-empty text, got {value!r}")
+        raise GenerationConfigError(name, f"must be non-empty text, got {echo(value)}")
 
 
 def _flag(name: str, value: Any) -> None:
     if not isinstance(value, bool):
-        raise GenerationConfigError(name, f"must be true or false, got {value!r}")
+        raise GenerationConfigError(name, f"must be true or false, got {echo(value)}")
 
 
 def _choice(name: str, value: Any, choices: tuple[str, ...] | list[str]) -> None:
     if value not in choices:
-        raise GenerationConfigError(name, f"must be one of {', '.join(map(repr, choices))}, got {value!r}")
+        raise GenerationConfigError(name, f"must be one of {', '.join(map(repr, choices))}, got {echo(value)}")
 
 
 def _task(value: Any) -> None:
@@ -158,7 +160,7 @@ def _from_dict(cls, data: Any, source: str, **defaults: Any):
     known = [f.name for f in fields(cls)]
     unknown = sorted(set(data) - set(known))
     if unknown:
-        raise GenerationConfigError(unknown[0], f"is not a field of a {data.get('role', cls.role)!r} config; "
+        raise GenerationConfigError(unknown[0], f"is not a field of a {echo(data.get('role', cls.role))} config; "
                                                 f"its fields are {', '.join(known)}", source)
     values = {**{key: value for key, value in defaults.items() if value is not None}, **data}
     required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
@@ -217,13 +219,13 @@ class DiffusersConfig:
             self.task = spec.task
         _task(self.task)
         if self.task != spec.task:
-            raise GenerationConfigError("task", f"is {self.task!r} but pipeline {self.pipeline!r} "
-                                                f"({spec.class_name}) does {spec.task!r}")
+            raise GenerationConfigError("task", f"is {echo(self.task)} but pipeline {echo(self.pipeline)} "
+                                                f"({spec.class_name}) does {echo(spec.task)}")
         _text("model", self.model, required=True)
         _choice("dtype", self.dtype, DTYPES)
         if self.device is not None and not (isinstance(self.device, str) and _DEVICE.match(self.device)):
             raise GenerationConfigError("device", 'must be "auto", "cpu", "cuda", "cuda:N" or "mps", '
-                                                  f"got {self.device!r}")
+                                                  f"got {echo(self.device)}")
         _whole("num_inference_steps", self.num_inference_steps, 1)
         _whole("height", self.height, 8)
         _whole("width", self.width, 8)
@@ -234,12 +236,12 @@ class DiffusersConfig:
         _text("variant", self.variant)
         if not isinstance(self.call_options, dict) or not all(isinstance(key, str) for key in self.call_options):
             raise GenerationConfigError("call_options", "must be an object of argument names, "
-                                                        f"got {self.call_options!r}")
+                                                        f"got {echo(self.call_options)}")
         for name in self.call_options:
             if name in _SET_BY_THE_ROLE:
-                raise GenerationConfigError("call_options", f"may not set {name!r}: the role sets it on every call")
+                raise GenerationConfigError("call_options", f"may not set {echo(name)}: the role sets it on every call")
             if name in _CALL_FIELDS:
-                raise GenerationConfigError("call_options", f"sets {name!r}, which is a field of its own; "
+                raise GenerationConfigError("call_options", f"sets {echo(name)}, which is a field of its own; "
                                                             "set it there")
 
     @property
@@ -278,12 +280,16 @@ class GradioConfig:
         _task(self.task)
         if not isinstance(self.url, str) or not re.match(r"^https?://[^\s/]+", self.url):
             raise GenerationConfigError("url", f'must be an http(s) address such as "http://127.0.0.1:7861", '
-                                               f"got {self.url!r}")
+                                               f"got {echo(self.url)}")
+        try:
+            check_endpoint_url(self.url, field="url")  # the server's allowed hosts, before any request
+        except EndpointRefused as refused:
+            raise GenerationConfigError(None, str(refused)) from None
         if self.api_name is None:
             self.api_name = DEFAULT_API_NAMES[self.task]
         if not isinstance(self.api_name, str) or not re.match(r"^/\w+$", self.api_name):
             raise GenerationConfigError("api_name", 'must be an endpoint name such as "/generate", '
-                                                    f"got {self.api_name!r}")
+                                                    f"got {echo(self.api_name)}")
         _number("timeout_s", self.timeout_s, 0.001)
 
     @property
@@ -375,18 +381,18 @@ def load_generation_config(source: str | Path | Mapping[str, Any], *, task: str 
                                           f"got {type(data).__name__}", label)
     role = data.get("role")
     if role not in _CONFIG_CLASSES:
-        raise GenerationConfigError("role", f"must be one of {', '.join(map(repr, ROLES))}, got {role!r}", label)
+        raise GenerationConfigError("role", f"must be one of {', '.join(map(repr, ROLES))}, got {echo(role)}", label)
     if task is not None:
         _choice("task", task, TASKS)
         if data.get("task", task) != task:
-            raise GenerationConfigError("task", f"is {data['task']!r} but {task!r} is needed here", label)
+            raise GenerationConfigError("task", f"is {echo(data['task'])} but {echo(task)} is needed here", label)
     return _CONFIG_CLASSES[role].from_dict(data, label, task=task)
 
 
 def require_task(config: GenerationConfig, task: str, source: str) -> GenerationConfig:
     """``config`` itself when it does ``task``; else :class:`GenerationConfigError` said of ``source``."""
     if config.task != task:
-        raise GenerationConfigError("task", f"is {config.task!r} but {task!r} is needed here", source)
+        raise GenerationConfigError("task", f"is {echo(config.task)} but {echo(task)} is needed here", source)
     return config
 
 
@@ -419,7 +425,7 @@ def check_call_arguments(config: DiffusersConfig, accepted: frozenset[str]) -> N
             raise GenerationConfigError(name, f"is not an argument of {class_name}{hint}")
     for name in config.call_options:
         if name not in accepted:
-            raise GenerationConfigError("call_options", f"sets {name!r}, which is not an argument of {class_name}")
+            raise GenerationConfigError("call_options", f"sets {echo(name)}, which is not an argument of {class_name}")
 
 
 def call_arguments(config: DiffusersConfig, accepted: frozenset[str], *, image: Image.Image, prompt: str,
@@ -471,7 +477,7 @@ def load_pipeline(config: DiffusersConfig) -> Any:
         else:
             why = ("it is neither a local folder nor in the Hugging Face cache, and the config does not allow "
                    'downloads (add "allow_download": true to fetch it, e.g. ' f"{spec.examples})")
-        raise PipelineLoadError("model", f"{config.model!r} does not load: {why}") from exc
+        raise PipelineLoadError("model", f"{echo(config.model)} does not load: {why}") from exc
     if config.offload:
         pipe.enable_model_cpu_offload(device=device)
     else:
@@ -504,7 +510,7 @@ class DiffusersVideoGenerator(_DiffusersRole):
 
         The pipeline may round ``num_frames`` to a count its VAE decodes (Wan: 4k + 1)."""
         if isinstance(num_frames, bool) or not isinstance(num_frames, int) or num_frames < 1:
-            raise ValueError(f"num_frames must be a whole number >= 1, got {num_frames!r}")
+            raise ValueError(f"num_frames must be a whole number >= 1, got {echo(num_frames)}")
         arguments = call_arguments(self.config, self.accepted, image=_rgb(image), prompt=prompt, seed=seed,
                                    num_frames=num_frames)
         with self._lock:

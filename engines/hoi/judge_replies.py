@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from engines.platform.files import echo
+
 
 class JudgeReplyError(ValueError):
     """A judge reply that does not parse; the message says what is missing and quotes the reply."""
@@ -116,7 +118,7 @@ def parse_match(text: str) -> Match:
         try:
             best_id = int(digits.group()) if digits else int(best)
         except (TypeError, ValueError):
-            raise JudgeReplyError(f"best_match_id is not a candidate number ({best!r}) in the reply: "
+            raise JudgeReplyError(f"best_match_id is not a candidate number ({echo(best)}) in the reply: "
                                   f"{text[:200]!r}") from None
     return Match(best_id, identity, quality, similarity, str(obj.get("reasoning", "")))
 
@@ -139,7 +141,7 @@ def match_fields(entity: str, reply: str) -> dict:
     """Upstream's ``<entity>_identity_score``, ``_quality_score``, ``_similarity`` (entity:
     "subject" or "object") from the match reply, or ``<entity>_similarity_error``."""
     if entity not in ("subject", "object"):
-        raise ValueError(f"entity must be 'subject' or 'object', got {entity!r}")
+        raise ValueError(f"entity must be 'subject' or 'object', got {echo(entity)}")
     try:
         match = parse_match(reply)
     except JudgeReplyError as error:

@@ -4,12 +4,20 @@ Upstream keeps each model's edits in ``data/<model>_frames/{L1L2,L3}/<key>`` (HO
 ``shared/specs/hoi_edit.md`` §2). This project adds ``methods.json`` beside them:
 ``{method: {"kind": "image_edit" | "i2v", "label": ..., "offline": bool, "description": ...}}``,
 read by the page, the arena and the demo generator alike.
+
+A benchmark folder is read-only while the app runs: a job writes its methods' edits, records and
+``methods.json`` into its own result folder, in the same layout, and ``method_sources`` reads the
+benchmark and those folders as one (the newest folder wins).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from engines.platform.files import echo
 
 METHODS_FILE = "methods.json"
 FRAMES_SUFFIX = "_frames"  # upstream data/<model>_frames/<split>/<key>
@@ -34,10 +42,10 @@ def read_methods(root: str | Path) -> dict[str, dict]:
     methods = {}
     for method, entry in data.items():
         if not isinstance(entry, dict):
-            raise MethodsFileError(f"{path}: method {method!r}: expected an object, got {entry!r}")
+            raise MethodsFileError(f"{path}: method {echo(method)}: expected an object, got {echo(entry)}")
         label = entry.get("label", method)
         if not isinstance(label, str) or not label.strip():
-            raise MethodsFileError(f"{path}: method {method!r}: field 'label' must be non-empty text, got {label!r}")
+            raise MethodsFileError(f"{path}: method {echo(method)}: field 'label' must be non-empty text, got {echo(label)}")
         methods[method] = {**entry, "label": label.strip()}
     return methods
 
@@ -46,7 +54,7 @@ def write_method(root: str | Path, name: str, entry: dict) -> None:
     """List a method in ``<root>/methods.json`` (kind "image_edit" or "i2v", label, offline,
     description), keeping the methods already listed."""
     if entry.get("kind") not in ("image_edit", "i2v"):
-        raise ValueError(f"method {name!r}: kind must be 'image_edit' or 'i2v', got {entry.get('kind')!r}")
+        raise ValueError(f"method {echo(name)}: kind must be 'image_edit' or 'i2v', got {echo(entry.get('kind'))}")
     listed = read_methods(root)
     listed[name] = {"kind": entry["kind"], "label": entry.get("label", name), "offline": bool(entry.get("offline")),
                     "description": entry.get("description", "")}
@@ -65,3 +73,38 @@ def method_folders(root: str | Path) -> dict[str, Path]:
                 if path.is_dir() and len(path.name) > len(FRAMES_SUFFIX):
                     folders.setdefault(path.name[: -len(FRAMES_SUFFIX)], path)
     return folders
+
+
+@dataclass(frozen=True)
+class MethodSource:
+    """Where a method's files are, over a benchmark and the job folders read with it."""
+
+    frames_dir: Path
+    records_path: Path | None = None  # records/<method>.json, from the frames' folder or a newer one
+    entry: dict = field(default_factory=dict)  # its methods.json entry (kind, label, offline, description)
+
+
+def method_sources(roots: Sequence[str | Path]) -> dict[str, MethodSource]:
+    """Each method found in ``roots`` (a benchmark folder, then job result folders, oldest first).
+
+    A later folder's ``<method>_frames`` replaces an earlier one's (with the records beside it, if
+    any: older records judged other edits); a later ``records/<method>.json`` alone (an evaluation
+    job) replaces the records only. ``methods.json`` entries merge, the later's fields winning.
+    """
+    found: dict[str, MethodSource] = {}
+    for root in map(Path, roots):
+        described = read_methods(root)
+        frames = method_folders(root)
+        for name, folder in frames.items():
+            records = root / "records" / f"{name}.json"
+            entry = found[name].entry if name in found else {}
+            found[name] = MethodSource(folder, records if records.is_file() else None, entry)
+        records_dir = root / "records"
+        if records_dir.is_dir():
+            for records in sorted(records_dir.glob("*.json")):
+                if records.stem in found and records.stem not in frames and records.is_file():
+                    found[records.stem] = replace(found[records.stem], records_path=records)
+        for name, entry in described.items():
+            if name in found:
+                found[name] = replace(found[name], entry={**found[name].entry, **entry})
+    return found

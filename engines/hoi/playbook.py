@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from engines.hoi.roles import PlaybookOperation
+from engines.platform.files import echo
 
 SECTIONS = ("strategies", "templates", "pitfalls")
 OPERATION_TYPES = ("ADD",)  # the only operation upstream's merger applies
@@ -128,15 +129,15 @@ def as_operation(value: PlaybookOperation | Mapping[str, Any], where: str = "ope
     elif isinstance(value, Mapping):
         kind, section, content = value.get("type", "ADD"), value.get("section"), value.get("content")
     else:
-        raise PlaybookFormatError(f"{where}: expected {{type, section, content}}, got {value!r}")
+        raise PlaybookFormatError(f"{where}: expected {{type, section, content}}, got {echo(value)}")
     if not isinstance(kind, str) or kind.strip().upper() not in OPERATION_TYPES:
-        raise PlaybookFormatError(f"{where}: unknown operation type {kind!r} (upstream's merger applies "
+        raise PlaybookFormatError(f"{where}: unknown operation type {echo(kind)} (upstream's merger applies "
                                   f"only {', '.join(OPERATION_TYPES)})")
     if section not in SECTIONS:
-        raise PlaybookFormatError(f"{where}: unknown section {section!r} (one of {', '.join(SECTIONS)})")
+        raise PlaybookFormatError(f"{where}: unknown section {echo(section)} (one of {', '.join(SECTIONS)})")
     if not isinstance(content, str) or not strip_id(content):
         raise PlaybookFormatError(f"{where}: the content of an {kind.upper()} to {section} is empty or not text "
-                                  f"({content!r})")
+                                  f"({echo(content)})")
     return PlaybookOperation(section=section, content=strip_id(content), type=kind.strip().upper())
 
 
@@ -151,7 +152,7 @@ class Playbook:
     def section(self, name: str) -> list[str]:
         """The entries of section ``name`` (the list itself: appending to it changes the playbook)."""
         if name not in SECTIONS:
-            raise PlaybookFormatError(f"unknown section {name!r} (one of {', '.join(SECTIONS)})")
+            raise PlaybookFormatError(f"unknown section {echo(name)} (one of {', '.join(SECTIONS)})")
         return getattr(self, name)
 
     def __len__(self) -> int:
@@ -244,11 +245,11 @@ class Playbook:
         for name in SECTIONS:
             raw = data.get(name, [])
             if not isinstance(raw, list):
-                raise PlaybookFormatError(f"{source}: section {name!r} must be a list of texts, got {type(raw).__name__}")
+                raise PlaybookFormatError(f"{source}: section {echo(name)} must be a list of texts, got {type(raw).__name__}")
             entries = []
             for i, entry in enumerate(raw):
                 if not isinstance(entry, str):
-                    raise PlaybookFormatError(f"{source}: {name}[{i}] must be text, got {entry!r}")
+                    raise PlaybookFormatError(f"{source}: {name}[{i}] must be text, got {echo(entry)}")
                 if strip_id(entry):
                     entries.append(strip_id(entry))
             sections[name] = entries

@@ -30,6 +30,8 @@ from typing import Protocol
 
 from PIL import Image
 
+from engines.platform.files import echo
+
 Box = tuple[float, float, float, float]  # [x1, y1, x2, y2] in the image's pixels, as upstream
 
 
@@ -174,12 +176,17 @@ def register(kind: str, name: str):
     return decorate
 
 
-def make(kind: str, name: str, **options):
-    """An instance of the role ``kind`` registered as ``name``, built with ``options``."""
+def factory(kind: str, name: str):
+    """The factory registered as ``name`` for the role ``kind`` (its parameters are the role's options)."""
     table = _table(kind)
     if name not in table:
-        raise ValueError(f"unknown {kind} {name!r}; choose one of {', '.join(sorted(table)) or '(none registered)'}")
-    return table[name](**options)
+        raise ValueError(f"unknown {kind} {echo(name)}; choose one of {', '.join(sorted(table)) or '(none registered)'}")
+    return table[name]
+
+
+def make(kind: str, name: str, **options):
+    """An instance of the role ``kind`` registered as ``name``, built with ``options``."""
+    return factory(kind, name)(**options)
 
 
 def names(kind: str) -> list[str]:

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from engines.hoi.benchmark import LEVELS, SPLITS, TAGS, Benchmark, BenchmarkItem, judged_by_interaction
+from engines.platform.files import echo
 
 # The scores of a record (upstream names), each a number in [0, 1] or null.
 SCORE_FIELDS = (
@@ -82,8 +83,8 @@ class RecordFormatError(ValueError):
         self.problem, self.path, self.split, self.key, self.field = problem, path, split, key, field
         where = [str(path)] if path is not None else []
         where += [split] if split else []
-        where += [f"key {key!r}"] if key is not None else []
-        where += [f"field {field!r}"] if field else []
+        where += [f"key {echo(key)}"] if key is not None else []
+        where += [f"field {echo(field)}"] if field else []
         super().__init__(f"{', '.join(where)}: {problem}" if where else problem)
 
 
@@ -345,7 +346,7 @@ def _score(record: dict, where: _Where, name: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
             or not 0.0 <= value <= 1.0:
-        raise where.error(name, f"expected a number in [0, 1] or null, got {value!r} (a judge reply that did "
+        raise where.error(name, f"expected a number in [0, 1] or null, got {echo(value)} (a judge reply that did "
                                 f"not parse is recorded as an *_error, never in place of a score)")
     return float(value)
 
@@ -353,7 +354,7 @@ def _score(record: dict, where: _Where, name: str) -> float | None:
 def _optional_text(record: dict, where: _Where, name: str) -> str | None:
     value = record.get(name)
     if value is not None and not isinstance(value, str):
-        raise where.error(name, f"expected text or null, got {value!r}")
+        raise where.error(name, f"expected text or null, got {echo(value)}")
     return value
 
 
@@ -367,22 +368,22 @@ def _qa(value: Any, where: _Where) -> tuple[QAAnswer, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise where.error("qa", f"expected a list of {{question, answer, confidence}}, got {value!r}")
+        raise where.error("qa", f"expected a list of {{question, answer, confidence}}, got {echo(value)}")
     answers: list[QAAnswer] = []
     for i, entry in enumerate(value):
         name = f"qa[{i}]"
         if not isinstance(entry, dict):
-            raise where.error(name, f"expected {{question, answer, confidence}}, got {entry!r}")
+            raise where.error(name, f"expected {{question, answer, confidence}}, got {echo(entry)}")
         question = entry.get("question")
         if not isinstance(question, str) or not question.strip():
-            raise where.error(f"{name}.question", f"expected the question's text, got {question!r}")
+            raise where.error(f"{name}.question", f"expected the question's text, got {echo(question)}")
         answer = entry.get("answer")
         if answer is not None and not isinstance(answer, str):
-            raise where.error(f"{name}.answer", f"expected text or null, got {answer!r}")
+            raise where.error(f"{name}.answer", f"expected text or null, got {echo(answer)}")
         confidence = entry.get("confidence")
         if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, int | float)
                                        or not math.isfinite(confidence) or not 0.0 <= confidence <= 1.0):
-            raise where.error(f"{name}.confidence", f"expected a number in [0, 1] or null, got {confidence!r}")
+            raise where.error(f"{name}.confidence", f"expected a number in [0, 1] or null, got {echo(confidence)}")
         error = entry.get("error")
         qa = QAAnswer(question=question, answer=answer,
                       confidence=None if confidence is None else float(confidence),
@@ -390,7 +391,7 @@ def _qa(value: Any, where: _Where) -> tuple[QAAnswer, ...]:
         earlier = next((a for a in answers if normalize_question(a.question) == normalize_question(question)), None)
         if earlier is not None and (earlier.answer, earlier.confidence, earlier.error) != (
                 qa.answer, qa.confidence, qa.error):
-            raise where.error(f"{name}.question", f"{question!r} is answered twice, differently")
+            raise where.error(f"{name}.question", f"{echo(question)} is answered twice, differently")
         if earlier is None:
             answers.append(qa)
     return tuple(answers)
@@ -402,7 +403,7 @@ def _record(value: Any, where: _Where) -> EvalRecord:
     mode = _optional_text(value, where, "processing_mode")
     alias = _optional_text(value, where, "mode")
     if mode is not None and alias is not None and mode != alias:
-        raise where.error("mode", f"{alias!r} differs from processing_mode {mode!r}")
+        raise where.error("mode", f"{echo(alias)} differs from processing_mode {echo(mode)}")
     scores = {name: _score(value, where, name) for name in SCORE_FIELDS}
     return EvalRecord(split=where.split, key=where.key, mode=mode if mode is not None else alias,
                       errors=_errors(value), qa=_qa(value.get("qa"), where), **scores)
@@ -423,7 +424,7 @@ def parse_records(data: Any, *, path: str | Path | None = None) -> MethodRecords
         raise top.error(unknown[0], f"unknown top-level field (expected method, {', '.join(SPLITS)})")
     method = data.get("method")
     if not isinstance(method, str) or not method.strip():
-        raise top.error("method", f"expected the method's name, got {method!r}")
+        raise top.error("method", f"expected the method's name, got {echo(method)}")
     by_split: dict[str, dict[str, EvalRecord]] = {}
     for split in SPLITS:
         section = data.get(split)
@@ -464,7 +465,7 @@ def score_files(benchmark: Benchmark, paths: Iterable[str | Path]) -> dict[str, 
     for path in paths:
         records = read_records(path)
         if records.method in out:
-            raise RecordFormatError(f"method {records.method!r} already read from another file",
+            raise RecordFormatError(f"method {echo(records.method)} already read from another file",
                                     path=path, field="method")
         out[records.method] = compute_scores(benchmark, records)
     return out

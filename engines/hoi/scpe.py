@@ -69,6 +69,7 @@ from engines.hoi.roles import (
     VLMJudge,
     make,
 )
+from engines.platform.files import echo
 
 # Upstream scpe/data/wan22_wrap_en.json: every prompt sent to the I2V model is wrapped so that
 # the camera stays still and nobody else enters the frame (the two failures the analyzer reports most).
@@ -133,15 +134,15 @@ class SCPEConfig:
         for name, least in (("epochs", 0), ("retries", 1), ("frames_sampled", 1), ("num_frames", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"SCPEConfig.{name} must be an integer >= {least}, got {value!r}")
+                raise ValueError(f"SCPEConfig.{name} must be an integer >= {least}, got {echo(value)}")
         if self.limit is not None and (isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1):
-            raise ValueError(f"SCPEConfig.limit must be None or an integer >= 1, got {self.limit!r}")
+            raise ValueError(f"SCPEConfig.limit must be None or an integer >= 1, got {echo(self.limit)}")
         for name in ("method_name", "baseline_method"):
             value = getattr(self, name)
             if (value is not None or name == "method_name") and not (
                     isinstance(value, str) and _METHOD_NAME.match(value)):
                 raise ValueError(f"SCPEConfig.{name} must be a folder-safe name (letters, digits, '_', '-', '.'), "
-                                 f"got {value!r}")
+                                 f"got {echo(value)}")
 
 
 @dataclass(frozen=True)
@@ -385,7 +386,7 @@ def _select(judge: VLMJudge, sampled: list[Image.Image], indices: list[int], ins
     valid = isinstance(reported, int) and not isinstance(reported, bool) and 0 <= reported < len(sampled)
     if not valid:
         selection.update(best_frame_index=0, selection_mode="invalid_index_fallback", reported_index=reported,
-                         error=f"frame index {reported!r} is outside 0..{len(sampled) - 1}")
+                         error=f"frame index {echo(reported)} is outside 0..{len(sampled) - 1}")
     selection.update(frame_index=indices[selection["best_frame_index"]], sampled_indices=indices, fallback=not valid)
     return selection
 
@@ -487,8 +488,8 @@ def _check_items(items: Sequence[BenchmarkItem]) -> None:
     for item in items:
         stem = (item.split, Path(item.key).stem)
         if stem in stems and stems[stem] != item.key:
-            raise ValueError(f"items {stems[stem]!r} and {item.key!r} of split {item.split} share the name "
-                             f"{stem[1]!r}: their strips and traces would overwrite each other")
+            raise ValueError(f"items {echo(stems[stem])} and {echo(item.key)} of split {item.split} share the name "
+                             f"{echo(stem[1])}: their strips and traces would overwrite each other")
         stems[stem] = item.key
 
 
@@ -502,11 +503,11 @@ def _image_name(item: BenchmarkItem) -> str:
 
 
 def _portable(path: Path) -> str:
-    """A path inside the project relative to it (a shipped run reads the same in any checkout)."""
-    from engines.platform.settings import REPO_ROOT
+    """A folder as its owned folder's relative name (``shipped/hoi/demo``, ``datasets/hoi/<name>``):
+    a run file carries no path of the machine that wrote it, and reads the same in any checkout."""
+    from engines.hoi.folders import shown
 
-    path = Path(path).resolve()
-    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+    return shown(path)
 
 
 def run_scpe(benchmark: Benchmark, items: Sequence[BenchmarkItem], i2v: I2VGenerator, judge: VLMJudge,
@@ -599,13 +600,15 @@ def _write_run(result: SCPEResult, roles: dict[str, str], benchmark: Benchmark, 
 def add_scpe_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = SCPEConfig()
     parser.add_argument("--benchmark", type=Path, required=True,
-                        help="the folder with the upstream annotation JSONs and images/<split>/<key>")
+                        help="the folder with the upstream annotation JSONs and images/<split>/<key>: "
+                             "datasets/hoi/<name> of the data folder, or shipped/hoi/demo")
     parser.add_argument("--i2v", type=Path, required=True,
                         help='a JSON file naming the I2V role and its options, e.g. {"role": "offline"} or '
                              '{"role": "gradio", "url": "http://gpu-box:7860"}')
     parser.add_argument("--out", type=Path, required=True,
-                        help="where <method>_frames, _strips, _traces, playbook.json and scpe_run.json go "
-                             "(the benchmark folder itself adds the method to it)")
+                        help="where <method>_frames, _strips, _traces, playbook.json and scpe_run.json go: a "
+                             "folder under datasets/hoi/ of the data folder (the benchmark's own folder adds the "
+                             "method to it)")
     parser.add_argument("--epochs", type=int, default=defaults.epochs,
                         help="learning epochs before the final pass (upstream README: 1; full_pipeline: 2)")
     parser.add_argument("--retries", type=int, default=defaults.retries,
@@ -642,7 +645,7 @@ def read_role_config(path: str | Path) -> tuple[str, dict[str, Any]]:
         raise ValueError(f'{path}: expected a JSON object such as {{"role": "offline"}}, got {type(data).__name__}')
     role = data.get("role")
     if not isinstance(role, str) or not role.strip():
-        raise ValueError(f'{path}: "role" must name a registered I2V role, got {role!r}')
+        raise ValueError(f'{path}: "role" must name a registered I2V role, got {echo(role)}')
     return role.strip(), {key: value for key, value in data.items() if key != "role"}
 
 
@@ -655,16 +658,19 @@ def _register_roles() -> None:
 def run_scpe_command(args: argparse.Namespace) -> dict:
     """Learn an SCPE playbook on a benchmark and edit its items with an I2V model and frame selection."""
     from engines.hoi.benchmark import load_benchmark
+    from engines.hoi.folders import benchmark_folder, input_file, output_path
 
     _register_roles()
     config = SCPEConfig(epochs=args.epochs, retries=args.retries, num_frames=args.num_frames, seed=args.seed,
                         method_name=args.method, limit=args.limit, baseline_method=args.baseline)
-    role, options = read_role_config(args.i2v)
+    benchmark = load_benchmark(benchmark_folder(args.benchmark))
+    out = output_path(args.out, what="--out")
+    role, options = read_role_config(input_file(args.i2v, what="--i2v", suffixes=(".json",)))
     i2v = make("i2v", role, **options)
     judge = make("judge", args.judge)
     refiner = make("refiner", args.refiner)
-    seed_playbook = load_playbook(args.playbook)
-    benchmark = load_benchmark(args.benchmark)
+    seed_playbook = load_playbook(None if args.playbook is None else
+                                  input_file(args.playbook, what="--playbook", suffixes=(".json",)))
     items = benchmark.items(args.split)
     bar = None
     if not args.no_progress:
@@ -678,7 +684,7 @@ def run_scpe_command(args: argparse.Namespace) -> dict:
             bar.update(done - bar.n)
             bar.set_postfix_str(message[-60:])
 
-    result = run_scpe(benchmark, items, i2v, judge, refiner, config, args.out, playbook=seed_playbook,
+    result = run_scpe(benchmark, items, i2v, judge, refiner, config, out, playbook=seed_playbook,
                       progress=progress)
     if bar is not None:
         bar.close()

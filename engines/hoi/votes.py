@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
+from engines.platform.files import echo
+
 Winner = Literal["model_a", "model_b", "tie", "tie (bothbad)"]
 WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
 TIES = ("tie", "tie (bothbad)")
@@ -55,18 +57,18 @@ class Vote:
 
     def __post_init__(self):
         if isinstance(self.tstamp, bool) or not isinstance(self.tstamp, int | float):
-            raise VoteFormatError(f"expected a number, got {self.tstamp!r}", field="tstamp")
+            raise VoteFormatError(f"expected a number, got {echo(self.tstamp)}", field="tstamp")
         for name in ("item_id", "model_a", "model_b"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value:
-                raise VoteFormatError(f"expected a non-empty string, got {value!r}", field=name)
+                raise VoteFormatError(f"expected a non-empty string, got {echo(value)}", field=name)
         if self.model_a == self.model_b:
-            raise VoteFormatError(f"model {self.model_a!r} is compared with itself", field="model_b")
+            raise VoteFormatError(f"model {echo(self.model_a)} is compared with itself", field="model_b")
         if self.winner not in WINNERS:
             expected = ", ".join(repr(w) for w in WINNERS)
-            raise VoteFormatError(f"unknown winner {self.winner!r} (expected one of {expected})", field="winner")
+            raise VoteFormatError(f"unknown winner {echo(self.winner)} (expected one of {expected})", field="winner")
         if not isinstance(self.anony, bool):
-            raise VoteFormatError(f"expected true or false, got {self.anony!r}", field="anony")
+            raise VoteFormatError(f"expected true or false, got {echo(self.anony)}", field="anony")
 
     @property
     def is_tie(self) -> bool:
@@ -137,7 +139,7 @@ def _vote_from_row(row: dict) -> Vote | None:
         return None
     models = _get(row, "models")
     if not isinstance(models, list) or len(models) != 2:
-        raise VoteFormatError(f"expected a list of two names, got {models!r}", field="models")
+        raise VoteFormatError(f"expected a list of two names, got {echo(models)}", field="models")
     if models[0] is None or models[1] is None:
         return None  # upstream skips these too
     states = row.get("states") or []

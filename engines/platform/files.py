@@ -83,10 +83,7 @@ def owned_path(path: str | Path, *, what: str, suffixes: Sequence[str] = (), fol
     raw = str(path)
     if not raw.strip() or "\x00" in raw:
         raise FileRefused(f"{what}: {echo(raw)} is not a path.")
-    candidate = Path(raw).expanduser()
-    if not candidate.is_absolute():
-        candidate = (base if base is not None else get_settings().data_dir) / candidate
-    resolved = candidate.resolve()  # follows every link: a link out of the folders is refused below
+    resolved = _resolved(raw, base)  # follows every link: a link out of the folders is refused below
     roots = [owned_folder(name).resolve() for name in folders]
     if not any(resolved.is_relative_to(root) and resolved != root for root in roots):
         names = ", ".join(folders)  # by name: a message shows no server paths
@@ -98,6 +95,47 @@ def owned_path(path: str | Path, *, what: str, suffixes: Sequence[str] = (), fol
     if not exists:
         article = "file" if kind == "file" else "folder"
         raise FileRefused(f"{what}: {echo(raw)} is not an existing {article}.")
+    return resolved
+
+
+def _resolved(raw: str | Path, base: Path | None) -> Path:
+    """``raw`` as an absolute path, links followed: a relative path starts from ``base``, or, without
+    one, from the data folder, except that ``shipped/...`` (as ``shown_path`` writes it) names ``assets/``."""
+    candidate = Path(raw).expanduser()
+    if not candidate.is_absolute():
+        if base is None and candidate.parts and candidate.parts[0] == "shipped":
+            candidate = owned_folder("shipped").joinpath(*candidate.parts[1:])
+        else:
+            candidate = (base if base is not None else get_settings().data_dir) / candidate
+    return candidate.resolve()
+
+
+def output_path(path: str | Path, *, what: str, folders: Iterable[Folder] = ("datasets", "jobs"),
+                regenerates: Path | None = None) -> Path:
+    """Where the app may write ``path`` (a file or a folder made later), resolved.
+
+    Its nearest existing folder, after links and ``..`` are resolved, must lie inside ``folders``
+    (default: the registered data sets and the job result folders); the shipped assets are
+    read-only while the app runs, except for the one shipped file or folder a regeneration command
+    names as ``regenerates``.
+
+    Raises:
+        FileRefused: the path leads anywhere else, or passes through a file.
+    """
+    raw = str(path)
+    if not raw.strip() or "\x00" in raw:
+        raise FileRefused(f"{what}: {echo(raw)} is not a path.")
+    resolved = _resolved(raw, None)
+    if regenerates is not None and resolved == Path(regenerates).resolve():
+        return resolved
+    existing = next(p for p in (resolved, *resolved.parents) if p.exists())
+    if existing != resolved and not existing.is_dir():
+        raise FileRefused(f"{what}: {echo(raw)} passes through a file, not a folder.")
+    folder = existing if existing.is_dir() else existing.parent
+    names = tuple(folders)
+    roots = [owned_folder(name).resolve() for name in names]
+    if not any(folder.is_relative_to(root) for root in roots):
+        raise FileRefused(f"{what}: {echo(raw)} is outside the folders the app writes to ({', '.join(names)}).")
     return resolved
 
 
@@ -152,4 +190,4 @@ def loads_json(text: str, *, where: str) -> Any:
 
 
 __all__ = ["ALL_FOLDERS", "ECHO_CHARS", "FileRefused", "Folder", "area_folder", "echo", "json_depth_problem",
-           "loads_json", "owned_folder", "owned_path", "shown_path"]
+           "loads_json", "output_path", "owned_folder", "owned_path", "shown_path"]

@@ -3,18 +3,20 @@
 The vote page shows the instruction, the original photo and edits A and B side by side, with
 upstream's four buttons (GenAI-Arena's "A is better", "B is better", "Tie", "Both are bad"); the
 button pressed is the answer. The methods' names are not among the vote page's template values at
-all; the next step (the reveal) names them under the same images, beside the stored vote.
+all; the next step (the reveal) names them under the same images, beside the stored vote. An
+image is opened only inside the benchmark folders the app owns (``engines.hoi.folders``).
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import streamlit as st
 
 from engines.hoi.arena import CHOICES
+from engines.hoi.folders import BENCHMARK_FOLDERS
 from engines.platform import runtime
+from engines.platform.files import FileRefused, owned_path
 from engines.platform.forms import field_specs
 from pages._ui import field_errors, register_step_renderer, submit_step_form
 
@@ -24,18 +26,28 @@ def plain(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|>~<])", r"\\\1", text)
 
 
+def _image(path: str, alt: str) -> None:
+    """One image of the pair, opened only inside a benchmark folder the app owns (a registered data
+    set, the shipped demo, a job's results): the path comes from the participant's stored plan.
+    Anything else is not shown, and the participant is told so without the server's path."""
+    try:
+        image = owned_path(path, what="an arena image", folders=BENCHMARK_FOLDERS)
+    except FileRefused:
+        st.warning("This image cannot be shown; please tell the researcher.")
+        return
+    st.image(image, width="stretch", alt=alt)
+
+
 def _images(tv: dict, captions: tuple[str, str]) -> None:
     instruction = tv["instruction"]
     original, edit_a, edit_b = st.columns(3, gap="medium")
     with original:
         st.markdown("**Original photo**")
-        st.image(Path(tv["source"]), width="stretch",
-                 alt=f"The original photo, before editing. Instruction: {instruction}")
+        _image(tv["source"], f"The original photo, before editing. Instruction: {instruction}")
     for column, side, caption, key in ((edit_a, "A", captions[0], "edit_a"), (edit_b, "B", captions[1], "edit_b")):
         with column:
             st.markdown(f"**{plain(caption)}**")
-            st.image(Path(tv[key]), width="stretch",
-                     alt=f"Edit {side}: the photo edited by an AI system following the instruction: {instruction}")
+            _image(tv[key], f"Edit {side}: the photo edited by an AI system following the instruction: {instruction}")
 
 
 @register_step_renderer("hoi_arena_battle", own_progress=True)

@@ -10,8 +10,10 @@ import pytest
 
 from engines.attribution import explain
 from engines.attribution.jobs import EXPERIMENT
-from engines.attribution.policies import PolicyFileError, ReachPolicy, load_policy_bytes, save_policy
+from engines.attribution.policies import PolicyFileError, ReachPolicy, load_policy, save_policy
 from engines.platform import jobqueue
+from engines.platform.files import area_folder
+from engines.platform.uploads import UploadRefused, store_upload
 from tests.apptest_driver import page_as
 
 PAGE = "attribution_heatmaps"
@@ -113,27 +115,80 @@ def test_a_policy_trained_by_a_job_can_be_picked(sqlite_db):
     assert "rho=0.5" in " ".join(c.value for c in at.caption)  # the scene follows the policy's rho
 
 
-def test_uploaded_weights_of_another_model_and_a_non_image_are_named_in_the_error(tmp_path):
-    import torch
-
-    torch.save({"layer.weight": torch.zeros(2)}, tmp_path / "other.pt")
-    with pytest.raises(PolicyFileError, match=r"^mine\.pt: these weights are not the reach-cnn-v1 policy"):
-        load_policy_bytes((tmp_path / "other.pt").read_bytes(), "mine.pt")
-    path = save_policy(ReachPolicy(), tmp_path / "good.pt", {})
-    model, meta = load_policy_bytes(path.read_bytes(), "good.pt")
-    assert meta == {} and isinstance(model, ReachPolicy)
-    with pytest.raises(explain.ImageFileError, match=r"^notes\.png: not an image file Pillow can read"):
-        explain.image_frame(b"plain text, not a picture", "notes.png")
-
-
-def test_an_uploaded_picture_becomes_a_frame_of_the_policy_input_size():
+def _png(size=(128, 96), color=(255, 0, 0)) -> bytes:
     import io
 
     from PIL import Image
 
     buffer = io.BytesIO()
-    Image.new("RGB", (128, 96), (255, 0, 0)).save(buffer, format="PNG")
-    frame = explain.image_frame(buffer.getvalue(), "red.png")
+    Image.new("RGB", size, color).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_an_uploaded_policy_and_image_are_stored_and_loaded_from_there(sqlite_db, tmp_path):
+    path = save_policy(ReachPolicy(), tmp_path / "good.pt", {})
+    at = page_as(PAGE, "researcher")
+    at.radio(key="attribution-policy-source").set_value("upload").run()
+    at.file_uploader(key="attribution-policy-file").upload("../../good.pt", path.read_bytes()).run()
+    at.radio(key="attribution-frame-source").set_value("image").run()
+    at.file_uploader(key="attribution-image").upload("red.png", _png()).run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert "Predicted first move" in _metrics(at)
+    assert "uploaded red.png, resized to 64 x 64" in " ".join(c.value for c in at.caption)
+    stored = sorted(p.suffix for p in area_folder("uploads", "attribution").iterdir())
+    assert stored == [".png", ".pt"]  # kept under server-chosen names, never the browser's
+    assert list(tmp_path.rglob("good.pt")) == [path]
+
+
+@pytest.mark.parametrize(("name", "data", "message"), [
+    ("empty.pt", b"", "empty.pt: the file is empty."),
+    ("code.pt", b"import os; os.system('x')", "code.pt: not a PyTorch weights file"),
+])
+def test_an_empty_or_false_weights_upload_is_a_clear_error_not_a_crash(sqlite_db, name, data, message):
+    at = page_as(PAGE, "researcher")
+    at.radio(key="attribution-policy-source").set_value("upload").run()
+    at.file_uploader(key="attribution-policy-file").upload(name, data).run()
+    assert not at.exception, at.exception
+    assert message in " ".join(e.value for e in at.error)
+    assert any("Choose a policy and a frame" in i.value for i in at.info)
+    assert not list(area_folder("uploads", "attribution").glob("*.pt"))
+
+
+def test_uploaded_weights_of_another_model_and_a_non_image_are_named_in_the_error(data_dir, tmp_path):
+    import torch
+
+    torch.save({"layer.weight": torch.zeros(2)}, tmp_path / "other.pt")
+    upload = store_upload((tmp_path / "other.pt").read_bytes(), label="mine.pt", kind="torch", area="attribution")
+    with pytest.raises(PolicyFileError, match=r"^mine\.pt: these weights are not the reach-cnn-v1 policy"):
+        load_policy(upload.path, label=upload.label)
+    good = store_upload(save_policy(ReachPolicy(), tmp_path / "good.pt", {}).read_bytes(), label="good.pt",
+                        kind="torch", area="attribution")
+    model, meta = load_policy(good.path, label=good.label)
+    assert meta == {} and isinstance(model, ReachPolicy)
+    with pytest.raises(UploadRefused, match=r"^notes\.png: not a PNG or JPEG image"):
+        store_upload(b"plain text, not a picture", label="notes.png", kind="image", area="attribution")
+
+
+def test_files_outside_the_owned_folders_are_not_opened(data_dir, tmp_path):
+    from engines.platform.files import FileRefused
+
+    path = save_policy(ReachPolicy(), tmp_path / "good.pt", {})
+    (tmp_path / "red.png").write_bytes(_png())
+    with pytest.raises(FileRefused, match="the policy's weights: .* is outside the folders"):
+        load_policy(path)
+    with pytest.raises(FileRefused, match="the frame's image: .* is outside the folders"):
+        explain.image_frame(tmp_path / "red.png", "red.png")
+    link = area_folder("uploads", "attribution") / "link.pt"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(path)  # a link out of the owned folders
+    with pytest.raises(FileRefused, match="is outside the folders"):
+        load_policy(link)
+
+
+def test_an_uploaded_picture_becomes_a_frame_of_the_policy_input_size(data_dir):
+    upload = store_upload(_png(), label="red.png", kind="image", area="attribution")
+    frame = explain.image_frame(upload.path, upload.label)
     assert frame.image.shape == (3, 64, 64) and frame.relevance is None
     assert np.allclose(frame.image[0], 1.0) and np.allclose(frame.image[1:], 0.0)
     result = explain.explain_frame(ReachPolicy(), frame, n_masks=20)

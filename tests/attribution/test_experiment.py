@@ -38,8 +38,8 @@ def test_the_config_refuses_unknown_methods_and_too_few_policies():
         ExperimentConfig(rhos=(0.0,), seeds=(0, 1))
 
 
-def test_the_quick_experiment_runs_end_to_end(tmp_path):
-    out = tmp_path / "experiment.json"
+def test_the_quick_experiment_runs_end_to_end(data_dir):
+    out = data_dir / "datasets" / "attribution" / "experiment.json"  # the folder is made by the command
     proc = subprocess.run([sys.executable, "-m", "engines.attribution", "experiment", "--quick", "--out", str(out),
                            "--json"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -49,6 +49,15 @@ def test_the_quick_experiment_runs_end_to_end(tmp_path):
     for policy in result["policies"]:
         assert all(v is None or 0.0 <= v <= 1.0 for v in policy["nmr"].values())
     assert json.loads(out.read_text())["summary"] == result["summary"]
+
+
+@pytest.mark.parametrize(("option", "value"), [("--out", "/etc/experiment.json"), ("--out", "../experiment.json"),
+                                               ("--policy-dir", "/etc"), ("--policy-dir", "datasets/..")])
+def test_the_experiment_refuses_paths_outside_the_owned_folders_before_it_runs(data_dir, option, value):
+    proc = subprocess.run([sys.executable, "-m", "engines.attribution", "experiment", option, value, "--rhos", "0.5",
+                           "1", "--seeds", "0", "1", "--methods", "iss"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.startswith(f"error: {option}: "), proc.stderr[-2000:]
+    assert not (data_dir.parent / "experiment.json").exists()
 
 
 def test_by_default_the_experiment_loads_the_shipped_policies_and_their_figures_hold():
@@ -65,7 +74,21 @@ def test_by_default_the_experiment_loads_the_shipped_policies_and_their_figures_
                                 "n_masks": 20, "permutations": 10, "bootstrap": 10})
     result = run_experiment(small)
     assert {p["policy"] for p in result["policies"]} == {"loaded"}
+    assert result["config"]["policy_dir"] == "shipped/attribution/policies"  # no path of this machine
     report = {(r["rho"], r["seed"]): r["evaluation"] for r in json.loads((SHIPPED_DIR / "report.json").read_text())["policies"]}
     for policy in result["policies"]:
         expected = report[(policy["rho"], policy["seed"])]
         assert abs(policy["ood_success"] - expected["random"]["success"]) <= 0.02
+
+
+def test_only_the_shipped_run_itself_may_be_written_into_the_assets(data_dir):
+    from engines.attribution.experiment import SHIPPED_EXPERIMENT
+    from engines.attribution.paths import output_path
+    from engines.attribution.policy_set import SHIPPED_DIR
+    from engines.platform.files import FileRefused
+
+    assert output_path(SHIPPED_EXPERIMENT, what="--out", shipped=SHIPPED_EXPERIMENT) == SHIPPED_EXPERIMENT.resolve()
+    assert output_path("datasets/attribution/run.json", what="--out") == data_dir / "datasets" / "attribution" / "run.json"
+    for refused in (SHIPPED_DIR / "report.json", SHIPPED_DIR.parent / "other.json", data_dir / "run.json"):
+        with pytest.raises(FileRefused, match="--out: .* is outside the folders the app writes to"):
+            output_path(refused, what="--out", shipped=SHIPPED_EXPERIMENT)

@@ -79,7 +79,16 @@ def test_training_is_seeded_and_lowers_the_loss():
                                                   again.model.state_dict().values(), strict=True))
 
 
-def test_a_saved_policy_loads_and_wrong_files_are_refused(tmp_path):
+@pytest.fixture
+def folder(data_dir):
+    """``datasets/attribution/`` of the test's data folder: where policies may be loaded from."""
+    path = data_dir / "datasets" / "attribution"
+    path.mkdir(parents=True)
+    return path
+
+
+def test_a_saved_policy_loads_and_wrong_files_are_refused(folder):
+    tmp_path = folder
     model = ReachPolicy()
     path = save_policy(model, tmp_path / "p.pt", {"train": {"rho": 0.5}})
     loaded, meta = load_policy(path)
@@ -98,19 +107,24 @@ class _Sneaky:
         return (print, ("this ran",))
 
 
-def test_a_weights_file_with_code_in_it_is_refused_not_run(tmp_path, capsys):
+def test_a_weights_file_with_code_in_it_is_refused_not_run(folder, capsys):
+    tmp_path = folder
     torch.save({"features.0.weight": _Sneaky()}, tmp_path / "sneaky.pt")
     with pytest.raises(PolicyFileError, match="not a weights file of tensors"):
         load_policy(tmp_path / "sneaky.pt")
     assert "this ran" not in capsys.readouterr().out
 
 
-def test_the_train_command_writes_weights_that_load_and_reports_its_evaluation(tmp_path):
+def test_the_train_command_writes_weights_that_load_and_reports_its_evaluation(folder, tmp_path):
     import json
     import subprocess
     import sys
 
-    out = tmp_path / "policy.pt"
+    outside = subprocess.run([sys.executable, "-m", "engines.attribution", "train", "--quick", "--out",
+                              str(tmp_path / "policy.pt")], capture_output=True, text=True, timeout=120)
+    assert outside.returncode == 2 and "error: --out: " in outside.stderr and "is outside the folders the app writes to" in \
+        outside.stderr and not (tmp_path / "policy.pt").exists()  # refused before any training
+    out = folder / "policy.pt"
     proc = subprocess.run([sys.executable, "-m", "engines.attribution", "train", "--rho", "1", "--seed", "2",
                            "--quick", "--no-progress", "--out", str(out), "--json"],
                           capture_output=True, text=True, timeout=300)
@@ -126,11 +140,12 @@ def test_the_train_command_writes_weights_that_load_and_reports_its_evaluation(t
     assert bad.returncode == 2 and bad.stderr.strip() == "error: rho is a probability, got 2.0"
 
 
-def test_the_train_set_command_trains_each_rho_and_seed_and_reports_them(tmp_path):
+def test_the_train_set_command_trains_each_rho_and_seed_and_reports_them(folder):
     import json
     import subprocess
     import sys
 
+    tmp_path = folder / "set"
     proc = subprocess.run([sys.executable, "-m", "engines.attribution", "train-set", "--quick", "--rhos", "0", "0.5",
                            "--seeds", "3", "--out-dir", str(tmp_path), "--json"],
                           capture_output=True, text=True, timeout=300)
@@ -149,6 +164,10 @@ def test_the_train_set_command_trains_each_rho_and_seed_and_reports_them(tmp_pat
     assert bad.returncode == 2
     assert bad.stderr.strip() == "error: --rhos: every rho is a probability in [0, 1], got 1.5"
     assert not (tmp_path / "bad").exists()  # refused before anything is written
+    outside = subprocess.run([sys.executable, "-m", "engines.attribution", "train-set", "--quick", "--out-dir",
+                              str(folder.parents[2] / "elsewhere")], capture_output=True, text=True, timeout=120)
+    assert outside.returncode == 2 and "error: --out-dir: " in outside.stderr
+    assert not (folder.parents[2] / "elsewhere").exists()
 
 
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "attribution" / "policies"

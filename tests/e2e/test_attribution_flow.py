@@ -42,5 +42,5 @@ def test_a_researcher_sees_the_maps_of_a_shipped_policy_and_a_wrong_file_is_name
     uploader = page.get_by_test_id("stFileUploader")
     uploader.locator("input[type=file]").set_input_files(str(wrong))
     wait_ready(page)
-    expect(page.get_by_text("notes.pt: not a weights file of tensors")).to_be_visible()
+    expect(page.get_by_text("notes.pt: not a PyTorch weights file")).to_be_visible()
     expect(page.get_by_text("Choose a policy and a frame above to see its maps.")).to_be_visible()

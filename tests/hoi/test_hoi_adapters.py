@@ -97,11 +97,11 @@ def _solid(color, size=(40, 30)) -> Image.Image:
 
 
 def test_interaction_check_sends_both_images_as_png_and_returns_the_reply(monkeypatch):
-    monkeypatch.setenv("HOI_TEST_JUDGE_KEY", "k-123")
+    monkeypatch.setenv("HAI_API_KEY_HOI_TEST", "k-123")
     reply = '{"answer": "yes", "confidence": 0.9, "reasoning": "the cup is in the hand"}'
     before, after = _solid((255, 0, 0)), _solid((0, 0, 255), (60, 50))
     with FakeEndpoint([reply]) as endpoint:
-        judge = _judge(endpoint, api_key_env="HOI_TEST_JUDGE_KEY")
+        judge = _judge(endpoint, api_key_env="HAI_API_KEY_HOI_TEST")
         text = judge.yes_no([before, after], "Has the person picked up the cup?")
     assert text == reply and parse_yes_no(text).confidence == 0.9
     request = endpoint.requests[0]
@@ -123,10 +123,37 @@ def test_a_qa_question_on_one_image_carries_its_context():
 
 
 def test_no_api_key_is_sent_when_the_variable_is_unset(monkeypatch):
-    monkeypatch.delenv("HOI_TEST_UNSET_KEY", raising=False)
+    monkeypatch.delenv("HAI_API_KEY_HOI_UNSET", raising=False)
     with FakeEndpoint(["{}"]) as endpoint:
-        _judge(endpoint, api_key_env="HOI_TEST_UNSET_KEY").yes_no([_solid(0)], "q?")
+        _judge(endpoint, api_key_env="HAI_API_KEY_HOI_UNSET").yes_no([_solid(0)], "q?")
     assert "Authorization" not in endpoint.headers[0]
+
+
+@pytest.mark.parametrize("variable", ["HAI_DATABASE_URL", "HOME"])
+@pytest.mark.parametrize("role", ["judge", "refiner"])
+def test_a_variable_not_declared_for_api_keys_is_refused_before_any_request(monkeypatch, variable, role):
+    from engines.platform.credentials import SecretRefused
+
+    monkeypatch.setenv(variable, "secret-value")
+    with FakeEndpoint(["{}"]) as endpoint, pytest.raises(SecretRefused, match=f"{role}.api_key_env: '{variable}'"):
+        make(role, "openai", model="m", base_url=endpoint.base_url, api_key_env=variable)
+    assert endpoint.requests == []
+
+
+@pytest.mark.parametrize("role", ["judge", "refiner"])
+def test_a_link_local_endpoint_is_refused_before_any_request(role):
+    from engines.platform.endpoints import EndpointRefused
+
+    with pytest.raises(EndpointRefused, match=f"{role}.base_url: the host '169.254.169.254'"):
+        make(role, "openai", model="m", base_url="http://169.254.169.254/latest/meta-data")
+
+
+def test_the_default_key_variable_is_a_declared_one(monkeypatch):
+    monkeypatch.setenv("HAI_API_KEY_OPENAI", "k-default")
+    monkeypatch.setenv("OPENAI_API_KEY", "k-undeclared")
+    with FakeEndpoint(["{}"]) as endpoint:
+        _judge(endpoint).yes_no([_solid(0)], "q?")
+    assert endpoint.headers[0]["Authorization"] == "Bearer k-default"
 
 
 def test_match_uses_the_person_rubric_for_the_person_and_the_object_rubric_otherwise():

@@ -352,8 +352,8 @@ def _stub_judge(**options):
     return StubJudge()
 
 
-def test_the_command_writes_the_records_where_the_layout_puts_them(tmp_path):
-    root = _bench(tmp_path)
+def test_the_command_writes_the_records_where_the_layout_puts_them(dataset):
+    root = _bench(dataset)
     parser = argparse.ArgumentParser()
     add_evaluate_arguments(parser)
     args = parser.parse_args(["--benchmark", str(root), "--method", "method", "--grounder", "test-evaluate-stub",
@@ -364,6 +364,25 @@ def test_the_command_writes_the_records_where_the_layout_puts_them(tmp_path):
     assert _stub_judge.options == {"model": "m1"}
     assert result["summary"].startswith("method: 3 item(s) judged, 0 kept from before, 0 without an output")
     assert "records" not in result
+
+
+def test_the_command_reads_and_writes_only_in_the_owned_folders(dataset, tmp_path):
+    from engines.platform.files import FileRefused
+
+    root = _bench(dataset)
+    parser = argparse.ArgumentParser()
+    add_evaluate_arguments(parser)
+    base = ["--method", "method", "--grounder", "test-evaluate-stub", "--judge", "test-evaluate-stub", "--no-progress"]
+    elsewhere = _bench(tmp_path / "elsewhere")
+    with pytest.raises(FileRefused, match="--benchmark: .* is outside the folders the app reads from"):
+        run_evaluate(parser.parse_args(["--benchmark", str(elsewhere), *base]))
+    with pytest.raises(FileRefused, match="--outputs"):
+        run_evaluate(parser.parse_args(["--benchmark", str(root), "--outputs", str(elsewhere / "method_frames"),
+                                        *base]))
+    for out in (tmp_path / "records.json", f"{root}/../../../../records.json", "shipped/hoi/records.json"):
+        with pytest.raises(FileRefused, match="--out: .* is outside the folders the app writes to"):
+            run_evaluate(parser.parse_args(["--benchmark", str(root), "--out", str(out), *base]))
+    assert not (tmp_path / "records.json").exists()
 
 
 def test_role_options_name_their_role():

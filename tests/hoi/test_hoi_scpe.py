@@ -326,7 +326,8 @@ def test_a_bad_config_is_refused_naming_the_field(options, words):
 # ---------------------------------------------------------------- command line
 
 
-def test_the_command_reads_the_i2v_config_and_writes_the_method(tmp_path, monkeypatch):
+def test_the_command_reads_the_i2v_config_and_writes_the_method(dataset, monkeypatch):
+    tmp_path = dataset.parent
     make_benchmark(tmp_path / "bench")
     made = {}
 
@@ -349,6 +350,28 @@ def test_the_command_reads_the_i2v_config_and_writes_the_method(tmp_path, monkey
     assert result["counts"]["written"] == 2
     assert result["summary"].startswith("SCPE scpe_demo: 2/2 frames written")
     assert (tmp_path / "bench" / "scpe_demo_frames" / "L1L2" / "drop.png").is_file()
+    run = json.loads((tmp_path / "bench" / "scpe_run.json").read_text())
+    assert run["benchmark"] == "datasets/hoi/bench"  # relative to the data folder: no path of this machine
+
+
+@pytest.mark.parametrize("which", ["i2v", "out", "playbook"])
+def test_the_command_refuses_files_and_outputs_outside_the_owned_folders(dataset, tmp_path, monkeypatch, which):
+    from engines.platform.files import FileRefused
+
+    make_benchmark(dataset)
+    monkeypatch.setitem(TABLES.i2v, "stub", lambda **options: StubI2V())
+    inside, outside = dataset / "i2v.json", tmp_path / "i2v.json"
+    for path in (inside, outside):
+        path.write_text(json.dumps({"role": "stub"}))
+    (tmp_path / "playbook.json").write_text("{}")
+    argv = {"i2v": ["--i2v", str(outside), "--out", str(dataset / "run")],
+            "out": ["--i2v", str(inside), "--out", str(tmp_path / "run")],
+            "playbook": ["--i2v", str(inside), "--out", str(dataset / "run"), "--playbook", str(tmp_path / "playbook.json")]}
+    parser = argparse.ArgumentParser()
+    add_scpe_arguments(parser)
+    with pytest.raises(FileRefused, match=f"--{which}: .* is outside the folders the app"):
+        run_scpe_command(parser.parse_args(["--benchmark", str(dataset), *argv[which], "--no-progress"]))
+    assert not (tmp_path / "run").exists() and not (dataset / "run").exists()
 
 
 @pytest.mark.parametrize(("text", "words"), [("[1]", "expected a JSON object"), ('{"url": "x"}', '"role"'),

@@ -1,0 +1,28 @@
+"""Fixtures of the HOI-Edit tests: a data folder of the test's own, with a registered data set folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engines.platform import settings
+
+
+@pytest.fixture
+def data_dir(monkeypatch, tmp_path) -> Path:
+    """``HAI_DATA_DIR`` set to ``<tmp>/data`` for the test (the folder ``sqlite_db`` uses too)."""
+    path = tmp_path / "data"
+    monkeypatch.setenv("HAI_DATA_DIR", str(path))
+    settings.reset_settings()
+    yield path
+    settings.reset_settings()
+
+
+@pytest.fixture
+def dataset(data_dir) -> Path:
+    """An empty registered data set folder, ``<data dir>/datasets/hoi/bench``: where commands may read
+    a benchmark from and write their outputs to."""
+    path = data_dir / "datasets" / "hoi" / "bench"
+    path.mkdir(parents=True)
+    return path
