@@ -20,9 +20,9 @@ run can take twice as long as the next (the result's ``machine.cpu_steal_s`` say
 time was taken away during the benchmark).
 
 Before each timed run the same participants complete an identical, untimed warm-up study on the
-same engine and database (``engines.platform.store_bench``): the timed study measures a running
+same engine and database (``bench/store.py``): the timed study measures a running
 app's steps, not the once-per-process costs of a cold one (statement compiling, new pool
-connections, PostgreSQL's PREPAREs and first plans). Each row's ``warmup_p95_ms`` is that
+connections, the server's first plans). Each row's ``warmup_p95_ms`` is that
 warm-up's p95, the cold figure; ``--no-warmup`` measures cold processes only.
 
 Every (database, processes, N) gets a fresh scratch database (a temp SQLite file, or a new PostgreSQL
@@ -185,8 +185,8 @@ def median_runs(rows: list[dict]) -> list[dict]:
 def run(args: argparse.Namespace) -> dict:
     from tqdm import tqdm
 
+    from bench.store import BENCH_STEPS, run_store_benchmark
     from engines.platform.provenance import code_version
-    from engines.platform.store_bench import BENCH_STEPS, run_store_benchmark
 
     sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
     processes = args.processes or (QUICK_PROCESSES if args.quick else FULL_PROCESSES)

@@ -60,3 +60,30 @@ def run_async(coroutine):
     if "error" in outcome:
         raise outcome["error"]
     return outcome["result"]
+
+
+def form_steps_protocol(steps: int):
+    """A registered study of ``steps`` one-field form steps (``value``: 0-100) over conditions "a" and "b".
+
+    Named ``store_bench_<steps>``, as the study ``bench/store.py`` times (the bot tests skip those names).
+    """
+    from typing import ClassVar
+
+    from pydantic import BaseModel, Field
+
+    from engines.platform.registry import register_protocol
+    from engines.platform.study import Constants, Step, StudyProtocol
+
+    class Answer(BaseModel):
+        value: int = Field(ge=0, le=100, title="A number")
+
+    class C(Constants):
+        NAME = f"store_bench_{steps}"
+        TITLE = "Form steps"
+        CONDITIONS = ("a", "b")
+
+    class Item(Step):
+        Response: ClassVar[type[BaseModel]] = Answer
+        repeat: ClassVar[int] = steps
+
+    return register_protocol(StudyProtocol(C.NAME, C.TITLE, "", C, [Item]), replace=True)

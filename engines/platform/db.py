@@ -74,12 +74,7 @@ def create_db_engine(url: str) -> Engine:
             # The file appears on the first connection; its -wal and -shm copy its mode.
             event.listen(engine, "connect", lambda *_: private_sqlite_file(database))
         return engine
-    # psycopg's automatic preparing ends every rolled-back transaction (every read, through
-    # the pool's reset) with DEALLOCATE ALL once it has prepared something: a round trip more
-    # per read, and it would drop the statements a participant's step prepares itself
-    # (engines/platform/step_transaction.py).
-    connect_args = {"prepare_threshold": None} if make_url(url).get_driver_name() == "psycopg" else {}
-    engine = create_engine(url, pool_size=10, max_overflow=60, pool_timeout=60, connect_args=connect_args)
+    engine = create_engine(url, pool_size=10, max_overflow=60, pool_timeout=60)
     _ping_when_idle(engine)
     return engine
 

@@ -1,4 +1,4 @@
-"""The platform's own job kinds: study export and the storage benchmark."""
+"""The platform's own job kinds: study export, and a countdown that checks the job system."""
 
 from __future__ import annotations
 
@@ -24,28 +24,6 @@ def export_study_job(ctx: JobContext, slug: str) -> dict:
     paths = export.write(ctx.result_dir / slug)
     ctx.log(f"wrote {len(paths)} files to {ctx.result_dir / slug}")
     return {"result_path": str(ctx.result_dir / slug), "files": [p.name for p in paths]}
-
-
-class StoreBenchParams(BaseModel):
-    participants: list[int] = Field(default=[1, 10], title="Concurrent participants (N)")
-    steps: int = Field(default=20, ge=1, le=200, title="Steps per participant")
-
-
-@register_job("platform.store_benchmark", title="Benchmark step-commit latency (SQLite scratch DB)",
-              params=StoreBenchParams)
-def store_benchmark_job(ctx: JobContext, participants: list[int], steps: int) -> dict:
-    """Run the study-store benchmark on a scratch SQLite database and report latency per N."""
-    from engines.platform.store_bench import run_store_benchmark
-
-    results = []
-    for i, n in enumerate(participants):
-        ctx.progress(i / len(participants), f"N = {n}")
-        start = time.perf_counter()
-        (result,) = run_store_benchmark({"sqlite": None}, sizes=(n,), steps=steps)
-        ctx.log(f"N={n}: p50 {result.p50_ms} ms, p95 {result.p95_ms} ms, "
-                f"{result.throughput_steps_per_s} steps/s ({time.perf_counter() - start:.1f} s)")
-        results.append(result.as_dict())
-    return {"results": results}
 
 
 class SleepParams(BaseModel):

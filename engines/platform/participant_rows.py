@@ -1,14 +1,11 @@
-"""A participant's row and its study's, read and written with SQLAlchemy Core on the hot path.
+"""A participant's row and its study's, read and written with SQLAlchemy Core statements.
 
 Every submitted step reads the participant (locked) with its study, stores one response and
-moves the participant on. Through the ORM that is an identity map, instrumented objects and a
-unit-of-work flush for two rows: about half of a step's CPU time, and at 50 participants
-without think time every millisecond of it queues (``bench/platform_store.py``). Here the
-statements are built once, rows are read into plain dataclasses and only the columns that
-changed are written back. A step's statements go through its ``StepTransaction``
-(``engines.platform.step_transaction``: on PostgreSQL, two round trips per step); the rarer
-reads and writes run on the session's connection. Either way step hooks that write through
-``ctx.session`` stay in the same transaction.
+moves the participant on, inside one ``db.write_transaction``. The statements here are built
+once; rows are read into plain dataclasses and only the columns that changed are written back.
+Each statement runs at once on the transaction's connection (``session.connection()``), so a
+step hook that queries through the same session (``ctx.session``) sees what the step has
+written before it, and anything a hook writes through the session is in the same transaction.
 """
 
 from __future__ import annotations
@@ -16,16 +13,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlmodel import Session
 
-from engines.platform.driver_sql import CompiledForms
 from engines.platform.models import Participant, StepAttempt, StepResponse, Study
-
-if TYPE_CHECKING:
-    from engines.platform.step_transaction import StepTransaction
 
 _PARTICIPANT = Participant.__table__
 _STUDY = Study.__table__
@@ -99,16 +92,9 @@ _MARK_SHOWN = (update(_PARTICIPANT)
                .where(_PARTICIPANT.c.id == bindparam("participant_id"), _PARTICIPANT.c.step_index == bindparam("index"),
                       _PARTICIPANT.c.step_shown_at.is_(None))
                .values(step_shown_at=bindparam("now"), last_seen_at=bindparam("now")))
-# inline(): no RETURNING of the new id (nothing reads it), one result less to process per step.
+# inline(): no RETURNING of the new id (nothing reads it).
 _INSERT_RESPONSE = insert(_RESPONSE).inline()
 _INSERT_ATTEMPT = insert(_ATTEMPT).inline()
-_RESPONSE_COLUMNS = frozenset(c.name for c in _RESPONSE.c if c.name != "id")
-
-# The statements of a step's own transaction, compiled on first use per database.
-_LOCKED_FORMS = CompiledForms(_LOCKED)
-_INSERT_RESPONSE_FORMS = CompiledForms(_INSERT_RESPONSE)
-_UPDATE_PARTICIPANT_FORMS = CompiledForms(_UPDATE_PARTICIPANT)
-_MARK_SHOWN_FORMS = CompiledForms(_MARK_SHOWN)
 
 
 def _participant_and_study(row: tuple) -> tuple[ParticipantState, StudyRow]:
@@ -124,17 +110,17 @@ def read_participant(session: Session, participant_id: int) -> tuple[Participant
     return None if row is None else _participant_and_study(tuple(row))
 
 
-def lock_participant(step: StepTransaction, participant_id: int) -> tuple[ParticipantState, StudyRow] | None:
-    """The participant with its study, their row held until ``step`` ends; or None. The step's first statement."""
-    row = step.read(_LOCKED_FORMS, {"participant_id": participant_id})
-    return None if row is None else _participant_and_study(row)
+def lock_participant(session: Session, participant_id: int) -> tuple[ParticipantState, StudyRow] | None:
+    """The participant with its study, their row held until the write transaction of ``session`` ends; or None."""
+    row = session.connection().execute(_LOCKED, {"participant_id": participant_id}).first()
+    return None if row is None else _participant_and_study(tuple(row))
 
 
-def save_participant(step: StepTransaction, state: ParticipantState, before: ParticipantState) -> None:
-    """Write the columns of ``state`` that changed since ``before`` (nothing when none did), with the step's next statement."""
+def save_participant(session: Session, state: ParticipantState, before: ParticipantState) -> None:
+    """Write the columns of ``state`` that changed since ``before`` (no statement when none did)."""
     changes = state.changes_since(before)
     if changes:
-        step.write(_UPDATE_PARTICIPANT_FORMS, {"participant_id": state.id, **changes}, keys=frozenset(changes))
+        session.connection().execute(_UPDATE_PARTICIPANT, {"participant_id": state.id, **changes})
 
 
 def response_stored(session: Session, participant_id: int, step_index: int) -> bool:
@@ -147,12 +133,12 @@ def failed_attempts(session: Session, participant_id: int, step_index: int) -> i
     return session.connection().execute(_ATTEMPTS, params).scalar_one()
 
 
-def insert_response(step: StepTransaction, **values: Any) -> None:
-    """One ``StepResponse`` row (``UNIQUE(participant_id, step_index)`` refuses a second), sent with the step's next statement.
+def insert_response(session: Session, **values: Any) -> None:
+    """One ``StepResponse`` row (``UNIQUE(participant_id, step_index)`` refuses a second).
 
     ``values``: every column but ``id``.
     """
-    step.write(_INSERT_RESPONSE_FORMS, values, keys=_RESPONSE_COLUMNS)
+    session.connection().execute(_INSERT_RESPONSE, values)
 
 
 def insert_attempt(session: Session, **values: Any) -> None:
@@ -160,6 +146,6 @@ def insert_attempt(session: Session, **values: Any) -> None:
     session.connection().execute(_INSERT_ATTEMPT, values)
 
 
-def mark_shown(step: StepTransaction, participant_id: int, step_index: int, now: datetime) -> None:
-    """Set when the participant's current step was first shown (a step already marked keeps its time), with the step's next statement."""
-    step.write(_MARK_SHOWN_FORMS, {"participant_id": participant_id, "index": step_index, "now": now})
+def mark_shown(session: Session, participant_id: int, step_index: int, now: datetime) -> None:
+    """Set when the participant's current step was first shown (a step already marked keeps its time)."""
+    session.connection().execute(_MARK_SHOWN, {"participant_id": participant_id, "index": step_index, "now": now})

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -41,7 +42,6 @@ from engines.platform.panels import (
 )
 from engines.platform.registry import get_protocol
 from engines.platform.settings import get_settings
-from engines.platform.step_transaction import StepTransaction, step_transaction
 from engines.platform.study import Step, StepContext, StepInstance, StudyProtocol
 
 
@@ -449,8 +449,8 @@ def record_shown(participant_id: int, step_index: int, *, engine: Engine | None 
     reruns after the first write nothing.
     """
     now = utcnow()
-    with step_transaction(engine) as step:
-        rows.mark_shown(step, participant_id, step_index, now)
+    with write_transaction(engine) as session:
+        rows.mark_shown(session, participant_id, step_index, now)
 
 
 def validate_response(instance: StepInstance, data: Mapping[str, Any], C: Any = None) -> Any:
@@ -459,13 +459,19 @@ def validate_response(instance: StepInstance, data: Mapping[str, Any], C: Any = 
     if schema is None:
         return None
     try:
-        return schema.model_validate(dict(data))
+        response = schema.model_validate(dict(data))
     except ValidationError as exc:
         errors: dict[str, str] = {}
         for err in exc.errors():
             name = ".".join(str(p) for p in err["loc"]) or "__root__"
             errors.setdefault(name, plain_message(err))
         raise InvalidResponse(instance.name, errors) from None
+    # pydantic takes "nan" and "inf" as floats; an answer is a number a person can read back.
+    not_finite = {name: "Please enter a number." for name, value in response if isinstance(value, float)
+                  and not math.isfinite(value)}
+    if not_finite:
+        raise InvalidResponse(instance.name, not_finite)
+    return response
 
 
 def plain_message(error: Mapping[str, Any]) -> str:
@@ -502,26 +508,26 @@ def submit(participant_id: int, step_index: int, data: Mapping[str, Any] | None 
         StepOutOfOrder: the step is ahead of the participant's current step.
     """
     data = dict(data or {})
-    with step_transaction(engine) as step:
-        found = rows.lock_participant(step, participant_id)
+    with write_transaction(engine) as session:
+        found = rows.lock_participant(session, participant_id)
         if found is None:
             raise StudyError(f"No participant with id {participant_id}.")
         participant, study = found
         before = participant.snapshot()
-        result = _store_answer(step, participant, study, step_index, data)
-        rows.save_participant(step, participant, before)
+        result = _store_answer(session, participant, study, step_index, data)
+        rows.save_participant(session, participant, before)
         return result
 
 
-def _store_answer(step: StepTransaction, participant: rows.ParticipantState, study: rows.StudyRow, step_index: int,
+def _store_answer(session: Session, participant: rows.ParticipantState, study: rows.StudyRow, step_index: int,
                   data: dict[str, Any]) -> SubmitResult:
-    """``submit`` inside its transaction: moves ``participant`` on in memory, stores the rows at commit."""
+    """``submit`` inside its write transaction (``session``): stores the answer, moves ``participant`` on in memory."""
     protocol = _study_protocol(study)
     participant_id = participant.id
     if step_index < 0 or step_index >= len(protocol.steps):
         raise StepOutOfOrder(f"Study {study.slug} has no step {step_index}.")
     if step_index < participant.step_index or participant.status != ParticipantStatus.ACTIVE:
-        if rows.response_stored(step.session, participant_id, step_index) or participant.status != ParticipantStatus.ACTIVE:
+        if rows.response_stored(session, participant_id, step_index) or participant.status != ParticipantStatus.ACTIVE:
             return SubmitResult(
                 accepted=True, duplicate=True, next_index=participant.step_index,
                 finished=participant.status == ParticipantStatus.COMPLETED,
@@ -535,8 +541,7 @@ def _store_answer(step: StepTransaction, participant: rows.ParticipantState, stu
     instance = protocol.steps[step_index]
     if instance.step.kind == "completion":
         raise StepOutOfOrder("The completion page takes no answers.")
-    # The session is opened only if a hook or an earlier answer needs it (most steps: never).
-    session_of = step.session_of
+    session_of = _the(session)
     responses = _Responses(session_of, participant_id, before=step_index)
     ctx = _context(protocol, study, participant, instance, responses, session_of)
     response = validate_response(instance, data, ctx.C)
@@ -551,9 +556,9 @@ def _store_answer(step: StepTransaction, participant: rows.ParticipantState, stu
     passed = True
     if check is not None:
         wrong = check.wrong_fields(clean, ctx.C)
-        attempts = rows.failed_attempts(step.session, participant_id, step_index) + 1
+        attempts = rows.failed_attempts(session, participant_id, step_index) + 1
         if wrong:
-            rows.insert_attempt(step.session, participant_id=participant_id, step_index=step_index, attempt=attempts,
+            rows.insert_attempt(session, participant_id=participant_id, step_index=step_index, attempt=attempts,
                                 data=clean, wrong_fields=list(wrong), created_at=utcnow())
             participant.last_seen_at = utcnow()
             if attempts < check.max_attempts:
@@ -575,7 +580,7 @@ def _store_answer(step: StepTransaction, participant: rows.ParticipantState, stu
     if check is not None:
         stored["_check_passed"] = passed
     rows.insert_response(
-        step, participant_id=participant_id, step_index=step_index, step_name=instance.name,
+        session, participant_id=participant_id, step_index=step_index, step_name=instance.name,
         round_number=instance.round_number, data=stored, attempts=attempts, shown_at=shown_at,
         submitted_at=now, duration_s=(now - shown_at).total_seconds() if shown_at else None,
     )

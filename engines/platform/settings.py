@@ -66,9 +66,6 @@ class Settings(BaseSettings):
             separate ``python -m engines.platform worker`` processes run the jobs).
         db_write_concurrency: PostgreSQL write transactions one process runs at once, first
             come first served (0: no limit). SQLite always admits one writer per process.
-        db_prepared_statements: a participant's step on PostgreSQL runs statements prepared
-            once per connection; turn off behind PgBouncer in transaction mode, which cannot
-            keep them (engines/platform/step_transaction.py).
         oidc_provider: name of an ``[auth]`` provider in Streamlit's secrets, to show "log in
             with ..." through ``st.login``; empty turns OIDC off.
         pseudonym_key: secret key of pseudonymised exports (at least 32 characters; the same on every
@@ -126,7 +123,6 @@ class Settings(BaseSettings):
     fanout_workers: int = Field(default=1, ge=1, le=256)
     run_jobs_in_app: bool = True
     db_write_concurrency: int = Field(default=4, ge=0, le=256)
-    db_prepared_statements: bool = True
     pseudonym_key: str = ""
 
     @field_validator("database_url")

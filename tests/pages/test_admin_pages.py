@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engines.platform import auth, jobqueue, runtime, study_admin
+from engines.platform.param_form import param_fields
 from tests.apptest_driver import APP, page_as
 
 
@@ -107,13 +108,14 @@ def test_jobs_page_submits_and_shows_a_job(sqlite_db):
 
 def test_jobs_page_names_the_field_whose_json_does_not_read(sqlite_db):
     at = page_as("jobs", "researcher")
-    at.selectbox(key="job-kind").set_value("platform.store_benchmark")
+    at.selectbox(key="job-kind").set_value("attribution.experiment")
     at.run()
-    at.text_input(key="job-param-platform.store_benchmark-participants").input("[1, ")
-    at.button(key="FormSubmitter:job-form-platform.store_benchmark-Start").click()
+    field = next(f for f in param_fields(jobqueue.get_kind("attribution.experiment").params) if f.name == "rhos")
+    at.text_input(key="job-param-attribution.experiment-rhos").input("[1, ")
+    at.button(key="FormSubmitter:job-form-attribution.experiment-Start").click()
     at.run()
     assert not at.exception
-    assert any(e.value.startswith("Concurrent participants (N): '[1,' is not JSON") for e in at.error), \
+    assert any(e.value.startswith(f"{field.label}: '[1,' is not JSON") for e in at.error), \
         [e.value for e in at.error]
     assert jobqueue.list_jobs() == []
 

@@ -9,15 +9,14 @@ from sqlmodel import select
 from engines.platform import runtime, study_admin
 from engines.platform.db import read_session
 from engines.platform.models import Participant, StepResponse
-from engines.platform.store_bench import bench_protocol
-from tests.helpers import run_threads
+from tests.helpers import form_steps_protocol, run_threads
 
 PARTICIPANTS = 50
 STEPS = 6
 
 
 def test_fifty_concurrent_participants_keep_every_answer_once(any_db):
-    protocol = bench_protocol(STEPS)
+    protocol = form_steps_protocol(STEPS)
     study_admin.create_study("crowd", protocol.name)
 
     def participant(i):
@@ -41,7 +40,7 @@ def test_fifty_concurrent_participants_keep_every_answer_once(any_db):
 
 
 def test_same_participant_arriving_twice_at_once_exists_once(any_db):
-    protocol = bench_protocol(2)
+    protocol = form_steps_protocol(2)
     study_admin.create_study("twins", protocol.name)
     ids = []
     run_threads(lambda i: ids.append(runtime.enter("twins", {"PROLIFIC_PID": "same"}).participant_id), 8)
@@ -56,7 +55,7 @@ def test_arrivals_at_the_same_moment_are_balanced_because_the_study_row_is_locke
     a, b, a, b...; without the lock every one of them reads the same empty counts and takes "a"."""
     import time
 
-    protocol = bench_protocol(2)
+    protocol = form_steps_protocol(2)
     study_admin.create_study("rush", protocol.name)
     counts = runtime.condition_counts
 

@@ -29,7 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "platform.md")
+DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "platform.md", ROOT / "docs" / "operations.md")
 VENV = Path(sys.prefix)  # the environment running the tests; make targets get it as VENV
 BIN = Path(sys.executable).parent
 
@@ -69,7 +69,6 @@ CLI_WALK: dict[str, Run] = {
     "python -m engines.platform jobs submit KIND --params '{...}' [--wait]": Run(
         """python -m engines.platform jobs submit platform.countdown --params '{"seconds": 0}' --wait""",
         expect="succeeded"),
-    "python -m engines.platform jobs submit platform.store_benchmark --wait": Run(expect="succeeded"),
 }
 
 # Commands that serve until stopped, or need the repository itself: each has its own test below.

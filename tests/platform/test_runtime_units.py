@@ -818,3 +818,20 @@ def test_a_study_bound_to_a_prolific_study_still_takes_other_panels(engine):
     study_admin.create_study("bound", "demo_survey", config={"prolific_study_id": "65f1a2b3c4d5e6f7a8b9c0d1"},
                              engine=engine)
     assert not runtime.enter("bound", {"pid": "lab-1"}, engine=engine).resumed
+
+
+class _Measured(BaseModel):
+    height: float
+    note: str = ""
+
+
+class _Measure(Step):
+    Response = _Measured
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", float("nan"), float("inf")])
+def test_a_number_that_is_not_finite_is_refused_like_any_other_non_number(value):
+    with pytest.raises(runtime.InvalidResponse) as refused:
+        runtime.validate_response(StepInstance(0, _Measure, 1), {"height": value})
+    assert refused.value.errors == {"height": "Please enter a number."}
+    assert runtime.validate_response(StepInstance(0, _Measure, 1), {"height": "1.5"}).height == 1.5

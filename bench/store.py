@@ -1,4 +1,4 @@
-"""Step-commit latency of the study runtime under concurrent participants.
+"""Step-commit latency of the study runtime under concurrent participants (run by ``bench/platform_store.py``).
 
 N threads enter a 20-step study together, then submit every step as fast as they can (no think
 time by default, so this is a stress test: real participants pause for seconds between steps).
@@ -12,12 +12,15 @@ N / throughput: at N = 50 the mean stays under 50 ms only above 1000 steps/s.
 Before the timed study the same participants complete an identical warm-up study on the same
 engine, untimed in the headline: it pays what a running app pays once per process and
 connection, not per step (compiling each statement and each set of updated columns, opening
-the pool's connections, PostgreSQL's PREPARE and its first plans, the server's catalog caches).
-The timed study takes well under a second at N = 50, so those one-time costs, which land on the
-first and the last step of every participant, would otherwise make up its slowest 5 % and be
-what p95 measures. The warm-up runs without think time; its own p95 is reported beside the
-timed figures (``warmup_p95_ms``: the cold process at zero think time), and ``warmup=False``
-measures a cold process instead.
+the pool's connections, the server's first plans and catalog caches). The timed study takes
+well under a second at N = 50, so those one-time costs, which land on the first and the last
+step of every participant, would otherwise make up its slowest 5 % and be what p95 measures.
+The warm-up runs without think time; its own p95 is reported beside the timed figures
+(``warmup_p95_ms``: the cold process at zero think time), and ``warmup=False`` measures a cold
+process instead.
+
+What participants feel is measured end to end, through the running app, by ``bench/load.py``;
+this one isolates the store.
 """
 
 from __future__ import annotations
