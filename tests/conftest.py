@@ -48,6 +48,20 @@ def cheap_password_hashing(request, monkeypatch):
 _CHEAP_DUMMY_HASH: dict[str, str] = {}
 
 
+# Tests that hold a shared machine resource run on one xdist worker each (``--dist loadgroup``):
+# Chromium with its own app servers, a local Ray cluster, nginx with several app processes.
+XDIST_GROUPS = {"e2e": "browser", "test_jobs_ray.py": "ray", "test_serve.py": "served",
+                "test_readme_commands.py": "served", "bench": "served"}
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest hook
+    for item in items:
+        path = Path(str(item.fspath))
+        group = XDIST_GROUPS.get(path.name) or XDIST_GROUPS.get(path.parent.name)
+        if group and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_report_header(config):  # noqa: ARG001 - pytest hook
     return f"PostgreSQL tests: {'on (' + PG_URL.split('@')[-1] + ')' if PG_URL else 'off (HAI_TEST_DATABASE_URL not set)'}"
 
