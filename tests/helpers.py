@@ -87,3 +87,21 @@ def form_steps_protocol(steps: int):
         repeat: ClassVar[int] = steps
 
     return register_protocol(StudyProtocol(C.NAME, C.TITLE, "", C, [Item]), replace=True)
+
+
+def last_cell_first(cell: tuple[int, str, int]) -> int:
+    """A sweep cell for order tests: every cell but the last waits until the last one has finished
+    (a marker file in the shared folder), so cells finish in another order than the grid's whatever
+    the machine's speed. Returns the cell's value squared."""
+    import time
+    from pathlib import Path
+
+    value, folder, last = cell
+    marker = Path(folder) / f"done-{last}"
+    if value != last:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    else:
+        marker.touch()
+    return value * value

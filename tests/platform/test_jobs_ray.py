@@ -156,6 +156,15 @@ def test_cells_on_ray_come_back_in_their_order_and_a_failing_cell_raises_its_own
         map_cells(int, ["1", "x"])
 
 
+def test_cells_on_ray_that_finish_out_of_order_come_back_in_grid_order(on_ray, tmp_path):
+    from tests.helpers import last_cell_first
+
+    finished = []
+    cells = [(2, str(tmp_path), 3), (3, str(tmp_path), 3)]  # the first waits for the second to finish
+    assert map_cells(last_cell_first, cells, on_done=lambda index, done: finished.append(index)) == [4, 9]
+    assert finished == [1, 0]
+
+
 def test_a_job_that_does_not_reach_a_report_in_time_is_stopped_by_force(executor):
     executor(cancel_grace_s=0.5)
     job_id = jobqueue.submit_job("platform.countdown", {"seconds": 120})
