@@ -302,7 +302,9 @@ def judge_audit_job(ctx: JobContext, **params) -> dict:
     keys = {item.key for item in items}
     verdicts: list[tuple[str, Verdict]] | None = None
     dropped = 0
-    sources = [(verdict_job_file(job_id), f"{RUN} job {job_id}") for job_id in p.verdict_jobs]
+    # Oldest job first: a later verdict of the same judge on the same item replaces an earlier one,
+    # so a response judged again is audited by its latest verdict, whatever order the jobs were listed in.
+    sources = [(verdict_job_file(job_id), f"{RUN} job {job_id}") for job_id in sorted(p.verdict_jobs)]
     sources += [(data_file(path, "verdicts"), path) for path in p.verdicts]
     if sources:
         verdicts = []

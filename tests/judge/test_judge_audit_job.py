@@ -216,3 +216,19 @@ def test_a_projects_items_for_judge_runs_lie_in_the_data_set_folder(sqlite_db):
     assert (get_settings().data_dir / "datasets" / "judge" / "_projects" / "p1" / "items.jsonl").is_file()
     with pytest.raises(ValueError, match="is not a labeling project's name"):
         project_items_param("../../jobs")
+
+
+@pytest.mark.parametrize("order", ["newest first", "oldest first"])
+def test_a_response_judged_again_is_audited_by_its_latest_verdict(files, order):
+    """Two runs of one judge on the same items; the first run's verdicts called everything harmful
+    (as a judge before a fix might). The audit counts the later run's verdicts, however listed."""
+    first = run(RUN, {"items": "datasets/judge/imp/items.jsonl", "judge": "gcg-strings", "use_cache": False})
+    later = run(RUN, {"items": "datasets/judge/imp/items.jsonl", "judge": "gcg-strings", "use_cache": False})
+    write_verdicts([(key(cell), Verdict(judge="gcg-strings", label=1)) for cell in HUMAN],
+                   Path(jobqueue.get_job(first).result_path))
+    jobs = [later, first] if order == "newest first" else [first, later]
+    audit = read_audit(run(AUDIT, {"items": "datasets/judge/imp/items.jsonl", "labels": "datasets/judge/imp/labels.csv",
+                                   "verdict_jobs": jobs}))
+    # The later run's verdicts (as test_audit_reads_the_verdicts_of_a_finished_judge_run counts them), not
+    # the first run's all-harmful ones, which would give TP 4, FP 4, TN 0, FN 0.
+    assert pooled_counts(audit, "gcg-strings") == [4, 1, 3, 0]
