@@ -12,7 +12,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 PROCESSES ?= 2
 WORKERS ?= 1
 
-.PHONY: run serve test setup setup-test chromium nginx bench bench-quick mutation mutation-changed lint migrate clean lock
+.PHONY: run serve test setup setup-test chromium tesseract nginx bench bench-quick mutation mutation-changed lint migrate clean lock
 
 # Installs are the lock files, every package pinned with its sha256 hashes (--require-hashes: a file
 # whose hash is not listed, or a package not in the lock, stops the install). pip itself is in the lock.
@@ -36,7 +36,7 @@ lock: $(VENV)/.test-installed
 	$(PIP_COMPILE) --output-file requirements.lock requirements.txt
 	$(PIP_COMPILE) --constraint requirements.lock --output-file requirements-dev.lock requirements-dev.txt
 
-setup: $(VENV)/.runtime-installed
+setup: $(VENV)/.runtime-installed tesseract
 
 setup-test: $(VENV)/.test-installed chromium nginx
 
@@ -46,6 +46,14 @@ chromium:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium is missing and cannot be installed here: browser tests will be skipped"; fi; }
+
+# The offline video agent reads on-screen text with Debian's Tesseract (its English model comes with
+# the package; nothing is downloaded at run time).
+tesseract:
+	@command -v tesseract >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null; \
+	  else echo "tesseract is missing and cannot be installed here: the video agent answers text questions as guesses"; fi; }
 
 # make serve's proxy, and the tests of it: the distribution's nginx (never a downloaded build).
 nginx:
@@ -90,6 +98,14 @@ bench: setup-test
 
 bench-quick: setup-test
 	$(PY) bench/platform_store.py --quick
+
+# The GPU checks (docs/design.md, "Devices"): the CUDA-marked tests and the GPU benchmarks, under 5 minutes
+# on one GPU, into bench/results/gpu.json. Without a GPU the same checks run on the CPU and the file says so.
+# No install step: a GPU machine's venv holds torch's CUDA build, which the lock's CPU build would replace.
+.PHONY: gpu-check
+gpu-check:
+	@test -x $(PY) || { echo "no $(PY): run make setup-test first"; exit 1; }
+	$(PY) bench/gpu_check.py
 
 # Mutation testing of the core modules (not part of make test; about 10 minutes a module):
 # scores and surviving mutants in bench/results/mutation.json. MODULES=engines/collab/store.py runs one.

@@ -1,11 +1,13 @@
 """Benchmark of the attribution area (issue 10): ISS throughput, time to a map, and faithfulness.
 
-Three measures, on a shipped reaching policy (reach-cnn, 64 x 64 frames) on the CPU unless
-``HAI_DEVICE`` names another device, in one process:
+Three measures, on a shipped reaching policy (reach-cnn, 64 x 64 frames) on ``--device`` (default
+the ``HAI_DEVICE`` setting's: CUDA when present), in one process:
 
 - **throughput**: mask evaluations per second inside ``iss`` (a 500-mask map of one frame, batch
-  64) against the same policy's raw batched forward throughput on the same batch size, the limit
-  (goal: at least 0.8 of it);
+  64) against the same policy's raw batched forward throughput on the same batch size over the
+  same images, the limit (goal: at least 0.8 of it); on a GPU every timed work ends with a
+  synchronisation, so queued work is counted; ``scaling`` gives ISS's rate at more masks
+  (goal: no fall beyond 2,000);
 - **time to a map**: a 500-mask ISS map against Captum's ``FeatureAblation`` on the same 7 x 7
   grid with as many image evaluations (10 calls of 49 ablations and the input, 64 per forward
   pass), goal: ISS no slower (ratio <= 1);
@@ -18,8 +20,9 @@ Median of ``--repeats`` timings after a warm-up, the three timed works run in tu
 repeat (so a shared machine's drift shifts them alike). Prints one JSON line, writes the same object to
 ``bench/results/attribution.json`` (or ``--out``), progress on stderr.
 
-    python bench/attribution.py            # 5 repeats, 12 frames for faithfulness
-    python bench/attribution.py --quick    # 1 repeat, 2 frames, 2 baselines
+    python bench/attribution.py                  # 5 repeats, 12 frames for faithfulness
+    python bench/attribution.py --quick          # 1 repeat, 2 frames, 2 baselines
+    python bench/attribution.py --device cuda    # the same on the GPU
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ N_MASKS, BATCH, GRID = 500, 64, (7, 7)
 FULL = {"repeats": 5, "frames": 12, "baselines": ("occlusion", "feature_ablation", "rise", "saliency",
                                                   "integrated_gradients", "grad_cam")}
 QUICK = {"repeats": 1, "frames": 2, "baselines": ("occlusion", "saliency")}
+SCALING_MASKS = (500, 2000, 8000)  # ISS's rate at these mask counts (the full run; --quick: the first two)
 POLICY = "reach-rho1-seed0.pt"  # the shipped policy that leans on the cue
 
 
@@ -64,9 +68,10 @@ def round_robin_medians(works: dict, repeats: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def timed_works(model, image) -> dict:
-    """The three timed works: a 500-mask ISS map, as many raw batched forward passes, and Captum
-    FeatureAblation with as many evaluations on the same grid."""
+def timed_works(model, image, device=None) -> dict:
+    """The three timed works: a 500-mask ISS map, as many raw batched forward passes over masked
+    images, and Captum FeatureAblation with as many evaluations on the same grid. Each ends by
+    waiting for ``device`` (a GPU queues work and returns at once)."""
     import torch
     from captum.attr import FeatureAblation
 
@@ -74,11 +79,14 @@ def timed_works(model, image) -> dict:
     from engines.attribution.iss import iss
     from engines.attribution.policies import torch_policy
     from engines.attribution.replacements import replacement
+    from engines.platform.torch_device import model_device, synchronize
 
+    device = device if device is not None else model_device(model)
     policy = torch_policy(model)
-    batch = image.expand(BATCH, -1, -1, -1).contiguous()
+    batch = (image * torch.rand((BATCH, 1, *image.shape[-2:]), generator=torch.Generator().manual_seed(0))
+             .to(image.device)).contiguous()  # masked images, as ISS feeds the policy
     passes = -(-N_MASKS // BATCH)
-    cells = cell_mask(GRID, tuple(image.shape[-2:]))
+    cells = cell_mask(GRID, tuple(image.shape[-2:])).to(image.device)
     replaced = replacement(image, "blur")
     ablation = FeatureAblation(DivergenceModel(model, image))
     rounds = N_MASKS // (GRID[0] * GRID[1] + 1)  # each call evaluates the 49 ablations and the input itself
@@ -87,14 +95,41 @@ def timed_works(model, image) -> dict:
         with torch.no_grad():
             for _ in range(passes):
                 model(batch)
+        synchronize(device)
 
     def captum() -> None:
         with torch.no_grad():
             for _ in range(rounds):
                 ablation.attribute(image, baselines=replaced, feature_mask=cells, perturbations_per_eval=BATCH)
+        synchronize(device)
 
-    return {"iss": lambda: iss(policy, image, grid=GRID, n_masks=N_MASKS, batch_size=BATCH), "raw": raw,
-            "feature_ablation": captum}
+    def map_() -> None:
+        iss(policy, image, grid=GRID, n_masks=N_MASKS, batch_size=BATCH)  # ends with its one copy back
+
+    return {"iss": map_, "raw": raw, "feature_ablation": captum}
+
+
+def scaling(model, image, counts: tuple[int, ...]) -> dict:
+    """ISS's mask evaluations per second at each of ``counts`` masks (one frame, batch 64; a warm-up,
+    then the best of two), and the rate at the largest count over the rate at the smallest."""
+    from engines.attribution.iss import iss
+    from engines.attribution.policies import torch_policy
+
+    policy = torch_policy(model)
+    rates = {}
+    for count in counts:
+        iss(policy, image, grid=GRID, n_masks=count, batch_size=BATCH)  # warm-up
+        best = min(_seconds(lambda count=count: iss(policy, image, grid=GRID, n_masks=count, batch_size=BATCH))
+                   for _ in range(2))
+        rates[str(count)] = round(count / best, 1)
+    first, last = rates[str(counts[0])], rates[str(counts[-1])]
+    return {"iss_masks_per_s": rates, "ratio_largest_to_smallest": round(last / first, 3)}
+
+
+def _seconds(work) -> float:
+    started = time.perf_counter()
+    work()
+    return time.perf_counter() - started
 
 
 def throughput(seconds: dict[str, float]) -> dict:
@@ -163,31 +198,42 @@ def run(args: argparse.Namespace) -> dict:
     from engines.attribution.env import dataset
     from engines.attribution.policies import load_policy
     from engines.attribution.policy_set import SHIPPED_DIR
-    from engines.platform.torch_device import resolve_device
+    from engines.platform.torch_device import describe_device, resolve_device
 
     settings = QUICK if args.quick else FULL
     repeats = args.repeats or settings["repeats"]
     load_before = round(os.getloadavg()[0], 2)
-    device = resolve_device(None)
+    device = resolve_device(args.device)
     model, _ = load_policy(SHIPPED_DIR / POLICY, device=device)
     frames, _, _ = dataset(settings["frames"], 1.0, seed=70_000)
-    frames = torch.from_numpy(np.ascontiguousarray(frames)).to(device)
-    image = frames[:1]
-    print("ISS, raw forward passes, FeatureAblation, in turn…", file=sys.stderr, flush=True)
-    seconds = round_robin_medians(timed_works(model, image), repeats)  # one ISS figure for both ratios
+    # The frames stay on the CPU, as a caller's would: every entry point moves them to the model's device.
+    frames = torch.from_numpy(np.ascontiguousarray(frames))
+    image = frames[:1].to(device)
+    print(f"ISS, raw forward passes, FeatureAblation, in turn on {describe_device(device)}…", file=sys.stderr,
+          flush=True)
+    seconds = round_robin_medians(timed_works(model, image, device), repeats)  # one ISS figure for both ratios
     speed = throughput(seconds)
     versus = against_feature_ablation(seconds)
+    print("ISS at more masks…", file=sys.stderr, flush=True)
+    scaled = scaling(model, image, SCALING_MASKS[:2] if args.quick else SCALING_MASKS)
     print("faithfulness…", file=sys.stderr, flush=True)
     faithful = faithfulness(model, frames, settings["baselines"])
     return {
         "benchmark": NAME, "quick": bool(args.quick), "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "device": str(device), "torch_threads": torch.get_num_threads(), "policy": POLICY,
+        "device": str(device), "device_name": describe_device(device), "torch_threads": torch.get_num_threads(),
+        "policy": POLICY,
         "n_masks": N_MASKS, "batch_size": BATCH, "grid": list(GRID), "repeats": repeats,
         "headline": (f"ISS runs {speed['iss_masks_per_s']:.0f} masks/s, {speed['ratio']:.2f} of raw forward "
                      f"throughput (goal >= {GOAL_THROUGHPUT_RATIO}); a 500-mask map takes {versus['iss_s']:.3f} s, "
                      f"{versus['ratio']:.2f} x Captum FeatureAblation's time for as many forward passes "
                      f"(goal <= {GOAL_TIME_RATIO})"),
-        "throughput": speed, "versus_feature_ablation": versus, "faithfulness_frames": settings["frames"],
+        "throughput": speed, "versus_feature_ablation": versus, "scaling": scaled,
+        "ratios": {"iss_vs_raw_forward": speed["ratio"],
+                   "feature_ablation_vs_raw_forward": round(
+                       versus["feature_ablation_evaluations"] / seconds["feature_ablation"] / speed["raw_forward_per_s"],
+                       3),
+                   "iss_time_vs_feature_ablation": versus["ratio"]},
+        "faithfulness_frames": settings["frames"],
         "faithfulness": faithful, "machine": machine_info(load_before),
     }
 
@@ -196,6 +242,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 repeat, 2 frames, 2 baselines (checks the script)")
     parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--device", default=None,
+                        help="cpu, cuda, cuda:N or auto (default: the HAI_DEVICE setting, CUDA when present)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     return parser.parse_args(argv)
 

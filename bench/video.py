@@ -12,11 +12,19 @@ B-frames, a keyframe every 4 s):
   (the index built beforehand, timed apart), p50 and p95.
 - **generation**: seconds to render and encode the hour, and its size.
 
+- **accuracy** (the offline agent as a baseline): the gated agent (pixels inspector and captioner,
+  heuristic planner) and the coupled baseline on the tuning set (``engines.video.synthetic`` with
+  every kind of question, the set the offline roles were tuned on) and on the held-out set
+  (``engines.video.heldout``, made independently and never tuned on), each question kind
+  apart, with 95 % intervals (Wilson), temporal and semantic groundedness, guesses, and the gated
+  agent's accuracy by step budget (2, 4, 8).
+
 Median of ``--repeats`` timings after a warm-up. Prints one JSON line, writes the same object to
 ``bench/results/video.json`` (or ``--out``), progress on stderr.
 
     python bench/video.py            # the hour-long video, 5 repeats, 20 questions per agent
-    python bench/video.py --quick    # a 10-minute video, 1 repeat, 3 questions (checks the script)
+    python bench/video.py --quick    # a 10-minute video, 1 repeat, 3 questions, small accuracy sets (checks the script)
+    python bench/video.py --only accuracy   # the accuracy part alone
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -43,8 +52,115 @@ DEFAULT_OUT = REPO_ROOT / "bench" / "results" / f"{NAME}.json"
 GOAL_VS_SEQUENTIAL = 10.0  # seek-and-decode at least this many times faster than decoding from the start
 GOAL_VS_OPENCV = 1.0  # seek-and-decode time / OpenCV seeking time, at most
 FRAMES = 48
-FULL = {"minutes": 60.0, "repeats": 5, "questions": 20}
-QUICK = {"minutes": 10.0, "repeats": 1, "questions": 3}
+FULL = {"minutes": 60.0, "repeats": 5, "questions": 20, "tuning_minutes": 20.0, "tuning_videos": 3,
+        "budgets": (2, 4, 8)}
+QUICK = {"minutes": 10.0, "repeats": 1, "questions": 3, "tuning_minutes": 4.0, "tuning_videos": 1, "budgets": (2, 8)}
+GOAL_HELDOUT = 0.8  # held-out accuracy of every question kind, at least
+TUNING_SEED = 41
+
+
+def wilson(correct: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
+    """The 95 % Wilson score interval of a rate (better than the normal one for small n and rates
+    near 0 or 1); None for n = 0."""
+    if n == 0:
+        return None
+    p = correct / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return round(max(0.0, centre - half), 3), round(min(1.0, centre + half), 3)
+
+
+def _by_kind(trajectories, kinds: dict[str, str]) -> dict:
+    from engines.video.metrics import question_metrics
+
+    rows: dict[str, list] = {}
+    for t in trajectories:
+        rows.setdefault(kinds.get(t.uid, "other"), []).append(question_metrics(t))
+    table = {}
+    for kind in sorted(rows):
+        metrics = rows[kind]
+        right = sum(bool(m.correct) for m in metrics)
+        table[kind] = {"n": len(metrics), "correct": right, "accuracy": round(right / len(metrics), 3),
+                       "ci95": wilson(right, len(metrics)),
+                       "grounded": round(sum(bool(m.grounded) for m in metrics) / len(metrics), 3)}
+    return table
+
+
+def _score(trajectories, kinds: dict[str, str]) -> dict:
+    from engines.video.metrics import summarise
+
+    summary = summarise(trajectories)
+    right = round((summary["accuracy"] or 0) * summary["n_scored"])
+    return {"n": summary["n"], "accuracy": round(summary["accuracy"] or 0, 3), "ci95": wilson(right, summary["n_scored"]),
+            "TG_rate": summary["TG_rate"] and round(summary["TG_rate"], 3),
+            "SG_rate": summary["SG_rate"] and round(summary["SG_rate"], 3),
+            "grounded_accuracy": summary["grounded_accuracy"] and round(summary["grounded_accuracy"], 3),
+            "misaligned_correct_rate": summary["misaligned_correct_rate"] and round(summary["misaligned_correct_rate"], 3),
+            "guesses": summary["guesses"], "final_modes": summary["final_modes"],
+            "mean_steps": summary["mean_steps"] and round(summary["mean_steps"], 2),
+            "by_kind": _by_kind(trajectories, kinds)}
+
+
+def _answer_set(folder: Path, budgets: tuple[int, ...], label: str) -> dict:
+    """Both agents on one question set; the gated agent at each budget (its budget curve)."""
+    import json
+
+    from engines.video.agent import AgentConfig, answer
+    from engines.video.backends import roles_for
+    from engines.video.loaders import read_questions
+
+    kinds = {}
+    for line in (folder / "questions.jsonl").read_text().splitlines():
+        if line.strip():
+            record = json.loads(line)
+            kinds[record["uid"]] = record.get("kind", "other")
+    questions = read_questions(folder / "questions.jsonl")
+    result: dict = {"questions": len(questions), "budgets": {}}
+    started = time.perf_counter()
+    roles = {agent: roles_for(planner, "pixels", "pixels", "bm25")
+             for agent, planner in (("gated", "heuristic"), ("coupled", "coupled-heuristic"))}
+    for path in sorted({str(folder / f"{q.video_id}.mp4") for q in questions}):
+        roles["gated"].retriever_for(path)
+    result["index_s"] = round(time.perf_counter() - started, 1)
+    top = max(budgets)
+    for budget in budgets:
+        started = time.perf_counter()
+        runs = [answer(q, str(folder / f"{q.video_id}.mp4"), roles["gated"], AgentConfig(max_steps=budget))
+                for q in questions]
+        result["budgets"][str(budget)] = _score(runs, kinds) | {"seconds": round(time.perf_counter() - started, 1)}
+        print(f"{label}: gated agent, {budget} steps: {result['budgets'][str(budget)]['accuracy']:.0%}",
+              file=sys.stderr, flush=True)
+    result["gated"] = result["budgets"][str(top)]
+    coupled = [answer(q, str(folder / f"{q.video_id}.mp4"), roles["coupled"], AgentConfig(agent="coupled",
+                                                                                          max_steps=top))
+               for q in questions]
+    result["coupled"] = _score(coupled, kinds)
+    return result
+
+
+def accuracy(workdir: Path, settings: dict, quick: bool) -> dict:
+    """The offline agent on the tuning set and on the held-out set (see the module docstring)."""
+    from engines.video import heldout
+    from engines.video.synthetic import SyntheticConfig, generate
+
+    tuning = workdir / "tuning"
+    print("generating the tuning set…", file=sys.stderr, flush=True)
+    generate(tuning, SyntheticConfig(minutes=settings["tuning_minutes"], videos=settings["tuning_videos"],
+                                     seed=TUNING_SEED, more_kinds=True))
+    held = workdir / "heldout"
+    specs = heldout.QUICK_SET if quick else heldout.HELDOUT_SET
+    print(f"generating the held-out set ({len(specs)} videos)…", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    heldout.generate(held, specs)
+    generate_s = time.perf_counter() - started
+    tuned = _answer_set(tuning, settings["budgets"], "tuning")
+    report = _answer_set(held, settings["budgets"], "held-out")
+    kinds = report["gated"]["by_kind"]
+    return {"tuning": tuned, "heldout": report | {"generate_s": round(generate_s, 1),
+                                                  "videos": [asdict(s) for s in specs]},
+            "goal_heldout_per_kind": GOAL_HELDOUT,
+            "meets_heldout_goal": bool(kinds) and all(k["accuracy"] >= GOAL_HELDOUT for k in kinds.values()),
+            "chance": "1 / number of options (0.25 with four)"}
 
 
 def _median_seconds(work, repeats: int) -> tuple[float, object]:
@@ -121,7 +237,7 @@ def seeking(video: Path, repeats: int, seed: int = 0) -> dict:
     }
 
 
-def agent_latency(folder: Path, questions: int) -> dict:
+def agent_latency(folder: Path, questions: int) -> dict:  # the synthetic hour, the frame-model roles
     """Seconds per question of the gated agent and the coupled baseline, the index built first."""
     from engines.video.agent import AgentConfig, answer
     from engines.video.backends import roles_for
@@ -131,7 +247,7 @@ def agent_latency(folder: Path, questions: int) -> dict:
     chosen = read_questions(folder / "questions.jsonl")[:questions]
     result = {}
     for agent, planner in (("gated", "heuristic"), ("coupled", "coupled-heuristic")):
-        roles = roles_for(planner, "frame-model", "frame-model", "bm25")
+        roles = roles_for(planner, "pixels", "pixels", "bm25")
         started = time.perf_counter()
         for path in {str(folder / f"{q.video_id}.mp4") for q in chosen}:
             roles.retriever_for(path)
@@ -152,39 +268,55 @@ def agent_latency(folder: Path, questions: int) -> dict:
     return result
 
 
+def _accuracy_line(scores: dict) -> str:
+    kinds = scores["heldout"]["gated"]["by_kind"]
+    return ("held-out accuracy by kind: " + ", ".join(f"{k} {v['accuracy']:.0%} ({v['ci95'][0]:.0%}-{v['ci95'][1]:.0%},"
+                                                      f" n={v['n']})" for k, v in kinds.items()) +
+            f"; all at least {GOAL_HELDOUT:.0%}: {scores['meets_heldout_goal']}")
+
+
 def run(args: argparse.Namespace) -> dict:
     from engines.video.synthetic import SyntheticConfig, generate
 
     settings = QUICK if args.quick else FULL
     repeats = args.repeats or settings["repeats"]
     load_before = round(os.getloadavg()[0], 2)
+    result: dict = {"benchmark": NAME, "quick": bool(args.quick),
+                    "when": datetime.now(UTC).isoformat(timespec="seconds"), "repeats": repeats}
     with tempfile.TemporaryDirectory(prefix="hai-bench-video-") as workdir:
         folder = Path(workdir)
-        print(f"generating {settings['minutes']:g} minutes of video…", file=sys.stderr, flush=True)
-        started = time.perf_counter()
-        [script] = generate(folder, SyntheticConfig(minutes=settings["minutes"], seed=101))
-        generate_s = time.perf_counter() - started
-        video = folder / f"{script.video_id}.mp4"
-        size_mb = video.stat().st_size / 1e6
-        frames = seeking(video, repeats)
-        latency = agent_latency(folder, settings["questions"])
-    return {
-        "benchmark": NAME, "quick": bool(args.quick), "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "repeats": repeats,
-        "headline": (f"48 frames from a {frames['video_minutes']:g}-minute video: {frames['seek_and_decode_s'] * 1000:.0f} ms, "
-                     f"{frames['speedup_vs_sequential']:g}x faster than decoding from the start (goal >= "
-                     f"{GOAL_VS_SEQUENTIAL:g}x), {frames['time_vs_opencv']:.2f}x OpenCV seeking's time (goal <= 1); "
-                     f"exact {frames['exact_frames']['seek_and_decode']}/48 vs OpenCV "
-                     f"{frames['exact_frames']['opencv']}/48; gated agent p50 {latency['gated']['p50_s']:.2f} s per question"),
-        "generation": {"minutes": settings["minutes"], "seconds": round(generate_s, 1), "megabytes": round(size_mb, 2)},
-        "seeking": frames, "agent": latency, "machine": machine_info(load_before),
-    }
+        headline = []
+        if args.only in (None, "seeking"):
+            print(f"generating {settings['minutes']:g} minutes of video…", file=sys.stderr, flush=True)
+            started = time.perf_counter()
+            [script] = generate(folder / "hour", SyntheticConfig(minutes=settings["minutes"], seed=101))
+            generate_s = time.perf_counter() - started
+            video = folder / "hour" / f"{script.video_id}.mp4"
+            size_mb = video.stat().st_size / 1e6
+            frames = seeking(video, repeats)
+            latency = agent_latency(folder / "hour", settings["questions"])
+            headline.append(
+                f"48 frames from a {frames['video_minutes']:g}-minute video: {frames['seek_and_decode_s'] * 1000:.0f} ms, "
+                f"{frames['speedup_vs_sequential']:g}x faster than decoding from the start (goal >= "
+                f"{GOAL_VS_SEQUENTIAL:g}x), {frames['time_vs_opencv']:.2f}x OpenCV seeking's time (goal <= 1); "
+                f"exact {frames['exact_frames']['seek_and_decode']}/48 vs OpenCV "
+                f"{frames['exact_frames']['opencv']}/48; gated agent p50 {latency['gated']['p50_s']:.2f} s per question")
+            result |= {"generation": {"minutes": settings["minutes"], "seconds": round(generate_s, 1),
+                                      "megabytes": round(size_mb, 2)}, "seeking": frames, "agent": latency}
+        if args.only in (None, "accuracy"):
+            scores = accuracy(folder, settings, args.quick)
+            headline.append(_accuracy_line(scores))
+            result["accuracy"] = scores
+    result["headline"] = "; ".join(headline)
+    result["machine"] = machine_info(load_before)
+    return result
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a 10-minute video, 1 repeat, 3 questions")
     parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--only", choices=("seeking", "accuracy"), default=None, help="one part of the benchmark")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     return parser.parse_args(argv)
 

@@ -5,7 +5,8 @@ a frame (a scene of the reaching task, or an uploaded image; uploads are kept th
 platform's upload rule and loaded from there, weights as tensors only); the page shows the policy's action, its ISS map with
 intervals, NMR against chance, and the standard attribution methods beside it. Below: the
 experiment across policies (does in-distribution NMR predict failure when the spurious cue is
-randomised?), from the shipped run or from a job started here.
+randomised?), from the shipped run or from a job started here. Policies run on the ``HAI_DEVICE``
+setting's device (CUDA when present, by default).
 """
 
 import streamlit as st
@@ -18,6 +19,7 @@ from engines.attribution.policy_set import shipped_policies
 from engines.attribution.replacements import REPLACEMENTS
 from engines.platform import jobqueue
 from engines.platform.files import FileRefused
+from engines.platform.torch_device import resolve_device
 from pages import _ui as ui
 from pages._upload import file_input
 
@@ -28,9 +30,9 @@ CUES = {"normal": "as in training (agrees with the target with probability rho)"
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def cached_policy(path: str):
-    """A policy loads once per process, not on every rerun."""
-    return load_policy(path)
+def cached_policy(path: str, device: str):
+    """A policy loads once per process and device, not on every rerun."""
+    return load_policy(path, device=device)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -82,7 +84,7 @@ if source == "shipped":
         path = st.selectbox("Reaching policy", list(choices), index=default, format_func=choices.get,
                             key="attribution-policy")
         try:
-            model, meta = cached_policy(path)
+            model, meta = cached_policy(path, str(resolve_device()))
         except (FileRefused, PolicyFileError) as exc:
             st.error(str(exc))
         else:
@@ -92,7 +94,7 @@ else:
                         kind="torch", area="attribution", key="attribution-policy-file")
     if upload is not None:
         try:  # the upload is kept under a server-chosen name; loading it is still weights_only
-            model, meta = load_policy(upload.path, label=upload.label)
+            model, meta = load_policy(upload.path, label=upload.label, device=resolve_device())
         except (FileRefused, PolicyFileError) as exc:
             st.error(str(exc))
         else:

@@ -3,11 +3,21 @@
 Compares editing methods on the HOI-Edit benchmark of human–object-interaction edits: HOI-Eval's
 leaderboard in the paper's layout, an item browser with every method's edit, its scores and the
 judge's reasoning (an I2V method's frame strip and SCPE trace too), and the arena's ratings from
-participants' votes. The shipped demo is synthetic; name a benchmark folder registered under the
-data folder's datasets/hoi/ in the sidebar to use the page for real. Jobs started here read the
-benchmark and write into their own result folders, which the page reads with it.
+participants' votes, with what each arena study compares. The shipped demo is synthetic; name a
+benchmark folder registered under the data folder's datasets/hoi/ in the sidebar to use the page
+for real. Jobs started here read the benchmark and write into their own result folders, which the
+page reads with it.
+
+What a person waits for is kept small on a benchmark of hundreds of items and many methods
+(``bench/hoi_ui.py``): only the open tab runs (``st.tabs(on_change="rerun")``: the leaderboard's
+figures, the arena's bootstrap and the jobs' refresh run only while their tab is shown); paging
+through the item browser reruns only the browser (a fragment); the folder is read once per change
+(``cached_workspace``, keyed by the folders' modification times), the item order once per filter,
+each image shrunk and JPEG-encoded once (``browse.THUMBNAILS``, sent as bytes: a Pillow image is
+encoded again as PNG on every rerun), and a vote log rated once per content.
 """
 
+import hashlib
 from pathlib import Path
 
 import streamlit as st
@@ -15,18 +25,22 @@ import streamlit as st
 from engines.hoi import arena, backends, browse, plots
 from engines.hoi import jobs as hoi_jobs
 from engines.hoi.benchmark import BenchmarkFormatError
-from engines.hoi.drawing import annotate
 from engines.hoi.folders import FileRefused, benchmark_folder, shown
 from engines.hoi.methods import MethodsFileError
 from engines.hoi.ratings import rate, win_rate_matrix
 from engines.hoi.votes import VoteFormatError, VoteLog, read_votes
-from engines.platform import jobqueue
+from engines.platform import jobqueue, study_admin
 from engines.platform.files import area_folder
+from engines.platform.panels import LinkError
+from engines.platform.runtime import StudyError
 from pages import _ui as ui
 
 PAGE = {"title": "HOI-Edit", "group": "Research", "roles": ["researcher"], "icon": ":material/compare:",
         "order": 80}
 DEMO = "shipped/hoi/demo"
+TABS = ("Leaderboard", "Item browser", "Arena results", "Run")
+FOLDER_VOTES = "the folder's votes.jsonl"
+EDIT_SIZE, SOURCE_SIZE, FRAME_SIZE = 320, 480, 160  # thumbnail sizes, pixels
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -41,8 +55,52 @@ def folder_stamp(roots: list[Path]) -> float:
     return max((p.stat().st_mtime for p in paths if p.exists()), default=0.0)
 
 
-def thumbnail(path: Path | None, size: int = 320):
-    return None if path is None else browse.THUMBNAILS.get(path, size)
+@st.cache_data(max_entries=64, show_spinner=False)
+def item_keys(root: str, layers: tuple[str, ...], stamp: float, split: str, level_or_tag: str | None,
+              methods: tuple[str, ...], sort: str) -> list[str]:
+    """The keys of the split's items under the filter, in the chosen order: sorting by the methods'
+    scores or their disagreement visits every item's records, so once per filter, not per page."""
+    workspace = cached_workspace(root, layers, stamp)
+    return [item.key for item in browse.list_items(workspace, split, level_or_tag=level_or_tag,
+                                                     methods=list(methods), sort=sort)]
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def leaderboard_view(root: str, layers: tuple[str, ...], stamp: float, methods: tuple[str, ...], split: str):
+    """The paper's table and its figure, and the split's per-tag rows and figure, built once per
+    folder state and choice of methods (the figures are only read by the page)."""
+    workspace = cached_workspace(root, layers, stamp)
+    rows = browse.leaderboard_rows(workspace, list(methods))
+    tag_rows = [r for r in browse.tag_rows(workspace, list(methods)) if r["split"] == split]
+    if not rows:
+        return rows, None, None, tag_rows, None
+    return (rows, plots.leaderboard_frame(rows), plots.leaderboard_figure(rows), tag_rows,
+            plots.tag_figure(tag_rows))
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def folder_votes(path: str, modified_ns: int, size: int) -> VoteLog:  # noqa: ARG001 - cache key
+    """The folder's vote log, read again only when the file changes."""
+    return read_votes(path)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def arena_board(digest: str, kind: str, _log: VoteLog):  # noqa: ARG001 - cache key
+    """The leaderboard (1,000 bootstrap rounds) and the arena's figures of a vote log, once per
+    log content (``digest``) and rating."""
+    board = rate(_log, kind, rounds=1000)
+    return (board, plots.ratings_frame(board), plots.ratings_figure(board),
+            plots.win_rate_figure(win_rate_matrix(_log)), plots.votes_over_time_figure(list(_log)))
+
+
+def log_digest(log: VoteLog) -> str:
+    return hashlib.sha256(arena.votes_jsonl(list(log)) + f"|{log.n_left_out}".encode()).hexdigest()
+
+
+def thumbnail(path: Path | None, size: int = EDIT_SIZE, boxes_of=None) -> bytes | None:
+    """The image at ``path`` as the page sends it: shrunk and JPEG-encoded once (``browse.THUMBNAILS``),
+    with the boxes of the item ``boxes_of`` drawn on it when given."""
+    return None if path is None else browse.THUMBNAILS.jpeg(path, size, item=boxes_of)
 
 
 identity = ui.require_role("researcher")
@@ -63,9 +121,10 @@ except FileRefused as exc:
     st.error(f"{exc} A benchmark is the shipped demo ({DEMO}) or a folder registered under "
              f"datasets/hoi/ ({area_folder('datasets', 'hoi')}).")
     st.stop()
-layers = hoi_jobs.result_layers(root)
+layers = tuple(map(str, hoi_jobs.result_layers(root)))
+stamp = folder_stamp([root, *map(Path, layers)])
 try:
-    workspace = cached_workspace(str(root), tuple(map(str, layers)), folder_stamp([root, *layers]))
+    workspace = cached_workspace(str(root), layers, stamp)
 except (BenchmarkFormatError, MethodsFileError) as exc:
     st.error(f"The benchmark does not read: {exc}")
     st.stop()
@@ -93,97 +152,122 @@ if not methods:
     st.info("Choose at least one method in the sidebar.")
     st.stop()
 
-board_tab, items_tab, arena_tab, run_tab = st.tabs(["Leaderboard", "Item browser", "Arena results", "Run"])
 
-with board_tab:
-    rows = browse.leaderboard_rows(workspace, methods)
+def show_leaderboard() -> None:
+    rows, frame, figure, tag_rows, tag_figure = leaderboard_view(str(root), layers, stamp, tuple(methods), split)
     if not rows:
         st.info("No chosen method has evaluation records yet (records/<method>.json): run HOI-Eval on it with "
                 "`python -m engines.hoi evaluate`.")
-    else:
-        st.dataframe(plots.leaderboard_frame(rows), width="stretch",
-                     column_config={c: st.column_config.NumberColumn(format="%.4f") for c in rows[0] if c != "method"})
-        st.caption("The paper's table: L1 from the L1/L2 file, L3 from the L3 file. I, H and O count each item "
-                   "once per level; I+Q&A counts every (item, tag) pair. Items whose record carries an error are "
-                   "skipped, not scored zero, as upstream.")
-        st.plotly_chart(plots.leaderboard_figure(rows), key="hoi-leaderboard-figure")
-        tag_rows = [r for r in browse.tag_rows(workspace, methods) if r["split"] == split]
-        with st.expander(f"Per tag ({split})"):
-            st.dataframe(tag_rows, width="stretch", hide_index=True)
-            st.plotly_chart(plots.tag_figure(tag_rows), key="hoi-tag-figure")
+        return
+    st.dataframe(frame, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.4f") for c in rows[0] if c != "method"})
+    st.caption("The paper's table: L1 from the L1/L2 file, L3 from the L3 file. I, H and O count each item "
+               "once per level; I+Q&A counts every (item, tag) pair. Items whose record carries an error are "
+               "skipped, not scored zero, as upstream.")
+    st.plotly_chart(figure, key="hoi-leaderboard-figure")
+    with st.expander(f"Per tag ({split})"):
+        st.dataframe(tag_rows, width="stretch", hide_index=True)
+        st.plotly_chart(tag_figure, key="hoi-tag-figure")
 
-with items_tab:
-    items = browse.list_items(workspace, split, level_or_tag=level_or_tag, methods=methods, sort=sort)
-    if not items:
+
+@st.fragment
+def show_item(keys: list[str]) -> None:
+    """One item with every chosen method's edit. A fragment: paging reruns only this, not the page."""
+    position = st.number_input(f"Item (1 to {len(keys)}, {sort})", 1, len(keys), 1, key="hoi-item")
+    item = workspace.benchmark.get(split, keys[int(position) - 1])
+    view = browse.item_view(workspace, split, item.key, methods)
+    left, right = st.columns([2, 3])
+    with left:
+        if item.image_path is None:
+            st.warning(f"The source image images/{split}/{item.key} is missing.")
+        else:
+            st.image(thumbnail(item.image_path, SOURCE_SIZE, item if overlays else None), caption=f"Source: {item.key}",
+                     width="stretch")
+    with right:
+        st.markdown(f"**Instruction:** {item.instruction}")
+        st.markdown(f"**Tags:** {', '.join(item.tags) or '—'}")
+        if item.interaction_question:
+            st.markdown(f"**Interaction question:** {item.interaction_question}")
+        for tag, question in item.aux_questions.items():
+            st.markdown(f"**{tag}:** {question}")
+    st.subheader("Edits")
+    for start in range(0, len(view.outputs), 3):
+        for column, output in zip(st.columns(3), view.outputs[start:start + 3], strict=False):
+            with column:
+                show_output(output)
+    warm_next(keys, int(position))
+    for output in view.outputs:
+        if output.strip:
+            st.subheader(f"{workspace.methods[output.method].label or output.method}: frames")
+            captions = [f"frame {i}" + (" (chosen)" if i == output.selected_frame else "")
+                        for i in range(len(output.strip))]
+            st.image([thumbnail(p, FRAME_SIZE) for p in output.strip], caption=captions, width=120)
+            if output.trace:
+                with st.expander("SCPE trace"):
+                    st.json(output.trace, expanded=False)
+
+
+def warm_next(keys: list[str], position: int) -> None:
+    """Shrink and encode the next item's images while the person looks at this one (a background
+    thread): paging on is then drawn from the cache."""
+    if position >= len(keys):
+        return
+    following = workspace.benchmark.get(split, keys[position])
+    source, edits = browse.item_images(workspace, split, following.key, methods)
+    wanted = [(path, EDIT_SIZE, None) for path in edits]
+    if source is not None:
+        wanted.insert(0, (source, SOURCE_SIZE, following if overlays else None))
+    browse.THUMBNAILS.warm(wanted)
+
+
+def show_output(output: browse.MethodOutput) -> None:
+    label = workspace.methods[output.method].label or output.method
+    if output.image_path is None:
+        st.markdown(f"**{label}**")
+        st.caption("No edit of this item.")
+        return
+    st.image(thumbnail(output.image_path), caption=label, width="stretch")
+    record = output.record
+    if record is None:
+        st.caption("Not evaluated.")
+    elif record.failed:
+        st.caption("Skipped by the scorer: " + "; ".join(record.errors))
+    else:
+        st.caption(f"I {browse.format_score(record.I)} · H {browse.format_score(record.H)} · "
+                   f"O {browse.format_score(record.O)} · item score {browse.format_score(output.score)}")
+    if output.reasoning:
+        with st.expander("The judge's reasoning"):
+            st.write(output.reasoning)
+
+
+def show_items() -> None:
+    keys = item_keys(str(root), layers, stamp, split, level_or_tag, tuple(methods), sort)
+    if not keys:
         st.info("No item of this split matches the filter.")
-    else:
-        position = st.number_input(f"Item (1 to {len(items)}, {sort})", 1, len(items), 1, key="hoi-item")
-        item = items[int(position) - 1]
-        view = browse.item_view(workspace, split, item.key, methods)
-        left, right = st.columns([2, 3])
-        with left:
-            if item.image_path is None:
-                st.warning(f"The source image images/{split}/{item.key} is missing.")
-            else:
-                source = thumbnail(item.image_path, 480)
-                if overlays:
-                    source = annotate(source, **browse.boxes_at(item, source.size))
-                st.image(source, caption=f"Source: {item.key}", width="stretch")
-        with right:
-            st.markdown(f"**Instruction:** {item.instruction}")
-            st.markdown(f"**Tags:** {', '.join(item.tags) or '—'}")
-            if item.interaction_question:
-                st.markdown(f"**Interaction question:** {item.interaction_question}")
-            for tag, question in item.aux_questions.items():
-                st.markdown(f"**{tag}:** {question}")
-        st.subheader("Edits")
-        for start in range(0, len(view.outputs), 3):
-            for column, output in zip(st.columns(3), view.outputs[start:start + 3], strict=False):
-                with column:
-                    label = workspace.methods[output.method].label or output.method
-                    if output.image_path is None:
-                        st.markdown(f"**{label}**")
-                        st.caption("No edit of this item.")
-                        continue
-                    st.image(thumbnail(output.image_path), caption=label, width="stretch")
-                    record = output.record
-                    if record is None:
-                        st.caption("Not evaluated.")
-                    elif record.failed:
-                        st.caption("Skipped by the scorer: " + "; ".join(record.errors))
-                    else:
-                        st.caption(f"I {browse.format_score(record.I)} · H {browse.format_score(record.H)} · "
-                                   f"O {browse.format_score(record.O)} · item score {browse.format_score(output.score)}")
-                    if output.reasoning:
-                        with st.expander("The judge's reasoning"):
-                            st.write(output.reasoning)
-        for output in view.outputs:
-            if output.strip:
-                st.subheader(f"{workspace.methods[output.method].label or output.method}: frames")
-                captions = [f"frame {i}" + (" (chosen)" if i == output.selected_frame else "")
-                            for i in range(len(output.strip))]
-                st.image([thumbnail(p, 160) for p in output.strip], caption=captions, width=120)
-                if output.trace:
-                    with st.expander("SCPE trace"):
-                        st.json(output.trace, expanded=False)
+        return
+    show_item(keys)
 
-with arena_tab:
+
+def show_arena() -> None:
     st.caption("Participants see two anonymous, side-swapped edits of the same item and vote; the names are shown "
                "only after the vote, and votes cast with the names shown do not count. Ratings as GenAI-Arena: "
-               "Bradley–Terry (or online Elo) with bootstrap 95% intervals.")
-    FOLDER_VOTES = "the folder's votes.jsonl"
-    source = st.selectbox("Votes of", [*arena.arena_studies(), FOLDER_VOTES], key="hoi-votes-source",
+               "each method's bootstrap median (Bradley–Terry, or online Elo) with the 95% interval of the same "
+               "1,000 bootstrap rounds.")
+    studies = arena.arena_studies()
+    source = st.selectbox("Votes of", [*studies, FOLDER_VOTES], key="hoi-votes-source",
                           format_func=lambda s: s if s == FOLDER_VOTES else f"the arena study “{s}”")
     log = None
     if source == FOLDER_VOTES:
         if not workspace.votes_path.is_file():
             st.info(f"No votes in {shown(root)}/{browse.VOTES_FILE}.")
         else:
+            stat = workspace.votes_path.stat()
             try:
-                log = read_votes(workspace.votes_path)
+                log = folder_votes(str(workspace.votes_path), stat.st_mtime_ns, stat.st_size)
             except VoteFormatError as exc:
                 st.error(f"The votes do not read: {exc}")
     else:
+        show_comparison(arena.study_comparison(source))
         log = VoteLog(tuple(arena.study_votes(source)))
         st.download_button("Download the votes (JSONL)", arena.votes_jsonl(list(log)), f"{source}-votes.jsonl",
                            key="hoi-votes-download")
@@ -192,16 +276,78 @@ with arena_tab:
     elif log is not None:
         kind = st.radio("Rating", ["bt", "elo"], horizontal=True, key="hoi-rating",
                         format_func={"bt": "Bradley–Terry", "elo": "Elo"}.get)
-        board = rate(log, kind, rounds=1000)
+        board, frame, ratings_figure, win_figure, time_figure = arena_board(log_digest(log), kind, log)
         st.markdown(f"{board.n_votes} votes counted" + (f", {board.n_left_out} left out (names shown before the "
                                                          "vote)" if board.n_left_out else ""))
         left, right = st.columns(2)
-        left.dataframe(plots.ratings_frame(board), hide_index=True, width="stretch")
-        right.plotly_chart(plots.ratings_figure(board), key="hoi-ratings-figure")
-        st.plotly_chart(plots.win_rate_figure(win_rate_matrix(log)), key="hoi-win-figure")
-        st.plotly_chart(plots.votes_over_time_figure(list(log)), key="hoi-votes-figure")
+        left.dataframe(frame, hide_index=True, width="stretch")
+        right.plotly_chart(ratings_figure, key="hoi-ratings-figure")
+        st.plotly_chart(win_figure, key="hoi-win-figure")
+        st.plotly_chart(time_figure, key="hoi-votes-figure")
+    with st.expander("Arena studies: what each compares, and a new one on this benchmark"):
+        show_studies(studies)
+        new_study_form()
 
-with run_tab:
+
+def show_comparison(comparison: arena.StudyComparison) -> None:
+    state = "open" if comparison.is_open else "not open"
+    st.caption(f"The study “{comparison.slug}” ({state}) compares {len(comparison.labels)} methods on "
+               f"{comparison.benchmark}, fixed when it was created: "
+               + ", ".join(f"{name} ({method})" if name != method else method
+                           for method, name in comparison.labels.items()) + ".")
+
+
+def show_studies(studies: list[str]) -> None:
+    """Every arena study with the methods it compares (fixed when it was created), open or not."""
+    if not studies:
+        st.caption("No arena study yet.")
+        return
+    rows = []
+    for slug in studies:
+        comparison = arena.study_comparison(slug)
+        rows.append({"study": slug, "open": comparison.is_open, "benchmark": comparison.benchmark,
+                     "pairs each": comparison.rounds,
+                     "methods (name shown after the vote)": "; ".join(
+                         f"{method}: {name}" for method, name in comparison.labels.items())})
+    st.dataframe(rows, hide_index=True, width="stretch")
+
+
+def new_study_form() -> None:
+    """Create an arena study on this benchmark, not yet open: its methods and their names are the
+    ones chosen here and are fixed with it; a method whose edits reach the folder later joins only
+    studies created after that."""
+    try:
+        offered = arena.output_methods(root)
+        names = arena.read_method_labels(root)
+    except arena.ArenaError as exc:
+        st.caption(f"No arena study can run on this folder: {exc}")
+        return
+    if len(offered) < 2:
+        st.caption(f"No arena study can run on {shown(root)}: it has edits of {len(offered)} method(s), the arena "
+                   "compares two or more (<method>_frames/ in the folder itself).")
+        return
+    with st.form("hoi-new-arena"):
+        st.markdown(f"**A new arena study on {shown(root)}**")
+        left, right = st.columns([2, 1])
+        slug = left.text_input("Study name (its link's ?study=)", key="hoi-arena-slug", placeholder="hoi-arena-1")
+        rounds = right.number_input("Pairs each participant votes on", 1, 50, 10, key="hoi-arena-rounds")
+        chosen = st.multiselect("Methods compared (fixed with the study)", offered, default=offered,
+                                key=f"hoi-arena-methods:{root}", format_func=lambda m: f"{names.get(m, m)} ({m})")
+        st.caption("Created closed: open it on the Studies page once you have checked what it compares (listed "
+                   "above after it is created).")
+        if st.form_submit_button("Create the study"):
+            try:
+                frozen = arena.frozen_methods(root, chosen)
+                study_admin.create_study(slug.strip(), "hoi_arena", config={
+                    "constants": {**frozen, "ROUNDS": int(rounds)}}, is_open=False, created_by=identity.user_id)
+            except (arena.ArenaError, LinkError, StudyError) as exc:
+                st.error(str(exc))
+            else:
+                st.success(f"Created the arena study “{slug.strip()}”, closed, comparing "
+                           f"{', '.join(frozen['LABELS'].values())}. Open it on the Studies page.")
+
+
+def show_run() -> None:
     st.caption(f"Both run as background jobs on {shown(root)}, which they only read: each writes into its own result "
                "folder HOI-Eval's records (records/<method>.json), and for SCPE the method's chosen frames, frame "
                "strips and traces. The tabs above show them with the benchmark when the job is done, also after a "
@@ -265,3 +411,18 @@ with run_tab:
         ui.jobs_table(hoi_jobs.jobs_frame(hoi_jobs.hoi_jobs()), "No HOI-Edit job yet.")
 
     recent_jobs()
+
+
+board_tab, items_tab, arena_tab, run_tab = st.tabs(list(TABS), key="hoi-tab", on_change="rerun")
+with board_tab:
+    if board_tab.open:
+        show_leaderboard()
+with items_tab:
+    if items_tab.open:
+        show_items()
+with arena_tab:
+    if arena_tab.open:
+        show_arena()
+with run_tab:
+    if run_tab.open:
+        show_run()

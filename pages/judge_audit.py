@@ -167,7 +167,7 @@ with st.form("judge-audit-run"):
     backend = st.text_input("Backend of the prompt judges", key="judge-audit-backend",
                             placeholder="transformers:/path/to/model  or  openai:http://host:8000/v1#model",
                             help="String judges and minilm-logreg run offline and ignore it. An endpoint's key "
-                                 "comes from HAI_JUDGE_API_KEY on the server.")
+                                 "comes from HAI_API_KEY_JUDGE on the server.")
     run_clicked = st.form_submit_button("Run judges", type="primary")
 if run_clicked:
     needing = [n for n in picked if JUDGES[n].needs_backend]

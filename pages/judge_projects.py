@@ -6,6 +6,7 @@ import streamlit as st
 
 from engines.judge import invites, labeling, members, uploads
 from engines.judge.items import JudgeDataError, read_items
+from engines.judge.study.plan import project_summary
 from engines.platform import auth
 from engines.platform.settings import REPO_ROOT, get_settings
 from engines.platform.uploads import remove_stored
@@ -87,6 +88,7 @@ if progress.per_annotator:
 st.caption("Annotator accounts on the project's team label under Annotate → Label (researchers and admins may "
            "label any project). Panel workers (Prolific, MTurk) need no account: they label from the same queue "
            "through a study of the judge_labeling protocol with PROJECT set to this project.")
+st.caption(project_summary(slug))
 
 st.subheader("Team")
 team = members.members_of(slug)

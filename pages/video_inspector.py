@@ -165,8 +165,10 @@ else:
 
 st.header("2 · Ask a question")
 st.caption("The agent indexes the video first (a caption of every 16 s clip, once per video), then searches and "
-           "inspects. The offline inspector reads colours, shapes, numbers of objects, drift and burned-in words; "
-           "for other videos configure a VLM inspector.")
+           "inspects. The offline inspector (pixels) works on videos of any size: it finds objects against any "
+           "background and reads their colour, shape, place, motion, number, separate appearances and order, and the "
+           "words on screen (Tesseract). For people, actions or scenes, configure a VLM inspector. A question may be "
+           "pasted as LVBench writes it: the stem here, one option per line below.")
 source = st.radio("Video", ["demo", "upload"], horizontal=True, key="video-source",
                   format_func={"demo": "a shipped demo video", "upload": "upload a video"}.get)
 video_path = None

@@ -54,12 +54,23 @@ XDIST_GROUPS = {"e2e": "browser", "test_jobs_ray.py": "ray", "test_serve.py": "s
                 "test_readme_commands.py": "served", "bench": "served"}
 
 
-def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest hook
+def _group_shared_resources(items) -> None:
     for item in items:
         path = Path(str(item.fspath))
         group = XDIST_GROUPS.get(path.name) or XDIST_GROUPS.get(path.parent.name)
         if group and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_runtest_setup(item):
+    """Tests marked ``cuda`` run where torch has a CUDA device and are skipped elsewhere (torch is
+    imported only for them)."""
+    if item.get_closest_marker("cuda") is None:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device (torch has none here)")
 
 
 def pytest_report_header(config):  # noqa: ARG001 - pytest hook
@@ -156,13 +167,14 @@ def other_engine(sqlite_db, migrated_sqlite_template, tmp_path):
 
 
 def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest hook
-    """Under ``make mutation``: run a mutant's tests cheapest first, so a killed mutant stops early.
+    """xdist groups for shared resources; under ``make mutation``, a mutant's tests cheapest first, so a killed mutant stops early.
 
     mutmut passes the tests covering a mutant in no particular order and stops at the first
     failure (``-x``); ``bench/mutation.py`` names the module's test files, unit tests first, in
     ``HAI_MUTATION_TEST_ORDER``. Tests run in that file order, each file top to bottom, and the
     PostgreSQL variants (slower: a server round trip per statement) after all the others.
     """
+    _group_shared_resources(items)
     order = os.environ.get("HAI_MUTATION_TEST_ORDER")
     if not order:
         return

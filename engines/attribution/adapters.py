@@ -11,6 +11,10 @@
   greedily, one token per dimension; ``readout="expected"`` returns the mean of each dimension under
   the model's distribution over the bins instead of the chosen bin, so that small interventions
   give small action changes (the arg-max readout is a step function of the image).
+
+Both return a ``ModelPolicy``: the images, and what the adapter adds (state, noise, prompt ids, the
+normalisation and the bins), go to the wrapped model's device, wherever the images come from;
+``model_device`` of the adapter is the model's (``engines.platform.torch_device``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from collections.abc import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
+from engines.attribution.policies import ModelPolicy
+
 Policy = Callable[..., torch.Tensor]
 
 
@@ -28,7 +34,9 @@ def lerobot_policy(policy, *, camera: str = "observation.images.top", state: tor
                    task: str | None = None, noise_shape: Sequence[int] | None = None, seed: int = 0) -> Policy:
     """``policy.predict_action_chunk`` as an ISS policy: the images go in as ``camera``, ``state``
     (1, state_dim) and ``task`` are repeated for every image, and, when ``noise_shape`` (1, chunk,
-    action_dim) is given, one noise drawn from ``seed`` is repeated for every image."""
+    action_dim) is given, one noise drawn from ``seed`` is repeated for every image (drawn on the
+    CPU, so the same noise on every device). A policy that is no torch module and has no ``device``
+    gets the images where they are."""
     accepts_noise = "noise" in inspect.signature(policy.predict_action_chunk).parameters
     if noise_shape is not None and not accepts_noise:
         raise ValueError("noise_shape given, but this policy's predict_action_chunk takes no noise argument")
@@ -39,19 +47,20 @@ def lerobot_policy(policy, *, camera: str = "observation.images.top", state: tor
         noise = torch.randn(tuple(noise_shape), generator=torch.Generator().manual_seed(seed))
 
     def run(images: torch.Tensor, **context) -> torch.Tensor:
-        count = images.shape[0]
+        # ModelPolicy has moved the images to the policy's device: what is added here joins them.
+        count, device = images.shape[0], images.device
         batch = {camera: images}
         if state is not None:
-            batch["observation.state"] = state.to(images.device).expand(count, *state.shape[1:])
+            batch["observation.state"] = state.to(device).expand(count, *state.shape[1:])
         if task is not None:
             batch["task"] = [task] * count
         batch.update(context)
-        kwargs = {} if noise is None else {"noise": noise.to(images.device).expand(count, *noise.shape[1:])}
+        kwargs = {} if noise is None else {"noise": noise.to(device).expand(count, *noise.shape[1:])}
         with torch.no_grad():
             actions = policy.predict_action_chunk(batch, **kwargs)
         return actions if actions.ndim == 3 else actions[:, None]  # one step -> a chunk of one
 
-    return run
+    return ModelPolicy(run, policy)
 
 
 def bin_centres(n_bins: int = 256) -> torch.Tensor:
@@ -91,7 +100,7 @@ def token_action_policy(model, *, prompt_ids: torch.Tensor, action_dim: int, low
     token_centre = centres[torch.clamp(vocab - action_tokens - 1, 0, n_bins - 2)]
 
     def run(images: torch.Tensor, **context) -> torch.Tensor:
-        device = images.device
+        device = images.device  # the model's: ModelPolicy moved the images there
         pixels = F.interpolate(images.float(), size=(size, size), mode="bilinear", align_corners=False)
         pixels = (pixels - mean.to(device)) / std.to(device)
         tokens = prompt_ids.to(device).expand(images.shape[0], -1)
@@ -110,7 +119,7 @@ def token_action_policy(model, *, prompt_ids: torch.Tensor, action_dim: int, low
         actions = 0.5 * (normalised + 1.0) * (high_t.to(device) - low_t.to(device)) + low_t.to(device)
         return actions[:, None]
 
-    return run
+    return ModelPolicy(run, model)
 
 
 def _image_size(config) -> int:

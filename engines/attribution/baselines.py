@@ -15,6 +15,9 @@ perturb the same G cells as ISS; ``shapley_samples_for(n_masks, grid)`` gives th
 count whose forward passes match an ISS run of ``n_masks`` masks. RISE (Petsiuk et al. 2018) is
 not in Captum: its estimator is E[D(x ⊙ M) * M(u)] / E[M] with the same masks as ISS, implemented
 here from ISS's batched evaluation.
+
+Devices: the image, its replacement, the cells' feature mask and RISE's masks go to the policy's
+device (``engines.platform.torch_device.inputs_to``); every map comes back on the CPU.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from torch import nn
 
 from engines.attribution.iss import bernoulli_grids, divergence, upsample
 from engines.attribution.replacements import BLUR_SIGMA, replacement
+from engines.platform.torch_device import inputs_to, to_host
 
 METHODS = ("occlusion", "feature_ablation", "shapley", "integrated_gradients", "saliency", "grad_cam", "rise")
 GRADIENT_METHODS = ("integrated_gradients", "saliency", "grad_cam")
@@ -51,10 +55,10 @@ class DivergenceModel(nn.Module):
         super().__init__()
         self.policy, self.action_scale = policy, action_scale
         with torch.no_grad():
-            self.reference = policy(reference)
+            self.reference = policy(inputs_to(policy, reference))
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        return divergence(self.policy(images), self.reference, self.action_scale)
+        return divergence(self.policy(inputs_to(self.policy, images)), self.reference, self.action_scale)
 
 
 class FlatActions(nn.Module):
@@ -81,7 +85,8 @@ def attribute(method: str, policy_module: nn.Module, image: torch.Tensor, *, gri
               n_masks: int = 500, p_keep: float = 0.3, baseline: str = "blur", seed: int = 0,
               blur_sigma: float = BLUR_SIGMA, batch_size: int = 64, ig_steps: int = 32,
               grad_cam_layer: nn.Module | None = None) -> torch.Tensor:
-    """The pixel map (H, W) of ``method`` for one image (1, 3, H, W) and a torch-module policy.
+    """The pixel map (H, W), on the CPU, of ``method`` for one image (1, 3, H, W) and a torch-module
+    policy; the work runs on the policy's device, wherever the image comes from.
 
     Perturbation methods replace cells with the ``baseline`` image ISS uses; the map is summed
     over colour channels (gradient methods: absolute values).
@@ -101,6 +106,7 @@ def attribute(method: str, policy_module: nn.Module, image: torch.Tensor, *, gri
     if image.ndim != 4 or image.shape[0] != 1:
         raise ValueError(f"one image (1, 3, H, W) at a time, got shape {tuple(image.shape)}")
     policy_module.eval()
+    image = inputs_to(policy_module, image)
     if method == "rise":
         return rise(policy_module, image, grid=grid, n_masks=n_masks, p_keep=p_keep, seed=seed, baseline=baseline,
                     blur_sigma=blur_sigma, batch_size=batch_size)
@@ -112,22 +118,22 @@ def attribute(method: str, policy_module: nn.Module, image: torch.Tensor, *, gri
             n_outputs = flat(image).shape[1]
         inputs = image.clone().requires_grad_(True)
         if method == "saliency":
-            return _per_output(Saliency(flat), inputs, n_outputs, abs=True)[0].sum(0).detach()
+            return to_host(_per_output(Saliency(flat), inputs, n_outputs, abs=True)[0].sum(0))
         if method == "integrated_gradients":
-            return _per_output(IntegratedGradients(flat), inputs, n_outputs, baselines=replaced,
-                               n_steps=ig_steps)[0].sum(0).detach()
+            return to_host(_per_output(IntegratedGradients(flat), inputs, n_outputs, baselines=replaced,
+                                       n_steps=ig_steps)[0].sum(0))
         layer = grad_cam_layer if grad_cam_layer is not None else _last_conv(policy_module)
         cam = _per_output(LayerGradCam(flat, layer), inputs, n_outputs, relu_attributions=True)
-        return LayerAttribution.interpolate(cam, (height, width), interpolate_mode="bilinear")[0, 0].detach()
+        return to_host(LayerAttribution.interpolate(cam, (height, width), interpolate_mode="bilinear")[0, 0])
     model = DivergenceModel(policy_module, image)
+    cells = cell_mask(grid, (height, width)).to(image.device)
     with torch.no_grad():
         if method == "occlusion":
             window = (3, max(1, height // grid[0]), max(1, width // grid[1]))
             attribution = Occlusion(model).attribute(image, sliding_window_shapes=window, strides=window,
                                                      baselines=replaced, perturbations_per_eval=batch_size)
         elif method == "feature_ablation":
-            attribution = FeatureAblation(model).attribute(image, baselines=replaced,
-                                                           feature_mask=cell_mask(grid, (height, width)),
+            attribution = FeatureAblation(model).attribute(image, baselines=replaced, feature_mask=cells,
                                                            perturbations_per_eval=batch_size)
         else:
             # Captum draws the permutations from torch's global generator: seed a private fork of it,
@@ -135,11 +141,11 @@ def attribute(method: str, policy_module: nn.Module, image: torch.Tensor, *, gri
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
                 attribution = ShapleyValueSampling(model).attribute(
-                    image, baselines=replaced, feature_mask=cell_mask(grid, (height, width)),
+                    image, baselines=replaced, feature_mask=cells,
                     n_samples=shapley_samples_for(n_masks, grid), perturbations_per_eval=batch_size)
     # Captum: D(x) - D(x') = -D(x') for ablation and occlusion (D(x) = 0); Shapley's values are the
     # marginal contributions of letting a cell keep its original pixels, -(gain in D when replaced).
-    return -attribution[0].sum(0) / image.shape[1]
+    return to_host(-attribution[0].sum(0) / image.shape[1])
 
 
 def _last_conv(module: nn.Module) -> nn.Module:
@@ -160,15 +166,19 @@ def rise(policy: Callable[..., torch.Tensor], image: torch.Tensor, *, grid: tupl
     its action close to the original. (With D itself the map would credit the pixels whose keeping
     goes with the largest changes, the opposite ranking.) With the same masks the map ranks pixels
     as ISS does, since sum_i D_i M_i = sum_i D_i - sum_i D_i (1 - M_i): RISE here is ISS's
-    kept-side estimate, not an independent method."""
+    kept-side estimate, not an independent method.
+
+    The masks are made on the policy's device from grids drawn on the CPU (the same on every
+    device); the map comes back on the CPU."""
+    image = inputs_to(policy, image)
     height, width = image.shape[-2:]
     keeps = bernoulli_grids(n_masks, tuple(grid), p_keep, seed)
-    masks = upsample(keeps, (height, width)).to(image.device)
+    masks = upsample(keeps.to(image.device), (height, width))
     replaced = replacement(image, baseline, sigma=blur_sigma, seed=seed)
     reference = policy(image)
     total = torch.zeros(height, width, device=image.device)
     for start in range(0, n_masks, batch_size):
         chunk = masks[start:start + batch_size, None]
         values = divergence(policy(image[0] * chunk + replaced[0] * (1.0 - chunk)), reference)
-        total -= torch.einsum("n,nhw->hw", values, chunk[:, 0])
-    return (total / (n_masks * p_keep)).cpu()
+        total -= torch.einsum("n,nhw->hw", values.float(), chunk[:, 0])
+    return to_host(total / (n_masks * p_keep))

@@ -5,6 +5,9 @@ or an uploaded camera image), and what a script would call for the same answer. 
 contrast map come from one run of ``iss`` (``shared/specs/iss.md`` 3-4); NMR is upstream's NMR@k
 on the plain map and the mass NMR on the contrast map, with a bootstrap interval over the run's
 masks; each baseline's map is scored with NMR@k like upstream's comparison table.
+
+The work runs on the model's device (where ``load_policy`` put it: the ``HAI_DEVICE`` setting's);
+frames come from the CPU and are moved there, and every map and number comes back to the CPU.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from engines.attribution.nmr import NMRValue, chance_level, nmr, nmr_value, nmr_
 from engines.attribution.policies import ReachPolicy, torch_policy
 from engines.attribution.replacements import replacement
 from engines.platform.files import owned_path
+from engines.platform.torch_device import to_host
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 
@@ -101,11 +105,10 @@ def explain_frame(model: ReachPolicy, frame: Frame, *, baselines: tuple[str, ...
     result = iss(policy, image, grid=(grid, grid), n_masks=n_masks, p_keep=p_keep, baseline=baseline, seed=seed)
     seconds = {"iss": time.perf_counter() - started}
     relevant = None if frame.relevance is None else torch.from_numpy(frame.relevance)
-    explanation = FrameExplanation(
-        action=policy(image)[0].cpu().numpy(),
-        iss_map=result.pixel_map[0].cpu().numpy(), contrast_map=result.contrast_pixel_map[0].cpu().numpy(),
-        grid_map=result.grid_map[0].cpu().numpy(), ci_low=result.ci_low[0].cpu().numpy(),
-        ci_high=result.ci_high[0].cpu().numpy(),
+    explanation = FrameExplanation(  # the ISS result is on the CPU already
+        action=to_host(policy(image))[0].numpy(),
+        iss_map=result.pixel_map[0].numpy(), contrast_map=result.contrast_pixel_map[0].numpy(),
+        grid_map=result.grid_map[0].numpy(), ci_low=result.ci_low[0].numpy(), ci_high=result.ci_high[0].numpy(),
         nmr_at_k=None if relevant is None else nmr(result.pixel_map[0], relevant, k),
         nmr_mass=None if relevant is None else nmr_with_interval(result, relevant, None, n_boot=n_boot, seed=seed),
         seconds=seconds)
@@ -114,7 +117,7 @@ def explain_frame(model: ReachPolicy, frame: Frame, *, baselines: tuple[str, ...
         pixel_map = attribute(method, model, image, grid=(grid, grid), n_masks=n_masks, p_keep=p_keep,
                               baseline=baseline, seed=seed)
         explanation.seconds[method] = time.perf_counter() - started
-        explanation.baselines[method] = pixel_map.detach().cpu().numpy()
+        explanation.baselines[method] = pixel_map.numpy()  # attribute returns maps on the CPU
         explanation.baseline_nmr[method] = None if relevant is None else nmr(pixel_map, relevant, k)
     # Faithfulness: replace cells in each map's order under the same replacement the maps used.
     replaced = replacement(image, baseline, seed=seed)
@@ -141,7 +144,9 @@ class EpisodeExplanation:
 @torch.no_grad()
 def rollout(model: ReachPolicy, scene: Scene, task: TaskConfig = TaskConfig()) -> tuple[np.ndarray, np.ndarray, bool]:
     """The policy in closed loop from ``scene`` (copied): frames (T, 3, H, W), relevance (T, H, W), success.
-    The episode ends when the agent is within ``success_radius`` or after ``max_steps`` moves."""
+    The episode ends when the agent is within ``success_radius`` or after ``max_steps`` moves; each
+    frame goes to the model's device and its move comes back."""
+    policy = torch_policy(model)
     agent = np.array(scene.agent, dtype=float)
     frames, masks = [], []
     for _ in range(task.max_steps + 1):
@@ -150,7 +155,7 @@ def rollout(model: ReachPolicy, scene: Scene, task: TaskConfig = TaskConfig()) -
         masks.append(relevance_mask(current, task))
         if np.linalg.norm(agent - scene.target) <= task.success_radius:
             return np.stack(frames), np.stack(masks), True
-        move = model(torch.from_numpy(frames[-1])[None])[0, 0].numpy() * task.max_step
+        move = to_host(policy(torch.from_numpy(frames[-1])[None]))[0, 0].numpy() * task.max_step
         agent = np.clip(agent + move, 0, task.size)
     return np.stack(frames), np.stack(masks), False
 

@@ -16,6 +16,11 @@ Cells are replaced whole (nearest, no blending), with the replacement image give
 noisy: ``engines.attribution.replacements``); use several, or blur favours ISS, which is built on
 it. Curves are evaluated in batches, one forward pass per batch. Areas are means over the k = 0..G
 points (the trapezoid rule on a unit interval, up to the end points' half weight).
+
+Devices: the image, its replacement, the cell index and the replaced-cell sets go to the policy's
+device (``engines.platform.torch_device.inputs_to``), the divergences stay there until all the
+sets of a call are evaluated, then come back in one transfer; cell scores are host-side
+bookkeeping (G numbers) and are computed on the CPU whatever device the map is on.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from scipy import stats
 
 from engines.attribution.baselines import cell_mask
 from engines.attribution.iss import divergence
+from engines.platform.torch_device import inputs_to, to_host
 
 
 @dataclass(frozen=True)
@@ -56,36 +62,40 @@ class Curves:
 
 
 def cell_scores(pixel_map: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
-    """The map's mean over each grid cell, flattened (G,), cell g = row * columns + column."""
+    """The map's mean over each grid cell, flattened (G,) float64 on the CPU, cell g = row * columns + column."""
     cells = cell_mask(grid, tuple(pixel_map.shape[-2:]))[0, 0].flatten()
-    flat = pixel_map.flatten().double()
+    flat = to_host(pixel_map).flatten().double()
     return torch.zeros(grid[0] * grid[1], dtype=torch.float64).index_add_(0, cells, flat) / torch.bincount(
         cells, minlength=grid[0] * grid[1]).double()
 
 
 @torch.no_grad()
 def _divergences(policy: Callable[..., torch.Tensor], image: torch.Tensor, replaced: torch.Tensor,
-                 replace_sets: list[torch.Tensor], cells: torch.Tensor, reference: torch.Tensor,
-                 batch_size: int) -> np.ndarray:
-    """D for each set of replaced cells (bool (G,)), in batches."""
+                 replace_sets: list[torch.Tensor], grid: tuple[int, int], batch_size: int) -> np.ndarray:
+    """D for each set of replaced cells (bool (G,)) against the policy's action on ``image``, in
+    batches on the policy's device; one transfer back at the end."""
+    image, replaced = inputs_to(policy, image, replaced)
+    reference = policy(image)
+    cells = cell_mask(grid, tuple(image.shape[-2:]))[0, 0].flatten().to(image.device)
+    chosen_all = torch.stack(replace_sets).to(image.device)  # (S, G), moved once
     values = []
     for start in range(0, len(replace_sets), batch_size):
-        chosen = torch.stack(replace_sets[start:start + batch_size])  # (n, G)
+        chosen = chosen_all[start:start + batch_size]  # (n, G)
         pixel_replaced = chosen[:, cells].view(len(chosen), 1, *image.shape[-2:]).to(image.dtype)
         batch = image[0] * (1.0 - pixel_replaced) + replaced[0] * pixel_replaced
-        values.append(divergence(policy(batch), reference).double().cpu())
-    return torch.cat(values).numpy()
+        values.append(divergence(policy(batch), reference))
+    return to_host(torch.cat(values)).double().numpy()
 
 
 def curves(policy: Callable[..., torch.Tensor], image: torch.Tensor, scores: torch.Tensor, replaced: torch.Tensor,
            grid: tuple[int, int], *, batch_size: int = 64) -> Curves:
-    """Deletion (MoRF and LeRF) and insertion curves of one image (1, 3, H, W) for per-cell ``scores`` (G,)."""
+    """Deletion (MoRF and LeRF) and insertion curves of one image (1, 3, H, W) for per-cell ``scores`` (G,).
+
+    The three curves' 3 (G + 1) sets are evaluated together, in full batches on the policy's device."""
     n_cells = grid[0] * grid[1]
     if scores.numel() != n_cells:
         raise ValueError(f"{scores.numel()} scores for a {grid[0]} x {grid[1]} grid")
-    cells = cell_mask(grid, tuple(image.shape[-2:]))[0, 0].flatten()
-    order = torch.argsort(scores.flatten(), descending=True, stable=True)
-    reference = policy(image)
+    order = torch.argsort(to_host(scores).flatten(), descending=True, stable=True)
 
     def prefix_sets(ranking: torch.Tensor, invert: bool) -> list[torch.Tensor]:
         sets = []
@@ -95,9 +105,9 @@ def curves(policy: Callable[..., torch.Tensor], image: torch.Tensor, scores: tor
             sets.append(~chosen if invert else chosen)
         return sets
 
-    morf = _divergences(policy, image, replaced, prefix_sets(order, False), cells, reference, batch_size)
-    lerf = _divergences(policy, image, replaced, prefix_sets(order.flip(0), False), cells, reference, batch_size)
-    insertion = _divergences(policy, image, replaced, prefix_sets(order, True), cells, reference, batch_size)
+    sets = prefix_sets(order, False) + prefix_sets(order.flip(0), False) + prefix_sets(order, True)
+    values = _divergences(policy, image, replaced, sets, grid, batch_size)
+    morf, lerf, insertion = np.split(values, 3)
     return Curves(morf, lerf, insertion)
 
 
@@ -113,9 +123,9 @@ def faithfulness_correlation(policy: Callable[..., torch.Tensor], image: torch.T
         chosen = torch.zeros(n_cells, dtype=torch.bool)
         chosen[torch.from_numpy(rng.choice(n_cells, size=size, replace=False))] = True
         sets.append(chosen)
-    cells = cell_mask(grid, tuple(image.shape[-2:]))[0, 0].flatten()
-    values = _divergences(policy, image, replaced, sets, cells, policy(image), batch_size)
-    sums = np.array([float(scores.flatten()[chosen].sum()) for chosen in sets])
+    values = _divergences(policy, image, replaced, sets, grid, batch_size)
+    flat = to_host(scores).flatten()
+    sums = np.array([float(flat[chosen].sum()) for chosen in sets])
     if np.std(sums) == 0 or np.std(values) == 0:
         return float("nan")
     return float(stats.pearsonr(sums, values).statistic)

@@ -15,8 +15,13 @@ is unbiased and mean +- t_{N-1} s_Y / sqrt(N) is its 95% interval. The contrast 
 dISS(g) = E[D | Z_g = 0] - E[D | Z_g = 1], estimated by mean D_i ((1 - Z_ig)/(1 - p) - Z_ig / p),
 removes the offset that the other blurred cells add to every cell.
 
-Masks are evaluated in batches, one forward pass per batch, on the device ``HAI_DEVICE`` names;
-a seed fixes the masks, so a map is reproducible.
+Masks are evaluated in batches, one forward pass per batch, on the policy's device (the device
+rule of ``engines.platform.torch_device``: inputs follow the model; a policy that does not say
+where it is runs where the images are). Everything stays there until the maps are done: the masks
+are upsampled on the device from the Bernoulli grids (drawn on the CPU from the seed, so the same
+seed gives the same masks on every device), the actions of all masks are kept there, and the
+summary is computed there; the result comes back to the CPU in one transfer. A seed fixes the
+masks, so a map is reproducible.
 """
 
 from __future__ import annotations
@@ -30,10 +35,13 @@ import torch.nn.functional as F
 from scipy import stats
 
 from engines.attribution.replacements import BLUR_SIGMA, REPLACEMENTS, replacement
-from engines.platform.torch_device import resolve_device
+from engines.platform.torch_device import model_device, resolve_device, to_host
 
 Policy = Callable[..., torch.Tensor]  # images (B, 3, H, W) in [0, 1] (+ context) -> actions (B, horizon, dim)
 CONFIDENCE = 0.95
+# Upsampled masks are made in blocks of at most this many bytes: a block of 64 x 64 masks holds
+# 16,384 of them, one of 224 x 224 about 1,300; beyond a block, memory stays flat as n_masks grows.
+MASK_BLOCK_BYTES = 256 * 2 ** 20
 
 
 @dataclass
@@ -114,54 +122,108 @@ def iss(policy: Policy, images: torch.Tensor, *, grid: tuple[int, int] = (7, 7),
     """ISS maps of ``images`` (B, 3, H, W, floats in [0, 1]) for ``policy``, with Captum's calling shape.
 
     ``context``: keyword arguments the policy takes besides the images (instruction, state), each
-    with a leading batch axis of B; they are repeated for every mask. ``progress(done, total)`` is
-    called after every batch of masks.
+    with a leading batch axis of B; they are repeated for every mask. ``device``: where the work
+    runs; default the policy's (``model_device``), else the images'. ``progress(done, total)`` is
+    called after every batch of masks (it costs no synchronisation with the device). The result
+    is on the CPU.
     """
     grid = tuple(grid)
     _check(images, grid, n_masks, p_keep, baseline)
-    device = resolve_device(device)
+    device = _work_device(policy, images, device)
     images = images.to(device, torch.float32)
+    context = {name: value.to(device) if isinstance(value, torch.Tensor) else value
+               for name, value in (context or {}).items()}
     batch, _, height, width = images.shape
-    keeps = bernoulli_grids(n_masks, grid, p_keep, seed)
-    masks = upsample(keeps, (height, width)).to(device)  # (N, H, W)
+    keeps = bernoulli_grids(n_masks, grid, p_keep, seed)  # on the CPU: the same masks on every device
+    on_device = keeps.to(device)
     replaced = replacement(images, baseline, sigma=blur_sigma, seed=seed)
-    context = context or {}
-    divergences = torch.empty(batch, n_masks)
-    total = batch * n_masks
-    # One buffer for every batch of intervened images: no 3 MB allocation per forward pass.
+    changes = images - replaced  # x * M + b(x) * (1 - M) = b(x) + M * (x - b(x)): one fused op per batch
+    references = _forward(policy, images, context, batch_size)
+    divergences = torch.empty((batch, n_masks), device=device)
+    kept = torch.zeros((batch, height * width), device=device)  # sum_i D_i M_i, per image
+    # One buffer for every batch of intervened images: no new allocation per forward pass.
     buffer = torch.empty((min(batch_size, n_masks), 3, height, width), device=device)
-    for b in range(batch):
-        own = {name: value[b:b + 1] for name, value in context.items()}
-        reference = policy(images[b:b + 1], **own)
-        change = images[b] - replaced[b]  # x * M + b(x) * (1 - M) = b(x) + M * (x - b(x)): one fused op per batch
-        for start in range(0, n_masks, batch_size):
-            chunk = masks[start:start + batch_size, None]  # (n, 1, H, W)
-            intervened = torch.addcmul(replaced[b], chunk, change, out=buffer[:len(chunk)])
-            repeated = {name: value.expand(len(chunk), *value.shape[1:]) for name, value in own.items()}
-            actions = policy(intervened, **repeated)
-            divergences[b, start:start + len(chunk)] = divergence(actions, reference, action_scale).float().cpu()
-            if progress is not None:
-                progress(b * n_masks + start + len(chunk), total)
-    return summarise(divergences, keeps, masks.cpu(), p_keep, config={
+    block = _block_size(n_masks, height, width, batch_size)
+    done, total = 0, batch * n_masks
+    for first in range(0, n_masks, block):
+        masks = upsample(on_device[first:first + block], (height, width))  # (n, H, W), built on the device
+        for b in range(batch):
+            own = {name: value[b:b + 1] for name, value in context.items()}
+            actions = []
+            for start in range(0, len(masks), batch_size):
+                chunk = masks[start:start + batch_size, None]  # (n, 1, H, W)
+                intervened = torch.addcmul(replaced[b], chunk, changes[b], out=buffer[:len(chunk)])
+                repeated = {name: value.expand(len(chunk), *value.shape[1:]) for name, value in own.items()}
+                out = policy(intervened, **repeated)  # kept on the device: no sync per batch
+                if out.untyped_storage().data_ptr() == buffer.untyped_storage().data_ptr():
+                    out = out.clone()  # a view of its input: the next batch would overwrite it
+                actions.append(out)
+                done += len(chunk)
+                if progress is not None:
+                    progress(done, total)
+            values = divergence(torch.cat(actions).float(), references[b:b + 1].float(), action_scale)
+            divergences[b, first:first + len(masks)] = values
+            kept[b] += values @ masks.reshape(len(masks), height * width)
+    result = _summary(divergences, on_device, kept.view(batch, height, width), p_keep, config={
         "grid": list(grid), "n_masks": n_masks, "p_keep": p_keep, "baseline": baseline, "seed": seed,
         "blur_sigma": blur_sigma})
+    return _on_host(result, keeps)
+
+
+def _work_device(policy: Policy, images: torch.Tensor, device: Any) -> torch.device:
+    """Where a run works: ``device`` when given, else the policy's device, else the images'."""
+    if device is not None:
+        return resolve_device(device)
+    found = model_device(policy)
+    return images.device if found is None else found
+
+
+def _forward(policy: Policy, images: torch.Tensor, context: dict, batch_size: int) -> torch.Tensor:
+    """The policy's actions on the unmasked images, ``batch_size`` images per forward pass."""
+    return torch.cat([policy(images[start:start + batch_size],
+                             **{name: value[start:start + batch_size] for name, value in context.items()})
+                      for start in range(0, images.shape[0], batch_size)])
+
+
+def _block_size(n_masks: int, height: int, width: int, batch_size: int) -> int:
+    """Masks upsampled at once: as many as ``MASK_BLOCK_BYTES`` holds, in whole batches, at least one batch."""
+    fits = MASK_BLOCK_BYTES // (4 * height * width)
+    return min(n_masks, max(batch_size, fits // batch_size * batch_size))
+
+
+def _on_host(result: ISSResult, keeps: torch.Tensor) -> ISSResult:
+    """The result's tensors on the CPU, copied once each at the end of a run; ``keeps``, the grids as
+    drawn on the CPU, need no copy."""
+    return ISSResult(*(to_host(getattr(result, name)) for name in (
+        "grid_map", "pixel_map", "ci_low", "ci_high", "contrast_grid_map", "contrast_pixel_map", "divergences")),
+        keeps=keeps, config=result.config)
 
 
 def summarise(divergences: torch.Tensor, keeps: torch.Tensor, masks: torch.Tensor, p_keep: float,
               config: dict | None = None) -> ISSResult:
     """The maps and intervals from the divergences (B, N) of the grids ``keeps`` (N, gh, gw) and their
-    upsampled ``masks`` (N, H, W)."""
+    upsampled ``masks`` (N, H, W), on the divergences' device."""
+    n_masks, height, width = masks.shape
+    masks = masks.to(divergences.device, divergences.dtype)
+    kept = (divergences @ masks.reshape(n_masks, height * width)).view(-1, height, width)  # sum_i D_i M_i
+    return _summary(divergences, keeps, kept, p_keep, config)
+
+
+def _summary(divergences: torch.Tensor, keeps: torch.Tensor, kept: torch.Tensor, p_keep: float,
+             config: dict | None = None) -> ISSResult:
+    """The maps and intervals from the divergences (B, N), the grids ``keeps`` (N, gh, gw) and the
+    kept-mass sums ``kept`` (B, H, W) = sum_i D_i M_i, all computed where the divergences are.
+
+    Both pixel maps come from that one product: sum_i D_i (1 - M_i) = sum_i D_i - sum_i D_i M_i, so
+    no (N, H, W) temporaries (1 - M) are built."""
     n_masks = keeps.shape[0]
+    keeps = keeps.to(divergences.device, divergences.dtype)
     dropped = 1.0 - keeps  # (N, gh, gw)
     samples = divergences[:, :, None, None] * dropped / (1.0 - p_keep)  # Y_i(g): (B, N, gh, gw)
     grid_map = samples.mean(dim=1)
     spread = samples.std(dim=1, unbiased=True)
     half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df=n_masks - 1)) * spread / n_masks ** 0.5
     contrast = torch.einsum("bn,ngh->bgh", divergences, dropped / (1.0 - p_keep) - keeps / p_keep) / n_masks
-    # Both pixel maps from one product D @ M: sum_i D_i (1 - M_i) = sum_i D_i - (D @ M), so no (N, H, W)
-    # temporaries (1 - M) are built; this product is most of the time ISS spends outside the policy.
-    height, width = masks.shape[-2:]
-    kept = (divergences @ masks.reshape(n_masks, height * width)).view(-1, height, width)  # sum_i D_i M_i
     dropped_sum = divergences.sum(dim=1)[:, None, None] - kept  # sum_i D_i (1 - M_i)
     pixel_map = dropped_sum / (n_masks * (1.0 - p_keep))
     contrast_pixels = (dropped_sum / (1.0 - p_keep) - kept / p_keep) / n_masks

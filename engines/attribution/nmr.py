@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from engines.attribution.iss import ISSResult, upsample
+from engines.platform.torch_device import to_host
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,9 @@ class NMRValue:
 
 
 def _checked(attribution: torch.Tensor, relevance_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    attribution = torch.as_tensor(attribution, dtype=torch.float64)
-    relevant = torch.as_tensor(relevance_mask).bool()
+    """The map (float64) and the mask (bool) on the CPU, whatever device a map was made on."""
+    attribution = to_host(torch.as_tensor(attribution)).to(torch.float64)
+    relevant = to_host(torch.as_tensor(relevance_mask)).bool()
     if attribution.shape != relevant.shape:
         raise ValueError(f"the map {tuple(attribution.shape)} and the relevance mask {tuple(relevant.shape)} "
                          "must have the same shape")
@@ -64,7 +66,7 @@ def nmr_value(attribution: torch.Tensor, relevance_mask: torch.Tensor, k: float 
 
 def chance_level(relevance_mask: torch.Tensor) -> float:
     """The nuisance share of the pixels: a uniform (or random) map's expected NMR."""
-    relevant = torch.as_tensor(relevance_mask).bool()
+    relevant = to_host(torch.as_tensor(relevance_mask)).bool()
     return 1.0 - float(relevant.double().mean())
 
 

@@ -5,6 +5,12 @@ The built-in one is a small CNN trained by behaviour cloning on the reaching tas
 module, and a stochastic policy given one fixed noise, so that every masked image is judged with
 the same draw and the action changes come from the intervention alone (upstream's LeRobot adapter
 repeats one fixed flow-matching noise for the same reason).
+
+Devices (``engines.platform.torch_device``): a policy is loaded onto the ``HAI_DEVICE`` setting's
+device (CUDA when present, by default); from then on its inputs follow it. A wrapped policy
+(``ModelPolicy``) moves the images and tensor context it is given to its model's device and
+answers ``model_device(policy)`` by asking the model, so ISS, the baselines and the faithfulness
+curves put their images and masks where the model is.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from pathlib import Path
 
 import torch
 from torch import nn
+
+from engines.platform.torch_device import model_device, resolve_device
 
 ARCHITECTURE = "reach-cnn-v1"
 
@@ -57,8 +65,9 @@ class PolicyFileError(ValueError):
 
 
 def load_policy(path: str | Path, *, label: str | None = None,
-                device: str | torch.device = "cpu") -> tuple[ReachPolicy, dict]:
-    """The policy of ``path`` and its sidecar (``<name>.json`` beside it, when there is one).
+                device: str | torch.device | None = None) -> tuple[ReachPolicy, dict]:
+    """The policy of ``path`` and its sidecar (``<name>.json`` beside it, when there is one), on
+    ``device`` (default: the ``HAI_DEVICE`` setting's, ``resolve_device``).
 
     ``path`` must be a ``.pt``/``.pth`` file inside the folders the app owns
     (``engines.attribution.paths.policy_path``): a shipped policy, a job's, or an upload kept by
@@ -81,7 +90,7 @@ def load_policy(path: str | Path, *, label: str | None = None,
         meta = loads_json(sidecar_path.read_text(encoding="utf-8"), where=f"{name}'s sidecar {sidecar_path.name}")
         if not isinstance(meta, dict):
             raise PolicyFileError(f"{name}: its sidecar {sidecar_path.name} is not a JSON object")
-    return _load(path, name, meta, device), meta
+    return _load(path, name, meta, resolve_device(device)), meta
 
 
 def _load(source, name: str, meta: dict, device) -> ReachPolicy:
@@ -109,24 +118,50 @@ def _load(source, name: str, meta: dict, device) -> ReachPolicy:
     return model.to(device).eval()
 
 
-def torch_policy(model: nn.Module) -> Callable[..., torch.Tensor]:
+class ModelPolicy:
+    """A policy that runs ``model``: ``function(images, **context)`` with the images and the tensor
+    context moved to the model's device first (the device rule: inputs follow the model).
+
+    ``device`` asks the model on every call, so a model moved after wrapping is followed too, and
+    ``model_device(policy)`` works on the wrapper as on the model."""
+
+    def __init__(self, function: Callable[..., torch.Tensor], model) -> None:
+        self.function, self.model = function, model
+
+    @property
+    def device(self) -> torch.device | None:
+        return model_device(self.model)
+
+    def __call__(self, images: torch.Tensor, **context) -> torch.Tensor:
+        device = self.device
+        if device is not None:
+            images = images.to(device)
+            context = {name: value.to(device) if isinstance(value, torch.Tensor) else value
+                       for name, value in context.items()}
+        return self.function(images, **context)
+
+
+def torch_policy(model: nn.Module) -> ModelPolicy:
     """A torch module as a policy: evaluation mode, no gradients, inputs moved to its device."""
     model.eval()
-    device = next(model.parameters()).device
 
-    def policy(images: torch.Tensor, **context) -> torch.Tensor:
+    def forward(images: torch.Tensor, **context) -> torch.Tensor:
         with torch.no_grad():
-            return model(images.to(device), **context)
+            return model(images, **context)
 
-    return policy
+    return ModelPolicy(forward, model)
 
 
-def fixed_noise_policy(sample: Callable[..., torch.Tensor], noise: torch.Tensor) -> Callable[..., torch.Tensor]:
+def fixed_noise_policy(sample: Callable[..., torch.Tensor], noise: torch.Tensor,
+                       model=None) -> Callable[..., torch.Tensor]:
     """A stochastic policy ``sample(images, noise=..., **context)`` with one fixed noise tensor (1, ...),
-    repeated over the batch: every masked image meets the same draw."""
+    repeated over the batch: every masked image meets the same draw. Given the ``model`` that
+    ``sample`` runs, the images, context and noise go to its device; else the noise follows the images."""
 
     def policy(images: torch.Tensor, **context) -> torch.Tensor:
         with torch.no_grad():
-            return sample(images, noise=noise.to(images.device).expand(images.shape[0], *noise.shape[1:]), **context)
+            # Under ModelPolicy the images are on the model's device already: the noise joins them.
+            drawn = noise.to(images.device)
+            return sample(images, noise=drawn.expand(images.shape[0], *noise.shape[1:]), **context)
 
-    return policy
+    return policy if model is None else ModelPolicy(policy, model)

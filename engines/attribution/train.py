@@ -6,6 +6,11 @@
 or absent ("none"), and measures the action error against the expert on held-out frames.
 After ``shared/specs/iss.md`` 6.4: cue agreement rho in {0, 0.5, 0.8, 0.95, 1}, MSE on the expert's
 action chunks, success within 3 px in 30 steps.
+
+Training runs on the ``HAI_DEVICE`` setting's device unless a device is given (the weights are
+initialised on the CPU from the seed first, so every device starts from the same ones); the
+evaluations run wherever the policy is. A seeded run gives the same weights on the same machine
+and device; the CPU's and a GPU's differ in the last bits.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import torch
 
 from engines.attribution.env import TaskConfig, dataset, expert_chunk, render, sample_scene
 from engines.attribution.policies import ReachPolicy, parameter_count, save_policy, torch_policy
+from engines.platform.torch_device import resolve_device, to_host
 
 CUE_MODES = ("normal", "random", "none")
 
@@ -54,18 +60,21 @@ class TrainResult:
 
 
 def train_policy(config: TrainConfig, task: TaskConfig = TaskConfig(),
-                 progress: Callable[[int, int, float], None] | None = None) -> TrainResult:
-    """Train one policy on ``config.frames`` expert frames; ``progress(epoch, epochs, loss)`` after each epoch."""
+                 progress: Callable[[int, int, float], None] | None = None, *, device=None) -> TrainResult:
+    """Train one policy on ``config.frames`` expert frames; ``progress(epoch, epochs, loss)`` after each epoch.
+
+    ``device``: where it trains (default the ``HAI_DEVICE`` setting's); the model stays there."""
     started = time.perf_counter()
+    device = resolve_device(device)
     torch.manual_seed(config.seed)
     images, chunks, _ = dataset(config.frames, config.rho, seed=10_000 + config.seed, config=task)
-    inputs, targets = torch.from_numpy(images), torch.from_numpy(chunks)
-    model = ReachPolicy(task.horizon, 2, config.width)
+    inputs, targets = torch.from_numpy(images).to(device), torch.from_numpy(chunks).to(device)
+    model = ReachPolicy(task.horizon, 2, config.width).to(device)  # initialised on the CPU, then moved
     optimiser = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
     generator = torch.Generator().manual_seed(config.seed)
     losses = []
     for epoch in range(config.epochs):
-        order = torch.randperm(len(inputs), generator=generator)
+        order = torch.randperm(len(inputs), generator=generator).to(device)
         total = 0.0
         for start in range(0, len(order), config.batch_size):
             batch = order[start:start + config.batch_size]
@@ -85,7 +94,7 @@ def action_error(policy, rho: float, cue: str, *, frames: int = 256, seed: int =
                  task: TaskConfig = TaskConfig()) -> float:
     """Mean squared error of the policy's chunks against the expert's on fresh frames."""
     images, chunks, _ = dataset(frames, rho, seed=seed, config=task, cue=cue)
-    predicted = policy(torch.from_numpy(images)).cpu()
+    predicted = to_host(policy(torch.from_numpy(images)))
     return float(torch.mean((predicted - torch.from_numpy(chunks)) ** 2))
 
 
@@ -118,7 +127,7 @@ def success_rate(policy, rho: float, cue: str, *, episodes: int = 100, seed: int
 
     def first_moves(scenes: list) -> np.ndarray:
         images = torch.from_numpy(np.stack([render(scene, task) for scene in scenes]))
-        return policy(images)[:, 0].cpu().numpy()
+        return to_host(policy(images))[:, 0].numpy()
 
     return _closed_loop(_episodes(rho, cue, episodes, seed, task), first_moves, task)
 

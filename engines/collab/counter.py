@@ -31,7 +31,7 @@ from torch import nn
 
 from engines.collab.shapes import N_LABELS
 from engines.platform.settings import REPO_ROOT
-from engines.platform.torch_device import resolve_device
+from engines.platform.torch_device import exact_float32, resolve_device
 
 DEFAULT_WEIGHTS = REPO_ROOT / "assets" / "collab" / "counter.pt"
 WEIGHTS_FORMAT = 1  # bump when the saved dictionary's layout changes
@@ -164,7 +164,11 @@ def images_to_tensor(images: np.ndarray) -> torch.Tensor:
 
 @torch.no_grad()
 def predict_proba(model: ShapeCounter, images: np.ndarray, batch_size: int = 512) -> np.ndarray:
-    """Probabilities over counts for uint8 images, in batches, without gradients.
+    """Probabilities over counts for uint8 images, in batches, without gradients, on the model's device.
+
+    On a GPU the network runs with TF32 off (``exact_float32``): the probabilities are the float32
+    ones the CPU gives, to float32 rounding, so the shipped held-out scores (made on the CPU) and
+    the conformal thresholds computed from them hold on any device (TF32 moves them by about 1e-3).
 
     Args:
         model: a ``ShapeCounter`` (put in eval mode by ``load_counter``).
@@ -179,8 +183,9 @@ def predict_proba(model: ShapeCounter, images: np.ndarray, batch_size: int = 512
     was_training = model.training
     model.eval()
     try:
-        out = [torch.softmax(model(x[i:i + batch_size].to(device)).float(), dim=1).cpu()
-               for i in range(0, len(x), batch_size)]
+        with exact_float32():
+            out = [torch.softmax(model(x[i:i + batch_size].to(device)).float(), dim=1).cpu()
+                   for i in range(0, len(x), batch_size)]
     finally:
         model.train(was_training)
     probs = torch.cat(out).double().numpy() if out else np.zeros((0, model.config.n_labels))

@@ -48,6 +48,7 @@ from engines.collab.counter import DEFAULT_WEIGHTS, CounterConfig, ShapeCounter,
 from engines.collab.shapes import DIFFICULTY_PRESETS, LABELS, generate_batch
 from engines.platform.files import echo
 from engines.platform.settings import REPO_ROOT
+from engines.platform.torch_device import exact_float32, resolve_device
 
 DEFAULT_SEED = 2026
 
@@ -69,7 +70,12 @@ class TrainConfig:
         scores_size: held-out images (difficulty ~ U[0, 1]) whose probabilities are written
             for the simulation engine; also the "overall" row of the report.
         threads: torch CPU threads.
-        device: torch device for training ("cpu" keeps the run reproducible bit for bit).
+        device: torch device for training: "cpu", "cuda", "cuda:N", "mps", or "auto" (the
+            ``HAI_DEVICE`` setting: CUDA when present). A seeded run is reproducible bit for bit
+            on the same machine and device; the report's command names the device it ran on.
+            Training keeps the device's default float32 arithmetic (TF32 convolutions on a
+            recent GPU: faster, deterministic); the held-out scores and the calibration are
+            computed with TF32 off, so they are the model's float32 probabilities.
         train_difficulty: (lo, hi): training images' difficulty ~ U[lo, hi]. The evaluation
             and score images keep U[0, 1] and the presets, so models trained on different
             mixes are compared on the same cases.
@@ -224,7 +230,8 @@ def reproduce_command(config: TrainConfig, out: Path, quick: bool) -> str:
                   "--batch-size", str(config.batch_size), "--lr", str(config.lr)]
     if tuple(config.train_difficulty) != TrainConfig.train_difficulty:
         parts += ["--train-difficulty", ",".join(f"{v:g}" for v in config.train_difficulty)]
-    parts += ["--device", config.device, "--threads", str(config.threads), "--out", _display_path(out)]
+    parts += ["--device", str(resolve_device(config.device)), "--threads", str(config.threads),
+              "--out", _display_path(out)]
     return shlex.join(parts)
 
 
@@ -261,7 +268,9 @@ def _augment(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
 
 
 @torch.no_grad()
+@exact_float32()
 def _logits(model: ShapeCounter, images: np.ndarray, device: torch.device, batch_size: int = 512) -> torch.Tensor:
+    """The model's logits on uint8 images, TF32 off: what ``predict_proba`` gives on any device."""
     model.eval()
     x = torch.from_numpy(images).unsqueeze(1)  # (n, 1, H, W) uint8
     out = []
@@ -296,7 +305,7 @@ def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progre
     torch.use_deterministic_algorithms(True, warn_only=True)
     try:
         torch.manual_seed(config.seed)
-        device = torch.device(config.device)
+        device = resolve_device(config.device)
         report_progress(0.0, f"generating {config.train_size:,} training images")
         lo, hi = config.train_difficulty
         mix = None if (lo, hi) == (0.0, 1.0) else (lambda rng, n: rng.uniform(lo, hi, n))  # None: U[0, 1]

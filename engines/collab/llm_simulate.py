@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from engines.collab.ai_sources import DEFAULT_AI_SCORES, confidence_difficulty
-from engines.collab.backends import ChatBackend, OpenAICompatibleBackend, TransformersBackend
+from engines.collab.backends import BackendError, ChatBackend, OpenAICompatibleBackend, TransformersBackend
 from engines.collab.controller import ControllerState, calibrate, fixed_baseline
 from engines.collab.llm_human import LLMCollaborator, RoundRecord, TaskView, medical_views, shape_view
 from engines.collab.loop_reference import Finished, run_reference
@@ -146,14 +146,16 @@ class LLMConfig:
     def backend(self) -> ChatBackend:
         """Build the backend; ValueError for a key variable that is not set or an unloadable local model."""
         if self.base_url:
-            key = api_key(self.api_key_env, field="--llm-api-key-env", required=True)
-            return OpenAICompatibleBackend(self.base_url, self.model, api_key=key, timeout=self.timeout)
+            # Refused here, under the option's name, when the variable is named but not set.
+            api_key(self.api_key_env, field="--llm-api-key-env", required=True)
+            return OpenAICompatibleBackend(self.base_url, self.model, api_key_env=self.api_key_env,
+                                           timeout=self.timeout)
         if not Path(self.local).is_dir():
             raise ValueError(f"no local model folder at {echo(self.local)} (--llm-local takes a folder written by "
                              "save_pretrained; nothing is downloaded)")
         try:
             return TransformersBackend(self.local, local_files_only=True)
-        except (OSError, ValueError) as exc:
+        except (BackendError, OSError, ValueError) as exc:
             raise ValueError(f"cannot load a transformers model from {echo(self.local)}: {exc}") from None
 
     def to_dict(self) -> dict:

@@ -57,7 +57,7 @@ from engines.hoi.roles import (
     register,
 )
 from engines.platform.chat import BackendError, ChatBackend, OpenAICompatibleBackend
-from engines.platform.credentials import API_KEY_PREFIX, api_key
+from engines.platform.credentials import API_KEY_PREFIX, check_key_variable
 from engines.platform.endpoints import check_endpoint_url
 from engines.platform.files import echo
 
@@ -350,8 +350,8 @@ def chat_endpoint(role: str, model: str, base_url: str, api_key_env: str | None,
         ValueError: (``EndpointRefused``, ``SecretRefused``) naming ``role.base_url`` or ``role.api_key_env``.
     """
     check_endpoint_url(base_url, field=f"{role}.base_url")
-    key = api_key(api_key_env, field=f"{role}.api_key_env")
-    return OpenAICompatibleBackend(base_url, model, key, timeout=_number(timeout, "timeout", float))
+    check_key_variable(api_key_env, field=f"{role}.api_key_env")
+    return OpenAICompatibleBackend(base_url, model, api_key_env=api_key_env, timeout=_number(timeout, "timeout", float))
 
 
 @register("judge", "openai")

@@ -9,10 +9,16 @@ revealed only after the vote. The votes feed ``engines.hoi.ratings`` (Elo, Bradl
 
 What this module does, in the order a study uses it:
 
+- ``benchmark_root``: a study's ``BENCHMARK`` as a folder the app owns
+  (``engines.hoi.folders.benchmark_folder``: a registered data set, the shipped demo, a job's
+  results), never an arbitrary path;
+- ``frozen_methods``: the methods a new study compares and the names it reveals, as the constants
+  (``BENCHMARK``, ``METHODS``, ``LABELS``) a study is created with: a study's method set is fixed
+  when it is created, so an edit folder added to the benchmark later joins only later studies;
 - ``read_candidates``: the items of a benchmark folder that at least two methods edited, i.e. that
   have ``<root>/<method>_frames/<split>/<key>`` for two methods (upstream's
-  ``data/<model>_frames/{L1L2,L3}/<key>``), with each method's label from ``<root>/methods.json``
-  when the folder has one;
+  ``data/<model>_frames/{L1L2,L3}/<key>``), with each method's label (the study's frozen one, else
+  ``<root>/methods.json``'s);
 - ``draw_pairs``: a participant's sequence of pairs, seeded by the participant under the
   installation's secret arena key (``participant_seed``): balanced over method pairs, each pair's
   sides swapped at random, the same item never twice in a row when another one is possible;
@@ -22,9 +28,10 @@ What this module does, in the order a study uses it:
 - ``vote_page`` / ``reveal_page``: what the page shows before the vote (no names) and after it;
 - ``vote_row``: a stored vote (the button pressed on pair n) as a vote-log row, the names taken
   through the side swap;
-- ``arena_studies``, ``study_votes``, ``export_votes``, ``study_ratings``: the arena's studies, and
-  every stored vote of one, as ``votes.Vote`` rows, as JSONL for
-  ``python -m engines.hoi ratings --votes FILE``, and as the current leaderboard.
+- ``arena_studies``, ``study_comparison``, ``study_votes``, ``export_votes``, ``study_ratings``: the
+  arena's studies, what one compares (its frozen folder, methods and names), and every stored vote
+  of one, as ``votes.Vote`` rows, as JSONL for ``python -m engines.hoi ratings --votes FILE``, and
+  as the current leaderboard.
 
 A vote is a step answer ``{"pair": n, "choice": <button>}`` stored by the platform's runtime, so
 resuming after a refresh, a double click counted once and surviving a restart come from there.
@@ -44,13 +51,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from engines.hoi.benchmark import SPLITS, load_benchmark
+from engines.hoi.folders import FileRefused, benchmark_folder, shown
 from engines.hoi.methods import FRAMES_SUFFIX, MethodsFileError, read_methods
 from engines.hoi.ratings import Ratings, rate
 from engines.hoi.votes import Vote, VoteLog, Winner
 from engines.platform.credentials import server_key
 from engines.platform.settings import get_settings
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+# Studies created before benchmarks were named as the page shows them stored the shipped demo as a
+# path in the repository ("assets/hoi/demo"); it names the shipped folder "shipped/hoi/demo".
+REPOSITORY_ASSETS = "assets/"
 # Where a study keeps a participant's drawn pairs: Participant.vars[PLAN_KEY].
 PLAN_KEY = "hoi_arena"
 # The buttons, in upstream's order, and the vote-log winner each one means (upstream's
@@ -107,46 +117,60 @@ class ArenaCandidates:
         return [item for item in self.items if first in item.outputs and second in item.outputs]
 
 
-def resolve_root(root: str | Path) -> Path:
-    """A benchmark folder as given; a relative one is taken from the repository root, so a study's
-    default (``assets/hoi/demo``) names the same folder whatever the server's working directory."""
-    path = Path(root).expanduser()
-    return path if path.is_absolute() else REPO_ROOT / path
+def benchmark_root(root: str | Path) -> Path:
+    """The arena's benchmark folder: ``root`` when it is a folder the app owns for benchmarks
+    (``engines.hoi.folders.benchmark_folder``: ``shipped/hoi/demo``, ``datasets/hoi/<name>``,
+    ``jobs/<id>``, or such a folder's absolute path). The form older studies stored,
+    ``assets/hoi/demo`` (a path in the repository), is read as the shipped folder it names.
+
+    Raises:
+        ArenaError: anything else, saying what was given and where a benchmark may be.
+    """
+    text = str(root).strip()
+    if text.startswith(REPOSITORY_ASSETS):
+        text = "shipped/" + text[len(REPOSITORY_ASSETS):]
+    try:
+        return benchmark_folder(text, what="the arena's benchmark folder")
+    except FileRefused as exc:
+        raise ArenaError(f"{exc} (a benchmark is shipped/hoi/demo, datasets/hoi/<name> or jobs/<id>)") from None
 
 
 def read_method_labels(root: str | Path) -> dict[str, str]:
     """method -> label from ``<root>/methods.json``; {} without the file."""
     try:
-        return {method: entry["label"] for method, entry in read_methods(resolve_root(root)).items()}
+        return {method: entry["label"] for method, entry in read_methods(benchmark_root(root)).items()}
     except MethodsFileError as exc:
         raise ArenaError(str(exc)) from None
 
 
 def output_methods(root: str | Path) -> list[str]:
     """The methods with an output folder ``<method>_frames/`` in ``root``, sorted."""
-    root = resolve_root(root)
+    root = benchmark_root(root)
     return sorted(path.name[: -len(FRAMES_SUFFIX)] for path in root.glob(f"*{FRAMES_SUFFIX}")
                   if path.is_dir() and len(path.name) > len(FRAMES_SUFFIX))
 
 
-def read_candidates(root: str | Path, methods: Sequence[str] | None = None) -> ArenaCandidates:
+def read_candidates(root: str | Path, methods: Sequence[str] | None = None,
+                    labels: Mapping[str, str] | None = None) -> ArenaCandidates:
     """The items of a benchmark folder that two or more methods edited.
 
     Args:
         root: a HOI-Edit benchmark folder (the annotation JSONs, ``images/<split>/``, and one
-            ``<method>_frames/<split>/`` folder per method); relative paths start at the repository root.
+            ``<method>_frames/<split>/`` folder per method) the app owns (``benchmark_root``).
         methods: the methods to include (None or empty: every method with an output folder).
+        labels: method -> the name revealed after the vote (a study's frozen ``LABELS``); a method
+            without one gets its ``methods.json`` label, else its name.
 
     Returns:
         ``ArenaCandidates``; items without a source image, or edited by fewer than two of the
         methods, are left out and counted in ``left_out``.
 
     Raises:
-        ArenaError: the folder has fewer than two methods, a named method has no output folder,
-            or no item has two methods' edits.
+        ArenaError: the folder is not one the app owns, has fewer than two methods, a named method
+            has no output folder, or no item has two methods' edits.
         BenchmarkFormatError: the annotation files cannot be read (``engines.hoi.benchmark``).
     """
-    root = resolve_root(root)
+    root = benchmark_root(root)
     benchmark = load_benchmark(root)
     found = output_methods(root)
     chosen = sorted(dict.fromkeys(methods)) if methods else found
@@ -157,7 +181,7 @@ def read_candidates(root: str | Path, methods: Sequence[str] | None = None) -> A
     if len(chosen) < 2:
         raise ArenaError(f"{root}: the arena compares two or more methods, found {len(chosen)} "
                          f"({', '.join(chosen) or 'no <method>' + FRAMES_SUFFIX + '/ folder'})")
-    labels = read_method_labels(root)
+    labels = {**read_method_labels(root), **(labels or {})}
     items, left_out = [], Counter()
     for item in benchmark.items():
         if item.image_path is None:
@@ -174,6 +198,20 @@ def read_candidates(root: str | Path, methods: Sequence[str] | None = None) -> A
                          f"(looked for <method>{FRAMES_SUFFIX}/<split>/<key> with split one of {', '.join(SPLITS)})")
     return ArenaCandidates(root=root, items=tuple(items), methods=tuple(chosen),
                            labels={method: labels.get(method, method) for method in chosen}, left_out=dict(left_out))
+
+
+def frozen_methods(root: str | Path, methods: Sequence[str] | None = None) -> dict[str, Any]:
+    """What a new arena study on ``root`` compares, as the constants it is created with:
+    ``{"BENCHMARK": <the folder as the page shows it>, "METHODS": [...], "LABELS": {method: name}}``.
+
+    The methods (``methods``, or every method with edits in the folder now) and their names (from
+    ``methods.json`` now) are written into the study's constants, so neither a method folder nor
+    a label added later changes what a running study shows. Raises ``ArenaError`` as
+    ``read_candidates``.
+    """
+    candidates = read_candidates(root, methods)
+    return {"BENCHMARK": shown(candidates.root), "METHODS": list(candidates.methods),
+            "LABELS": {method: candidates.labels[method] for method in candidates.methods}}
 
 
 # ---------------------------------------------------------------- drawing pairs
@@ -269,7 +307,7 @@ def draw_pairs(candidates: ArenaCandidates, rounds: int, seed: int) -> list[Aren
 
     Examples::
 
-        >>> pairs = draw_pairs(read_candidates("assets/hoi/demo"), 6, seed=1)  # doctest: +SKIP
+        >>> pairs = draw_pairs(read_candidates("shipped/hoi/demo"), 6, seed=1)  # doctest: +SKIP
         >>> [(p.model_a, p.model_b) for p in pairs[:2]]                      # doctest: +SKIP
         [('wan22', 'nano_banana'), ('flux_kontext', 'wan22_scpe')]
     """
@@ -305,13 +343,15 @@ def draw_pairs(candidates: ArenaCandidates, rounds: int, seed: int) -> list[Aren
     return pairs
 
 
-def draw_plan(root: str | Path, methods: Sequence[str] | None, rounds: int, seed: int) -> dict[str, Any]:
+def draw_plan(root: str | Path, methods: Sequence[str] | None, rounds: int, seed: int,
+              labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A participant's pairs as the JSON a study stores with them (``Participant.vars[PLAN_KEY]``).
 
-    Holds the folder, the methods' labels and the pairs, so what the pages show and what the
-    export writes never depend on re-reading (or re-drawing from) the folder.
+    Holds the folder, the methods' labels (``labels``, a study's frozen names, else the folder's)
+    and the pairs, so what the pages show and what the export writes never depend on re-reading
+    (or re-drawing from) the folder.
     """
-    candidates = read_candidates(root, methods)
+    candidates = read_candidates(root, methods, labels)
     pairs = draw_pairs(candidates, rounds, seed)
     return {"root": str(candidates.root), "labels": dict(candidates.labels),
             "pairs": [pair.to_dict() for pair in pairs]}
@@ -427,6 +467,32 @@ def arena_studies(protocol: str = "hoi_arena", *, engine=None) -> list[str]:
                                  .order_by(Study.created_at.desc(), Study.id.desc())).all())
 
 
+@dataclass(frozen=True)
+class StudyComparison:
+    """What an arena study compares, as its constants fixed it when it was created."""
+
+    slug: str
+    is_open: bool
+    benchmark: str  # the folder, as the page shows it
+    labels: dict[str, str]  # method -> the name revealed after the vote, in the study's order
+    rounds: int
+
+
+def study_comparison(study_slug: str, *, engine=None) -> StudyComparison:
+    """The methods (with their names), folder and rounds of the arena study ``study_slug``."""
+    from engines.platform.registry import get_protocol
+    from engines.platform.study_admin import get_study
+
+    study = get_study(study_slug, engine=engine)
+    constants = get_protocol(study.protocol).constants_for(study.config)
+    labels = {method: constants.LABELS.get(method, method) for method in constants.METHODS}
+    try:
+        benchmark = shown(benchmark_root(constants.BENCHMARK))  # never a server path
+    except ArenaError:
+        benchmark = "a folder the app does not read"
+    return StudyComparison(study.slug, study.is_open, benchmark, labels, int(constants.ROUNDS))
+
+
 def votes_jsonl(votes: Sequence[Vote]) -> bytes:
     """Votes as JSONL, one ``Vote`` per line, the shape ``engines.hoi.votes.read_votes`` reads."""
     return "".join(json.dumps(vote.to_dict()) + "\n" for vote in votes).encode()
@@ -457,7 +523,8 @@ def study_ratings(study_slug: str, method: Literal["elo", "bt"] = "bt", *, round
 
 __all__ = [
     "CHOICES", "PLAN_KEY", "ArenaCandidates", "ArenaError", "ArenaItem", "ArenaPair", "arena_key", "arena_studies",
-    "draw_pairs", "draw_plan", "export_votes", "is_vote", "output_methods", "participant_seed", "plan_pair",
-    "read_candidates", "read_method_labels", "resolve_root", "reveal_page", "study_ratings", "study_votes",
+    "benchmark_root", "draw_pairs", "draw_plan", "export_votes", "frozen_methods", "is_vote", "output_methods",
+    "participant_seed", "plan_pair", "read_candidates", "read_method_labels", "reveal_page", "StudyComparison",
+    "study_comparison", "study_ratings", "study_votes",
     "vote_page", "vote_row", "votes_jsonl",
 ]

@@ -12,11 +12,14 @@ the top or under ``data/``, as upstream keeps them). This project adds, when pre
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import statistics
+import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,7 @@ from typing import Any
 from PIL import Image
 
 from engines.hoi.benchmark import LEVELS, Benchmark, BenchmarkItem, load_benchmark
-from engines.hoi.drawing import scale_box
+from engines.hoi.drawing import annotate, scale_box
 from engines.hoi.methods import method_sources
 from engines.hoi.scoring import (
     PAPER_COLUMNS,
@@ -36,6 +39,7 @@ from engines.hoi.scoring import (
     read_records,
 )
 
+JPEG_QUALITY = 85  # thumbnails as the page sends them: an eighth of a PNG's bytes, no visible loss at that size
 SORTS = ("file order", "score (high first)", "score (low first)", "disagreement between methods")
 VOTES_FILE = "votes.jsonl"
 
@@ -244,6 +248,16 @@ def _trace(method: Method, item: BenchmarkItem) -> dict | None:
         return {"status": "unreadable", "error": f"{path}: {error}"}
 
 
+def item_images(workspace: Workspace, split: str, key: str, methods: list[str] | None = None
+                ) -> tuple[Path | None, list[Path]]:
+    """An item's source image and the chosen methods' edits of it (those that exist): what the
+    item browser draws, without reading records, strips or traces."""
+    item = workspace.benchmark.get(split, key)
+    edits = [path for name in (methods if methods is not None else list(workspace.methods))
+             if (path := _output_path(workspace.methods[name], item)) is not None]
+    return item.image_path, edits
+
+
 def item_view(workspace: Workspace, split: str, key: str, methods: list[str] | None = None) -> ItemView:
     """Everything the item browser shows for one item: each method's output, scores, the judge's
     reasoning and grounded boxes, an I2V method's frame strip with the chosen frame, its trace."""
@@ -275,30 +289,82 @@ class ThumbnailCache:
     """Thumbnails of images by (path, modification time, size), least recently used dropped first.
 
     The item browser shows a source and up to a dozen edits per item; decoding full images on
-    every rerun is what makes paging slow, so each is decoded and shrunk once."""
+    every rerun is what makes paging slow, so each is decoded and shrunk once. ``jpeg`` keeps the
+    thumbnail encoded as the page sends it: a Pillow image given to ``st.image`` is encoded again
+    (as PNG, several times the bytes) on every rerun, encoded bytes are sent as they are. Shared
+    by every session of the server, so it takes a lock."""
 
     def __init__(self, max_entries: int = 2048):
         self.max_entries = max_entries
-        self._entries: OrderedDict[tuple[str, float, int], Image.Image] = OrderedDict()
+        self._entries: OrderedDict[tuple, Image.Image | bytes] = OrderedDict()
+        self._lock = threading.Lock()
+        self._warmer: ThreadPoolExecutor | None = None
+
+    def _cached(self, key: tuple, make):
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+                return value
+        value = make()  # outside the lock: another session's thumbnail need not wait for this one
+        with self._lock:
+            self._entries[key] = value
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return value
 
     def get(self, path: str | Path, size: int = 256) -> Image.Image:
+        """The image at ``path`` shrunk to fit ``size`` x ``size`` (RGB)."""
         path = Path(path)
-        key = (str(path), path.stat().st_mtime, size)
-        image = self._entries.get(key)
-        if image is not None:
-            self._entries.move_to_end(key)
-            return image
+        return self._cached(("image", str(path), path.stat().st_mtime_ns, size), lambda: self._shrink(path, size))
+
+    def jpeg(self, path: str | Path, size: int = 256, *, item: BenchmarkItem | None = None) -> bytes:
+        """``get``'s thumbnail as JPEG bytes; with ``item``, its annotated boxes drawn on it (the
+        item's source image: person blue, object red, tool yellow)."""
+        path = Path(path)
+        drawn = None if item is None else (item.subject_box, item.object_box, item.tool_box)
+        key = ("jpeg", str(path), path.stat().st_mtime_ns, size, repr(drawn))
+        # Shrunk afresh rather than through ``get``: only the bytes are kept (some 15 kB, where the
+        # decoded thumbnail takes 230 kB), so the cache holds a whole benchmark's thumbnails.
+        return self._cached(key, lambda: self._encode(self._shrink(path, size), item))
+
+    def warm(self, wanted: Iterable[tuple[Path, int, BenchmarkItem | None]]) -> Future:
+        """Make ``jpeg(path, size, item=item)`` of each of ``wanted`` in a background thread (one,
+        shared), so that the item a person pages to next is drawn from the cache. Returns a future
+        done once everything asked for so far is made; a file that does not open is left to the page
+        to report."""
+        with self._lock:
+            if self._warmer is None:
+                self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hoi-thumbnails")
+        for path, size, item in wanted:
+            self._warmer.submit(self._warm_one, path, size, item)
+        return self._warmer.submit(lambda: None)  # one thread, in order: done after the others
+
+    def _warm_one(self, path: Path, size: int, item: BenchmarkItem | None) -> None:
+        try:
+            self.jpeg(path, size, item=item)
+        except (OSError, ValueError):
+            pass  # shown as missing or unreadable when the page asks for it
+
+    @staticmethod
+    def _shrink(path: Path, size: int) -> Image.Image:
         with Image.open(path) as opened:
             opened.draft("RGB", (size, size))  # JPEG: decode at a reduced scale, far cheaper
             image = opened.convert("RGB")
         image.thumbnail((size, size))
-        self._entries[key] = image
-        if len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
         return image
 
+    @staticmethod
+    def _encode(image: Image.Image, item: BenchmarkItem | None) -> bytes:
+        if item is not None:
+            image = annotate(image, **boxes_at(item, image.size))
+        buffer = io.BytesIO()
+        image.save(buffer, format="JPEG", quality=JPEG_QUALITY)
+        return buffer.getvalue()
+
     def __len__(self) -> int:
-        return len(self._entries)
+        with self._lock:
+            return len(self._entries)
 
 
 THUMBNAILS = ThumbnailCache()

@@ -34,6 +34,16 @@ read: a field the pipeline does not take is an error naming it, except the promp
 prompt-less pipeline (SVD) simply does not receive. Frames come back as PIL images; Wan, CogVideoX
 and LTX round ``num_frames`` to the frame counts their VAEs decode (Wan: 4k + 1).
 
+**Half precision.** With ``dtype`` float16 or bfloat16 the denoiser and the encoders run in that
+dtype, but two parts keep float32 arithmetic, as diffusers advises for them: the VAE (SD's VAE
+overflows in float16, hence its ``force_upcast``; Wan's docs load its VAE in float32), whose
+stages take and give the pipeline's dtype but compute in float32, and the scheduler's step (the
+latents' update, where a half-precision sum loses the small denoising increments against latents
+of size up to sigma_max: 700 for SVD), which gets float32 inputs and hands back the latents in the
+pipeline's dtype. Each call runs with CUDA's float32 kept exact for a float32 pipeline (no TF32)
+and with half-precision matrix products reducing in float32 for a half one
+(``engines.platform.torch_device``); on the CPU neither switch changes anything.
+
 **Nothing downloads silently.** Weights load with ``from_pretrained(..., local_files_only=True)``
 (a local folder, or a hub id already in the Hugging Face cache) unless the config says
 ``"allow_download": true``.
@@ -48,12 +58,14 @@ module loads exactly like real checkpoints (the tests do).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib
 import inspect
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -478,12 +490,128 @@ def load_pipeline(config: DiffusersConfig) -> Any:
             why = ("it is neither a local folder nor in the Hugging Face cache, and the config does not allow "
                    'downloads (add "allow_download": true to fetch it, e.g. ' f"{spec.examples})")
         raise PipelineLoadError("model", f"{echo(config.model)} does not load: {why}") from exc
+    keep_float32_parts(pipe, options["dtype"])
     if config.offload:
         pipe.enable_model_cpu_offload(device=device)
     else:
         pipe.to(device)
     pipe.set_progress_bar_config(disable=True)
     return pipe
+
+
+# ---------------------------------------------------------------- precision
+
+
+def keep_float32_parts(pipe: Any, dtype: Any) -> Any:
+    """In a half-precision pipeline, run the VAE and the scheduler's step in float32 (the module
+    docstring says why); a float32 pipeline is left as it is. Returns ``pipe``."""
+    import torch
+
+    if dtype == torch.float32:
+        return pipe
+    vae = getattr(pipe, "vae", None)
+    if vae is not None:
+        from diffusers.utils import logging as diffusers_logging
+
+        # Quiet: diffusers warns on any ``to(dtype)`` of a model with float32-only parts, which this is.
+        verbosity = diffusers_logging.get_verbosity()
+        diffusers_logging.set_verbosity_error()
+        try:
+            vae.to(dtype=torch.float32)
+        finally:
+            diffusers_logging.set_verbosity(verbosity)
+        for _, stage in vae.named_children():
+            if any(True for _ in stage.parameters()):
+                _Float32Stage(dtype).attach(stage)
+    scheduler = getattr(pipe, "scheduler", None)
+    if scheduler is not None and not getattr(scheduler.step, "float32_step", False):
+        scheduler.step = _float32_step(scheduler.step)
+    return pipe
+
+
+def _cast(value: Any, dtype: Any) -> Any:
+    """Floating tensors in ``value`` (nested in tuples, lists and dicts) cast to ``dtype``."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.is_floating_point() and value.dtype != dtype else value
+    if isinstance(value, (tuple, list)):
+        return type(value)(_cast(item, dtype) for item in value)
+    if isinstance(value, dict):
+        return {key: _cast(item, dtype) for key, item in value.items()}
+    return value
+
+
+def _first_float(value: Any) -> Any:
+    """The dtype of ``value`` if it is a floating tensor, else of the first floating tensor directly
+    in it (a tuple, list or dict, one level), else None."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.dtype if value.is_floating_point() else None
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
+    return next((item.dtype for item in items if isinstance(item, torch.Tensor) and item.is_floating_point()), None)
+
+
+class _Float32Stage:
+    """Hooks on one stage of a VAE (encoder, decoder, quant convs) kept in float32: its floating
+    inputs are cast to float32 on the way in, its output back to the caller's dtype on the way out,
+    so the pipeline around it sees the dtype it expects."""
+
+    def __init__(self, dtype: Any) -> None:
+        self.dtype = dtype
+        self.callers: list[Any] = []  # the caller's dtype per call in progress (a stage may recurse)
+
+    def attach(self, stage: Any) -> None:
+        stage.register_forward_pre_hook(self.before, with_kwargs=True)
+        stage.register_forward_hook(self.after, with_kwargs=True)
+
+    def before(self, stage: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """Only the tensors passed directly are cast: a list argument may be a cache the stage
+        fills in place (Wan's encoder and decoder keep their causal-convolution caches so)."""
+        import torch
+
+        self.callers.append(_first_float(args) or _first_float(kwargs))
+        return (tuple(_cast(a, torch.float32) if isinstance(a, torch.Tensor) else a for a in args),
+                {k: _cast(v, torch.float32) if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()})
+
+    def after(self, stage: Any, args: tuple, kwargs: dict, output: Any) -> Any:
+        import torch
+
+        caller = self.callers.pop() if self.callers else None
+        return output if caller in (None, torch.float32) else _cast(output, caller)
+
+
+def _float32_step(step: Any) -> Any:
+    """A scheduler's ``step(model_output, timestep, sample, ...)`` on float32 inputs, its output
+    (``prev_sample``, ``pred_original_sample``) handed back in the sample's dtype."""
+    import torch
+
+    @functools.wraps(step)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        sample = kwargs.get("sample", args[2] if len(args) > 2 else None)
+        dtype = _first_float(sample) or _first_float(kwargs.get("model_output", args[0] if args else None))
+        result = step(*_cast(args, torch.float32), **_cast(kwargs, torch.float32))
+        if dtype is None or dtype == torch.float32:
+            return result
+        if isinstance(result, tuple):
+            return _cast(result, dtype)
+        for key in list(result.keys()):  # a SchedulerOutput (an ordered dict with attributes)
+            result[key] = _cast(result[key], dtype)
+        return result
+
+    run.float32_step = True
+    return run
+
+
+@contextlib.contextmanager
+def call_precision(dtype: str) -> Iterator[None]:
+    """The arithmetic of one pipeline call: float32 exact (no TF32) for a float32 pipeline, float32
+    reductions in half-precision matrix products for a half one (``engines.platform.torch_device``)."""
+    from engines.platform.torch_device import exact_float32, full_precision_reductions
+
+    with exact_float32() if dtype == "float32" else full_precision_reductions():
+        yield
 
 
 def _rgb(image: Any) -> Image.Image:
@@ -513,7 +641,7 @@ class DiffusersVideoGenerator(_DiffusersRole):
             raise ValueError(f"num_frames must be a whole number >= 1, got {echo(num_frames)}")
         arguments = call_arguments(self.config, self.accepted, image=_rgb(image), prompt=prompt, seed=seed,
                                    num_frames=num_frames)
-        with self._lock:
+        with self._lock, call_precision(self.config.dtype):
             output = self.pipe(**arguments)
         video = output.frames[0]  # (batch of one) -> its frames
         return [frame.convert("RGB") for frame in video]
@@ -525,7 +653,7 @@ class DiffusersImageEditor(_DiffusersRole):
     def edit(self, image: Image.Image, instruction: str, *, seed: int = 0) -> Image.Image:
         """``image`` edited as ``instruction`` says, as an RGB PIL image."""
         arguments = call_arguments(self.config, self.accepted, image=_rgb(image), prompt=instruction, seed=seed)
-        with self._lock:
+        with self._lock, call_precision(self.config.dtype):
             output = self.pipe(**arguments)
         return output.images[0].convert("RGB")
 

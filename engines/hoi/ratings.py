@@ -16,8 +16,12 @@ anonymous edits was better: ``winner`` is "model_a", "model_b", "tie" or "tie (b
   would make the scale depend on who took part).
 - Bootstrap (upstream ``get_bootstrap_result``): ratings over vote sets resampled with replacement,
   summarised by the median and the 2.5 and 97.5 percentiles; a model missing from a resample has no
-  rating in that round (upstream's NaN). Upstream's leaderboard takes the bootstrap median as the Elo
-  rating and the full-data fit as the Bradley–Terry rating; ``rate`` does the same.
+  rating in that round (upstream's NaN). ``rate``'s leaderboard shows each model's bootstrap median
+  with the 2.5 and 97.5 percentiles of the same rounds, for either method, as upstream's interval
+  plot does (``visualize_bootstrap_scores``). Upstream's table instead puts the full-data
+  Bradley–Terry fit beside the bootstrap interval; where the fit has no finite maximum (a model that
+  never lost) the solver stops at a point the resamples' solves need not bracket, so that rating
+  can lie outside its own interval. The full-data fit is kept as ``Ratings.fit``.
 - Win fractions (upstream ``compute_pairwise_win_fraction``): among the battles of two models that
   were not ties, the share the row model won.
 
@@ -455,14 +459,15 @@ class Ratings:
     """A leaderboard: ratings with bootstrap intervals and what they were computed from."""
 
     method: Literal["elo", "bt"]
-    ratings: dict[str, float]  # highest first; Elo: the bootstrap median, BT: the full-data fit (upstream)
-    intervals: dict[str, tuple[float, float]]  # 2.5th and 97.5th bootstrap percentiles
+    ratings: dict[str, float]  # highest first: the bootstrap median, always inside ``intervals``
+    intervals: dict[str, tuple[float, float]]  # 2.5th and 97.5th percentiles of the same bootstrap rounds
     counts: dict[str, int]  # battles per model, ties included (upstream's num_battles)
     n_votes: int  # votes counted
     n_left_out: int  # votes cast with the names shown, not counted
     rounds: int = 1000
     seed: int = 0
     online: dict[str, float] = field(default_factory=dict)  # online Elo in vote order (upstream shows it too)
+    fit: dict[str, float] = field(default_factory=dict)  # BT: the full-data maximum-likelihood fit; Elo: {}
 
     def to_json(self) -> str:
         def num(x: float) -> float | None:
@@ -479,6 +484,7 @@ class Ratings:
                 "rounds": self.rounds,
                 "seed": self.seed,
                 "online": {m: num(r) for m, r in self.online.items()},
+                "fit": {m: num(r) for m, r in self.fit.items()},
             },
             indent=2,
         )
@@ -496,7 +502,9 @@ def rate(
         rounds, seed: as in ``bootstrap``.
 
     Returns:
-        ``Ratings``; its ``online`` field is the online Elo in vote order.
+        ``Ratings``: each model's bootstrap median with the percentile interval of the same rounds
+        (so every rating lies inside its interval); ``online`` is the online Elo in vote order and,
+        for "bt", ``fit`` the full-data maximum-likelihood fit.
 
     Examples::
 
@@ -511,10 +519,9 @@ def rate(
     counted = [v for v in given if v.anony]
     n_left_out += len(given) - len(counted)
     boot = bootstrap(counted, method, rounds=rounds, seed=seed)
-    if method == "bt":
-        ratings = bradley_terry(counted)
-    else:
-        ratings = _sorted({m: float(r) for m, r in boot["median"].items()})
+    # The rating and its interval from the same bootstrap rounds: a median lies between the 2.5th
+    # and the 97.5th percentile of its own rounds, whatever the fits did.
+    ratings = _sorted({m: float(r) for m, r in boot["median"].items()})
     counts = battle_counts(counted).sum(axis=1)
     return Ratings(
         method=method,
@@ -526,4 +533,5 @@ def rate(
         rounds=rounds,
         seed=seed,
         online=elo(counted),
+        fit=bradley_terry(counted) if method == "bt" else {},
     )

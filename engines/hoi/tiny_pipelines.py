@@ -167,12 +167,14 @@ def build_tiny(name: str, seed: int = 0):
     return pipe
 
 
-def tiny_config(name: str, folder: str | Path) -> dict[str, Any]:
-    """The generation config (``engines.hoi.generation``) that loads the tiny ``name`` saved in ``folder``."""
+def tiny_config(name: str, folder: str | Path, *, dtype: str = "float32", device: str = "cpu") -> dict[str, Any]:
+    """The generation config (``engines.hoi.generation``) that loads the tiny ``name`` saved in ``folder``,
+    in ``dtype`` on ``device`` (saved in float32; ``from_pretrained`` casts, and a half-precision
+    pipeline keeps its VAE and scheduler step in float32 as a real checkpoint's would)."""
     if name not in TINY_SETTINGS:
         raise ValueError(f"no tiny pipeline {name!r}; choose one of {', '.join(TINY_NAMES)}")
     settings = TINY_SETTINGS[name]
-    return {"role": "diffusers", "pipeline": name, "model": str(folder), "device": "cpu", "dtype": "float32",
+    return {"role": "diffusers", "pipeline": name, "model": str(folder), "device": device, "dtype": dtype,
             **{key: (dict(value) if isinstance(value, dict) else value) for key, value in settings.items()}}
 
 

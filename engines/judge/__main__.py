@@ -7,6 +7,7 @@ names the file, line and field) end the command with exit status 2 and the messa
 
     python -m engines.judge import harmbench --behaviors behaviors.csv \\
         --run MODEL ATTACK completions.json [--run ...] --out items.jsonl
+    python -m engines.judge panel --study SLUG | --project SLUG [--items N] [--json]
     python -m engines.judge import jbb --artifact FILE --behaviors behaviors.csv --out items.jsonl
     python -m engines.judge judge --items items.jsonl --judge NAME [--backend ...] --out verdicts.csv
     python -m engines.judge audit --items items.jsonl --labels labels.csv --verdicts verdicts.csv \\
@@ -19,6 +20,8 @@ from engines.platform.area_cli import run_command
 
 # name: (module, its add_arguments, its run, help)
 COMMANDS = {
+    "panel": ("engines.judge.study.plan", "add_arguments", "run",
+              "how many items each panel worker of a labeling study rates, and how many are gold"),
     "import": ("engines.judge.cli_data", "add_import_arguments", "run_import",
                "read HarmBench, JailbreakBench or generic files into items.jsonl"),
     "export": ("engines.judge.cli_data", "add_export_arguments", "run_export",

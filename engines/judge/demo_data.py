@@ -15,6 +15,11 @@ from engines.platform.settings import REPO_ROOT
 
 DEMO_ITEMS = REPO_ROOT / "assets" / "judge" / "demo_items.jsonl"
 DEMO_PROJECT = "demo-labeling"
+DEMO_QUIZ = 10  # the qualification quiz: the first 10 gold items (the paper's workers took a 10-item quiz)
+# One gold check after every 9 new items: a tenth of a worker's items after the quiz, so that the
+# panel study's 20 items (studies/judge_labeling, ITEMS) hold 2 checks. The 30 gold items left
+# after the quiz last an annotator 300 items.
+DEMO_GOLD_EVERY = 9
 
 
 def load_demo(*, engine: Engine | None = None) -> list[str]:
@@ -31,6 +36,6 @@ def load_demo(*, engine: Engine | None = None) -> list[str]:
     settings = labeling.ProjectSettings(
         title="Demo: rate AI responses (synthetic, redacted)",
         guidelines="Synthetic demo data: every harmful detail is replaced by a [REDACTED] marker.",
-        quiz_size=min(10, gold), gold_every=20 if gold > 10 else 0)
+        quiz_size=min(DEMO_QUIZ, gold), gold_every=DEMO_GOLD_EVERY if gold > DEMO_QUIZ else 0)
     labeling.create_project(DEMO_PROJECT, items, settings, engine=engine)
     return [f"labeling project {DEMO_PROJECT}"]

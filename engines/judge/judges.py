@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from engines.judge import prompts as P
-from engines.judge.backends import TextGenerator, get_backend
+from engines.judge.backends import Model, TextGenerator, as_generator
 from engines.judge.items import Item, Verdict
 
 ProgressFn = Callable[[int, int], None]  # (items done, items in all)
@@ -297,8 +297,9 @@ def describe_judges() -> dict[str, str]:
             for name, entry in JUDGES.items()}
 
 
-def get_judge(name: str, backend: TextGenerator | str | None = None, **options) -> Judge:
-    """The judge registered as ``name``; ``backend`` (a ``TextGenerator`` or a ``--backend`` spec) for prompt judges.
+def get_judge(name: str, backend: TextGenerator | Model | str | None = None, **options) -> Judge:
+    """The judge registered as ``name``; ``backend`` (a ``TextGenerator``, a platform backend of
+    ``engines.platform.chat`` or a ``--backend`` spec) for prompt judges.
 
     Raises:
         ValueError: an unknown name, or a prompt judge without a backend (the message lists the choices).
@@ -306,8 +307,8 @@ def get_judge(name: str, backend: TextGenerator | str | None = None, **options) 
     if name not in JUDGES:
         raise ValueError(f"unknown judge {name!r}; known judges: {', '.join(JUDGES)}")
     entry = JUDGES[name]
-    if isinstance(backend, str):
-        backend = get_backend(backend)
+    if backend is not None:
+        backend = as_generator(backend)
     if entry.needs_backend and backend is None:
         raise ValueError(f"judge {name!r} asks a model: give --backend transformers:PATH or openai:URL#MODEL")
     if entry.needs_backend:

@@ -25,9 +25,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from engines.judge.backends import BackendError
+from engines.judge.backends import API_KEY_VARIABLE
 from engines.judge.items import Item, Verdict, read_items, write_verdicts
 from engines.judge.judges import Judge, describe_judges, get_judge
+from engines.platform.chat import BackendError
 
 DEFAULT_BATCH = 32
 Progress = Callable[[int, int], None]  # (items done, items in all)
@@ -150,7 +151,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="one of: " + "; ".join(f"{name} ({text})" for name, text in judges.items()))
     parser.add_argument("--backend", default=None,
                         help="the model of a prompt judge: transformers:PATH or openai:URL#MODEL "
-                             "(endpoint key from $HAI_JUDGE_API_KEY)")
+                             f"(endpoint key from ${API_KEY_VARIABLE})")
     parser.add_argument("--head", default=None, help="minilm-logreg only: a head JSON (default: the shipped one)")
     parser.add_argument("--cache", default=None, help="JSONL cache file; a rerun judges only what it lacks")
     parser.add_argument("--out", required=True, help="verdicts.csv to write")

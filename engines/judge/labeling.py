@@ -469,6 +469,7 @@ def next_item(slug: str, annotator: str, *, session: Session | None = None,
             row = connection.execute(sql.QUIZ_ITEM, {**mine, "quiz_size": project.quiz_size}).first()
             if row is not None:
                 return _claimed(session, project, row, annotator, "quiz", status)
+        # One gold check after every ``gold_every`` regular items (``gold_checks_among`` counts them).
         regular_done = status.labelled - status.quiz_done - status.gold_checks
         if project.gold_every and regular_done and regular_done % project.gold_every == 0 \
                 and regular_done // project.gold_every > status.gold_checks:
@@ -647,11 +648,81 @@ def undo_last(slug: str, annotator: str, *, engine: Engine | None = None) -> str
         return session.get(LabelingItem, claim.item_id).key
 
 
+# ------------------------------------------------------------------ panel studies
+
+
+def gold_checks_among(items: int, gold_every: int, gold_left: int) -> int:
+    """How many of an annotator's first ``items`` items after the quiz are gold checks.
+
+    ``next_item`` gives a gold check after every ``gold_every`` regular items (regular, ..., gold,
+    regular, ...: one in each run of ``gold_every + 1``) while the annotator has gold items left
+    that they have not seen (``gold_left``: the project's gold items beyond the quiz)."""
+    if gold_every <= 0 or items <= 0:
+        return 0
+    return max(0, min(items // (gold_every + 1), gold_left))
+
+
+@dataclass(frozen=True)
+class PanelPlan:
+    """What each worker of a panel study over a project rates (``panel_plan``): the project's quiz
+    first, then the study's ``items`` from the project's queue, gold checks mixed in at its rate."""
+
+    project: str
+    quiz: int  # qualification items, rated first: all gold (the project's quiz)
+    items: int  # items after the quiz, at most (the study's ITEMS)
+    gold_checks: int  # of those, gold checks at the project's rate
+    gold_every: int  # the project's rate: one gold check after this many new items (0: none)
+    quiz_pass: float  # share of the quiz to answer as expected to go on
+
+    @property
+    def new(self) -> int:
+        """Items of the queue (not gold) a worker labels, at most."""
+        return self.items - self.gold_checks
+
+    @property
+    def rounds(self) -> int:
+        """Items a worker rates in all, at most: the quiz and the items after it."""
+        return self.quiz + self.items
+
+    @property
+    def gold(self) -> int:
+        """Gold items among them: the quiz and the gold checks."""
+        return self.quiz + self.gold_checks
+
+    def summary(self) -> str:
+        """One paragraph for a researcher: how many items each worker gets and how many are gold."""
+        checks = (f"{self.gold_checks} gold check{'s' * (self.gold_checks != 1)} (one after every "
+                  f"{self.gold_every} new items)" if self.gold_every else "no gold checks (the project has none)")
+        work = f"up to {self.items} items from the queue of '{self.project}': {self.new} new and {checks}"
+        if not self.quiz:
+            return f"Each worker rates {work}. In all at most {self.rounds} items, {self.gold} of them gold."
+        return (f"Each worker first rates the project's {self.quiz} qualification items (all gold; "
+                f"{self.quiz_pass:.0%} must agree with the known score, else the worker is screened out), then "
+                f"{work}. In all at most {self.rounds} items, {self.gold} of them gold.")
+
+
+def panel_plan(slug: str, items: int, *, session: Session | None = None, engine: Engine | None = None) -> PanelPlan:
+    """What each worker of a panel study with ``ITEMS = items`` over project ``slug`` rates.
+
+    Raises:
+        LabelingError: no such project.
+    """
+    with (contextlib.nullcontext(session) if session is not None else read_session(engine)) as session:
+        project = _project(session, slug)
+        gold = session.exec(select(func.count()).select_from(LabelingItem).where(
+            LabelingItem.project_id == project.id, LabelingItem.is_gold)).one()
+    checks = gold_checks_among(items, project.gold_every, int(gold) - project.quiz_size)
+    return PanelPlan(slug, project.quiz_size, items, checks, project.gold_every, project.quiz_pass)
+
+
 # ------------------------------------------------------------------ researchers
 
 
-def status_of(slug: str, annotator: str, *, engine: Engine | None = None) -> AnnotatorStatus:
-    with read_session(engine) as session:
+def status_of(slug: str, annotator: str, *, session: Session | None = None,
+              engine: Engine | None = None) -> AnnotatorStatus:
+    """The annotator's counts in the project (``session``: read inside a study step's transaction,
+    which sees the label it has just stored)."""
+    with (contextlib.nullcontext(session) if session is not None else read_session(engine)) as session:
         project = _project(session, slug)
         return _status(session, project, annotator)
 

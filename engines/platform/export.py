@@ -1,7 +1,8 @@
 """Export a study's data: tidy CSV and JSONL, a data dictionary, and the study's config.
 
 Files (all UTF-8):
-- ``participants.csv``: one row per participant (condition, status, times, completion code);
+- ``participants.csv``: one row per participant (condition, status, screening result, times, completion
+  code): ``screened_out`` is true for a participant screened out, and ``screening_reason`` says why;
 - ``responses.csv``: one row per answered field (long format: participant, step, round, field, value);
 - ``responses.jsonl``: one JSON object per participant with all their step responses and study variables;
 - ``attempts.csv``: failed comprehension/attention attempts;
@@ -35,17 +36,17 @@ from sqlmodel import select
 
 from engines.platform.csv_safety import csv_bytes, map_csv_cells, neutralise, neutralise_csv
 from engines.platform.db import read_session
-from engines.platform.models import Participant, StepAttempt, StepResponse
+from engines.platform.models import Participant, ParticipantStatus, StepAttempt, StepResponse
 from engines.platform.provenance import run_record
 from engines.platform.pseudonyms import KEPT_PANEL_PARAMS, MIN_SCRUB_LENGTH, Pseudonymiser, pseudonymiser
 from engines.platform.registry import get_protocol
 from engines.platform.runtime import completion_codes
-from engines.platform.study import jsonable_constants
+from engines.platform.study import SCREENED_OUT_BECAUSE, StudyProtocol, jsonable_constants
 from engines.platform.study_admin import get_study
 
-PARTICIPANT_COLUMNS = ["participant_id", "external_id", "panel", "condition", "status", "step_index",
-                       "attention_failures", "started_at", "last_seen_at", "finished_at", "completion_code",
-                       "panel_params"]
+PARTICIPANT_COLUMNS = ["participant_id", "external_id", "panel", "condition", "status", "screened_out",
+                       "screening_reason", "step_index", "attention_failures", "started_at", "last_seen_at",
+                       "finished_at", "completion_code", "panel_params"]
 RESPONSE_COLUMNS = ["participant_id", "external_id", "condition", "step_index", "step_name", "round_number",
                     "field", "value", "attempts", "shown_at", "submitted_at", "duration_s"]
 ATTEMPT_COLUMNS = ["participant_id", "external_id", "step_index", "attempt", "wrong_fields", "data", "created_at"]
@@ -100,7 +101,8 @@ README_NAME = "README.txt"
 def readme_text(slug: str, names: list[str], *, pseudonymised: bool, key_id: str = "") -> str:
     """The export's ``README.txt``: its files and how to read them."""
     described = {
-        "participants.csv": "one row per participant: condition, status, times, completion code, panel parameters",
+        "participants.csv": "one row per participant: condition, status, screened_out (True/False) and "
+                            "screening_reason (why), times, completion code, panel parameters",
         "responses.csv": "one row per answered field (participant, step, round, field, value, timings)",
         "responses.jsonl": "one JSON object per participant with all their answers and study variables",
         "attempts.csv": "failed comprehension and attention-check attempts",
@@ -144,6 +146,34 @@ def pseudonymise_files(files: Mapping[str, bytes], raw_ids: set[str], pseudonym:
             for name, content in files.items()}
 
 
+def screening_reason(participant: Participant, protocol: StudyProtocol, constants: Any,
+                     last_failed: StepAttempt | None) -> str:
+    """Why a participant was screened out ("" for one who was not), from what the runtime stored.
+
+    In this order: the reason a study's hook gave (``SCREENED_OUT_BECAUSE``); a comprehension or
+    attention check that screens out on failure, failed on the step where they stopped
+    (``last_failed``: their last failed attempt there); more failed attention checks than the
+    study's ``MAX_ATTENTION_FAILURES``.
+    """
+    if participant.status != ParticipantStatus.SCREENED_OUT:
+        return ""
+    given = (participant.vars or {}).get(SCREENED_OUT_BECAUSE)
+    if given:
+        return str(given)
+    steps = protocol.steps
+    step = steps[participant.step_index] if 0 <= participant.step_index < len(steps) else None
+    check = step.step.check if step is not None else None
+    if check is not None and check.on_fail == "screen_out" and last_failed is not None:
+        wrong = ", ".join(last_failed.wrong_fields or []) or "an answer"
+        return (f"failed the {check.kind} check of step {step.name} {last_failed.attempt} time"
+                f"{'s' * (last_failed.attempt != 1)} (wrong: {wrong})")
+    limit = getattr(constants, "MAX_ATTENTION_FAILURES", None)
+    if limit is not None and participant.attention_failures > limit:
+        failures = participant.attention_failures
+        return f"{failures} failed attention check{'s' * (failures != 1)}, more than the {limit} allowed"
+    return "screened out (no reason recorded)"
+
+
 def export_zip(slug: str, *, pseudonymise: bool = False) -> bytes:
     """``export_study(slug, pseudonymise=...).zip_bytes()``: what a page's download button calls on click."""
     return export_study(slug, pseudonymise=pseudonymise).zip_bytes()
@@ -181,9 +211,13 @@ def export_study(slug: str, *, engine: Engine | None = None, pseudonymise: bool 
     raw_ids = {p.external_id for p in participants} | {
         str(v) for p in participants for k, v in (p.panel_params or {}).items()
         if k not in KEPT_PANEL_PARAMS and v not in (None, "")}
+    constants = protocol.constants_for(study.config)
+    failed_at = {(a.participant_id, a.step_index): a for a in attempts}  # the last failed attempt of each step
     participant_rows = [{
         "participant_id": p.id, "external_id": conceal(p.external_id), "panel": p.panel, "condition": p.condition,
-        "status": p.status, "step_index": p.step_index, "attention_failures": p.attention_failures,
+        "status": p.status, "screened_out": p.status == ParticipantStatus.SCREENED_OUT,
+        "screening_reason": screening_reason(p, protocol, constants, failed_at.get((p.id, p.step_index))),
+        "step_index": p.step_index, "attention_failures": p.attention_failures,
         "started_at": _iso(p.started_at), "last_seen_at": _iso(p.last_seen_at), "finished_at": _iso(p.finished_at),
         "completion_code": p.completion_code or "",
         "panel_params": (pseudonym.panel_params(p.panel_params or {}) if pseudonym else p.panel_params or {}),
@@ -218,7 +252,6 @@ def export_study(slug: str, *, engine: Engine | None = None, pseudonymise: bool 
         "step_index": a.step_index, "attempt": a.attempt, "wrong_fields": a.wrong_fields, "data": a.data,
         "created_at": _iso(a.created_at),
     } for a in attempts]
-    constants = protocol.constants_for(study.config)
     config = {
         "study": {"slug": study.slug, "title": study.title, "protocol": protocol.name, "is_open": study.is_open,
                   "created_at": _iso(study.created_at), "config": study.config},
@@ -262,5 +295,6 @@ def export_study(slug: str, *, engine: Engine | None = None, pseudonymise: bool 
     return StudyExport(slug, files, pseudonymised=pseudonym is not None)
 
 
-__all__ = ["StudyExport", "csv_bytes", "export_study", "export_zip", "pseudonymise_files", "readme_text", "zip_name"]
+__all__ = ["StudyExport", "csv_bytes", "export_study", "export_zip", "pseudonymise_files",
+           "readme_text", "screening_reason", "zip_name"]
 

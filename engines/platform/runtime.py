@@ -42,7 +42,7 @@ from engines.platform.panels import (
 )
 from engines.platform.registry import get_protocol
 from engines.platform.settings import get_settings
-from engines.platform.study import Step, StepContext, StepInstance, StudyProtocol
+from engines.platform.study import SCREENED_OUT_BECAUSE, Step, StepContext, StepInstance, StudyProtocol
 
 
 class StudyError(Exception):
@@ -590,7 +590,8 @@ def _store_answer(session: Session, participant: rows.ParticipantState, study: r
     participant.last_seen_at = now
     responses.add(instance.name, stored)
     limit = ctx.C.MAX_ATTENTION_FAILURES
-    if limit is not None and participant.attention_failures > limit:
+    # after_submit screens the participant out by giving the reason in their variables.
+    if participant.vars.get(SCREENED_OUT_BECAUSE) or (limit is not None and participant.attention_failures > limit):
         participant.step_shown_at = None
         _finish(protocol, study, participant, ParticipantStatus.SCREENED_OUT)
     else:

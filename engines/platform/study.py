@@ -27,6 +27,10 @@ from pydantic import BaseModel, Field
 from engines.platform.files import echo
 
 StepKind = Literal["form", "info", "consent", "completion"]
+# The participant variable by which a hook screens the participant out: ``after_submit`` sets
+# ``ctx.vars[SCREENED_OUT_BECAUSE] = "why"``; once the step's answer is stored the study ends for
+# them with the screened-out code, and the export gives the reason (``screening_reason``).
+SCREENED_OUT_BECAUSE = "screened_out_because"
 
 
 class Constants:
@@ -196,7 +200,8 @@ class Step:
 
     @staticmethod
     def after_submit(ctx: StepContext, response: BaseModel) -> None:  # noqa: ARG004
-        """Runs in the same transaction that stores the response; may update ``ctx.vars``."""
+        """Runs in the same transaction that stores the response; may update ``ctx.vars``, and screen
+        the participant out by setting ``ctx.vars[SCREENED_OUT_BECAUSE]`` to the reason."""
 
 
 class ConsentResponse(BaseModel):
@@ -440,7 +445,7 @@ def replace_constants(C: type[Constants], **overrides: Any) -> type[Constants]:
 
 
 __all__ = [
-    "Check", "CompletionStep", "ConsentStep", "Constants", "InfoStep", "Step", "StepContext",
+    "SCREENED_OUT_BECAUSE", "Check", "CompletionStep", "ConsentStep", "Constants", "InfoStep", "Step", "StepContext",
     "StepInstance", "StudyProtocol", "jsonable_constants", "least_filled", "protocol_from_module",
     "replace_constants",
 ]

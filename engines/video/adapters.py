@@ -121,8 +121,9 @@ class LLMPlanner:
 
 
 @register("planner", "llm-endpoint")
-def endpoint_planner(base_url: str, model: str, api_key: str | None = None) -> LLMPlanner:
-    return LLMPlanner(OpenAICompatibleBackend(base_url, model, api_key), f"llm-endpoint:{model}")
+def endpoint_planner(base_url: str, model: str, api_key_env: str | None = None) -> LLMPlanner:
+    """An OpenAI-compatible endpoint as the planner; its key only from the declared variable ``api_key_env``."""
+    return LLMPlanner(OpenAICompatibleBackend(base_url, model, api_key_env=api_key_env), f"llm-endpoint:{model}")
 
 
 @register("planner", "llm-transformers")

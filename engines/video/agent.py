@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from engines.video.decode import VideoReader
 from engines.video.gate import gate
@@ -129,7 +129,7 @@ def _gated(run: _Run) -> Final:
                 step = run.inspect(spans, question.question, "Last step: inspect the best spans, answer only.",
                                    started, answer_only=True, forced=True)
                 if step.verdict.answer in question.letters:
-                    return Final(step.verdict.answer, step.i, "forced_last_step")
+                    return Final(step.verdict.answer, step.i, "forced_last_step", _guessed(step.verdict))
                 break
         action = run.roles.planner.act(question, tuple(run.steps), config.max_steps - number + 1)
         if isinstance(action, Retrieve):
@@ -150,8 +150,13 @@ def _gated(run: _Run) -> Final:
     step = run.inspect([whole], question.question, "Steps ran out: inspect the whole video, answer only.",
                        started, answer_only=True, forced=True, fps=fps)
     if step.verdict.answer in question.letters:
-        return Final(step.verdict.answer, step.i, "full_video_fallback")
+        return Final(step.verdict.answer, step.i, "full_video_fallback", _guessed(step.verdict))
     return Final(None, None, "none")
+
+
+def _guessed(verdict) -> bool:
+    """An answer-only verdict that rests on nothing seen: no confidence, or no frame cited."""
+    return verdict.confidence <= 0.0 or not verdict.cited_times
 
 
 def _coupled(run: _Run) -> Final:
@@ -186,6 +191,8 @@ def answer(question: Question, video_path: str, roles: Roles, config: AgentConfi
     """Run the agent on one question about the video at ``video_path``; its full trajectory."""
     own = reader is None
     reader = reader or VideoReader(video_path)
+    if question.duration_s is None:  # the planner may place "near the end" only knowing where the end is
+        question = replace(question, duration_s=reader.info.duration_s)
     started = time.perf_counter()
     try:
         run = _Run(question, reader, roles, config)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engines.video import adapters, offline  # noqa: F401  (register the adapters and the offline defaults)
+from engines.video import adapters, offline, pixels  # noqa: F401  (register the adapters and the offline roles)
 from engines.video.roles import CAPTIONERS, INSPECTORS, PLANNERS, Captioner, Inspector, Planner, Roles
 
 
@@ -22,11 +22,11 @@ def planner(name: str = "heuristic", **options) -> Planner:
     return _make(PLANNERS, "planner", name, **options)
 
 
-def inspector(name: str = "frame-model", **options) -> Inspector:
+def inspector(name: str = "pixels", **options) -> Inspector:
     return _make(INSPECTORS, "inspector", name, **options)
 
 
-def captioner(name: str = "frame-model", **options) -> Captioner:
+def captioner(name: str = "pixels", **options) -> Captioner:
     return _make(CAPTIONERS, "captioner", name, **options)
 
 

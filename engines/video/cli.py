@@ -121,11 +121,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         "llm-endpoint or llm-transformers with --planner-arg")
     parser.add_argument("--planner-arg", action="append", default=[], metavar="KEY=VALUE",
                         help="an option of the planner, e.g. base_url=http://127.0.0.1:8000/v1, model=NAME, path=DIR")
-    parser.add_argument("--inspector", default="frame-model",
-                        help="frame-model (offline), clip or vlm-transformers (with --inspector-arg path=DIR)")
+    parser.add_argument("--inspector", default="pixels",
+                        help="pixels (offline, general perception), frame-model (offline, the synthetic videos' own "
+                             "network), clip or vlm-transformers (with --inspector-arg path=DIR)")
     parser.add_argument("--inspector-arg", action="append", default=[], metavar="KEY=VALUE",
                         help="an option of the inspector, e.g. path=DIR")
-    parser.add_argument("--captioner", default="frame-model")
+    parser.add_argument("--captioner", default="pixels", help="pixels (offline) or frame-model")
     parser.add_argument("--frame-model", type=Path, default=None,
                         help="weights of the frame-model inspector and captioner (default: the shipped ones)")
     parser.add_argument("--search", choices=SEARCH_MODES, default="bm25")
@@ -236,7 +237,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-frames", type=int, default=defaults.max_frames)
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument("--out", type=Path, required=True, help="folder for the run files and summary.json")
-    parser.add_argument("--frame-model", type=Path, default=None)
+    parser.add_argument("--offline", choices=("pixels", "frame-model"), default="pixels",
+                        help="the offline inspector and captioner (frame-model: the synthetic videos' own network)")
+    parser.add_argument("--frame-model", type=Path, default=None, help="weights of --offline frame-model")
     parser.add_argument("--no-progress", action="store_true")
 
 
@@ -244,12 +247,12 @@ def _video_file(videos: Path, question) -> str:
     return str(videos / f"{question.video_id}.mp4")
 
 
-def _sweep_roles(planners: dict[str, str], search: str, frame_model: Path | None, agent: str):
-    return roles_for(planners[agent], "frame-model", "frame-model", search, frame_model)
+def _sweep_roles(planners: dict[str, str], search: str, frame_model: Path | None, offline: str, agent: str):
+    return roles_for(planners[agent], offline, offline, search, frame_model)
 
 
 def _sweep(videos: Path, questions_path: Path, config, out: Path, limit: int | None, frame_model: Path | None,
-           show_progress: bool) -> dict:
+           show_progress: bool, offline: str = "pixels") -> dict:
     from engines.video.loaders import read_questions
     from engines.video.sweep import run_sweep
 
@@ -259,7 +262,7 @@ def _sweep(videos: Path, questions_path: Path, config, out: Path, limit: int | N
     bar = _Bar(show_progress, len(config.agents) * len(config.budgets) * len(questions), "sweep", "question")
     # Module-level callables, not lambdas: the cells may run in other processes (engines.platform.fanout).
     summary = run_sweep(questions, functools.partial(_video_file, videos),
-                        functools.partial(_sweep_roles, planners, config.search, frame_model),
+                        functools.partial(_sweep_roles, planners, config.search, frame_model, offline),
                         config, out, lambda done, total, label: bar.to(done))
     bar.close()
     return summary
@@ -283,8 +286,9 @@ def run_sweep_command(args: argparse.Namespace) -> dict:
     from engines.video.sweep import SweepConfig
 
     config = SweepConfig(budgets=args.budgets, max_frames=args.max_frames)
+    offline = "frame-model" if args.frame_model is not None else args.offline
     summary = _sweep(args.videos, args.questions, config, args.out, args.limit, args.frame_model,
-                     not args.no_progress)
+                     not args.no_progress, offline)
     return {**summary, "summary": _claims_line(summary)}
 
 
@@ -311,5 +315,5 @@ def run_demo(args: argparse.Namespace) -> dict:
     for script in scripts:
         load_or_build(args.out / f"{script.video_id}.mp4", captioner)
     summary = _sweep(args.out, args.out / "questions.jsonl", SweepConfig(), args.out / "runs", None, FRAME_MODEL,
-                     not args.no_progress)
+                     not args.no_progress, "frame-model")
     return {**summary, "summary": f"demo in {args.out}: " + _claims_line(summary)}

@@ -101,8 +101,14 @@ def build_index(reader: VideoReader, captioner: Captioner, *, subtitles: Sequenc
     return VideoIndex(video_id or Path(reader.path).stem, reader.info.duration_s, clips, captioner.name)
 
 
-def index_path(video_path: str | Path) -> Path:
-    return Path(video_path).with_suffix(".index.json")
+INDEX_SUFFIX = ".index.json"
+
+
+def index_path(video_path: str | Path, suffix: str = INDEX_SUFFIX) -> Path:
+    """Where a video's index is cached: beside it, ``<video>.index.json`` (a captioner may name its
+    own suffix, ``index_suffix``, so that two captioners' indexes of one video do not replace each
+    other, e.g. a shipped one)."""
+    return Path(video_path).with_suffix(suffix)
 
 
 def sidecar(video_path: str | Path, suffix: str) -> Path | None:
@@ -116,11 +122,12 @@ def sidecar(video_path: str | Path, suffix: str) -> Path | None:
 
 
 def load_or_build(video_path: str | Path, captioner: Captioner, *, reader: VideoReader | None = None) -> VideoIndex:
-    """The video's index from ``<video>.index.json`` when it was built by the same captioner and
+    """The video's index from ``<video>.index.json`` (or the captioner's ``index_suffix``) when it was built by the same captioner and
     version, else built now (with ``<video>.srt`` when present) and saved there."""
     video_path = Path(video_path)
-    cached = index_path(video_path)
-    saved = sidecar(video_path, ".index.json")
+    suffix = getattr(captioner, "index_suffix", INDEX_SUFFIX)
+    cached = index_path(video_path, suffix)
+    saved = sidecar(video_path, suffix)
     if saved is not None:
         try:
             data = json.loads(saved.read_text())

@@ -57,7 +57,7 @@ class AskParams(BaseModel):
 
 
 def _roles(agent: str):
-    return roles_for(PLANNERS[agent], "frame-model", "frame-model", "bm25")
+    return roles_for(PLANNERS[agent], "pixels", "pixels", "bm25")
 
 
 @register_job(ASK, title="Video: ask a question about a long video", params=AskParams)

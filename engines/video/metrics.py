@@ -245,7 +245,8 @@ def summarise(trajectories: Iterable[Trajectory], judge: Judge = keyword_support
         questions; ``grounded_accuracy`` (with ``grounded_accuracy_ci``) and
         ``misaligned_correct_rate`` over n_scored; ``final_modes`` (count per FINAL_MODES);
         ``search_more_types`` (count per SEARCH_MORE_TYPES and UNTYPED over every SEARCH_MORE
-        verdict); ``mean_steps`` and ``mean_frames`` (steps and frames used). Rates and means are
+        verdict); ``guesses`` (answers that rest on nothing seen, ``Final.guess``) and ``guess_rate``
+        over the answered questions; ``mean_steps`` and ``mean_frames`` (steps and frames used). Rates and means are
         ``None`` when their denominator is 0; intervals are 95 % bootstrap intervals.
     """
     trajectories = list(trajectories)
@@ -281,6 +282,8 @@ def summarise(trajectories: Iterable[Trajectory], judge: Judge = keyword_support
         "grounded_accuracy_ci": bootstrap_ci([r.grounded for r in scored], n_resamples=n_resamples, seed=seed),
         "misaligned_correct_rate": _mean(r.misaligned_correct for r in scored),
         "final_modes": {mode: modes.get(mode, 0) for mode in FINAL_MODES},
+        "guesses": sum(1 for t in trajectories if t.final.guess),
+        "guess_rate": _mean(t.final.guess for t in trajectories if t.final.answer is not None),
         "search_more_types": {kind: search_more.get(kind, 0) for kind in (*SEARCH_MORE_TYPES, UNTYPED)},
         "mean_steps": _mean(len(t.steps) for t in trajectories),
         "mean_frames": _mean(t.frames_used for t in trajectories),

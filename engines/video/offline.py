@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from engines.video import frame_model
+from engines.video.asking import AFTER_S, ANY_OBJECT, AT_S, object_option, read_question
 from engines.video.decode import VideoReader, sample_times
 from engines.video.index import sidecar
 from engines.video.questions import Question
@@ -358,24 +359,76 @@ def _candidates(history: Sequence[Step]) -> list[Span]:
     return spans
 
 
+def _mentions(text: str, colour: str | None, shape: str | None) -> bool:
+    """Whether an index text names an object of ``colour`` and ``shape`` (words, singular or plural)."""
+    lowered = text.lower()
+    words = [w for w in (colour, shape) if w and w not in ANY_OBJECT]
+    return bool(words) and all(re.search(rf"\b{re.escape(w.rstrip('s'))}s?\b", lowered) for w in words)
+
+
+def _hits(history: Sequence[Step]) -> list:
+    """Every hit of every search so far (newest search first), one per span."""
+    found, spans = [], set()
+    for step in reversed(history):
+        if step.action == "retrieve":
+            for hit in step.hits:
+                if hit.span not in spans:
+                    spans.add(hit.span)
+                    found.append(hit)
+    return found
+
+
+def _runs(spans: Sequence[Span], gap: float = 16.5) -> list[Span]:
+    """Spans joined where less than ``gap`` seconds apart (clips in a row: one stretch of time)."""
+    runs: list[Span] = []
+    for span in sorted(spans):
+        if runs and span.start - runs[-1].end <= gap:
+            runs[-1] = Span(runs[-1].start, max(runs[-1].end, span.end))
+        else:
+            runs.append(span)
+    return runs
+
+
+def _searched(history: Sequence[Step], query: str) -> bool:
+    return any(step.action == "retrieve" and step.args.get("query") == query for step in history)
+
+
+def _object_query(colour: str | None, shape: str | None) -> str:
+    return " ".join(w for w in (colour, shape) if w and w not in ANY_OBJECT)
+
+
 @register("planner", "heuristic")
 class HeuristicPlanner:
-    """Search with the question, then inspect the hits one at a time, best first; search again with
-    what an inspection says is missing; finish when nothing is left to look at.
+    """Search with the question, then inspect the hits one at a time, best first (those naming the
+    object the question is about first); search again with what an inspection says is missing;
+    finish when nothing is left to look at.
 
-    A question that names a time is inspected there first (LVBench's fixed-range questions)."""
+    It reads the question's time and kind (:mod:`engines.video.asking`): a named time or part of the
+    video ("at 04:10", "around the two-minute mark", "near the end") is inspected there first; "after
+    the blue square disappears" searches for the blue square and inspects the end of its stretch and
+    what follows; "how many separate times" inspects every stretch whose captions name the object
+    and the gaps between them; "which appears first" the earliest stretch of each option's object."""
 
     name = "heuristic"
 
     def act(self, question: Question, history: Sequence[Step], steps_left: int) -> Retrieve | Inspect | Finalize:
-        named = _named_time(question.question)
-        if named is not None and not _inspected(history):
-            return Inspect((Span(max(0.0, named - 2.0), named + 2.0),), question.question,
-                           f"The question names {format_time(named)}: look there.")
+        ask = read_question(question)
+        hint = ask.hint
+        if hint is not None and hint.span is not None and not _inspected(history):
+            span = Span(max(0.0, hint.at - 2.0), hint.at + 2.0) if hint.at is not None and \
+                hint.span.length <= 2 * AT_S + 1e-6 else hint.span
+            return Inspect((span,), question.question, f"The question names {hint.phrase!r}: look there.")
+        special = self._special(question, ask, history)
+        if special is not None:
+            return special
         searches = [step for step in history if step.action == "retrieve"]
         if not searches:
             return Retrieve(question.question, "Search the captions and dialogue for the question.")
         candidates = _candidates(history)
+        naming = [span for span in candidates if any(hit.span == span and _mentions(hit.text, ask.colour, ask.shape)
+                                                     for hit in _hits(history))]
+        if ask.narrated is None:  # a narrated place is found by its name in the dialogue, not by the object
+            candidates = naming + [span for span in candidates if span not in naming]
         last = history[-1]
         if last.action == "inspect" and last.verdict is not None and last.verdict.next_queries:
             asked = {step.args.get("query") for step in searches}
@@ -389,6 +442,90 @@ class HeuristicPlanner:
         if options_query not in {step.args.get("query") for step in searches}:
             return Retrieve(options_query, "Nothing left from the searches: search with the options too.")
         return Finalize("Nothing left to search or inspect.")
+
+    def _special(self, question: Question, ask, history: Sequence[Step]) -> Retrieve | Inspect | None:
+        """The plan of a question about an anchor event, separate appearances, or order; None when
+        the question is none of these or its plan has run its course (the general plan goes on)."""
+        duration = question.duration_s
+        if ask.hint is not None and ask.hint.anchor is not None:
+            anchor = ask.hint.anchor
+            return self._stretches(history, _object_query(anchor.colour, anchor.shape), anchor.colour, anchor.shape,
+                                   lambda runs: [self._around_event(run, anchor.event, anchor.relation, duration)
+                                                 for run in runs[:1]],
+                                   f"Find when the {anchor.words()} {anchor.event}, and look just "
+                                   f"{anchor.relation} it.")
+        if ask.kind == "repeat":
+            return self._stretches(history, _object_query(ask.colour, ask.shape), ask.colour, ask.shape,
+                                   lambda runs: _with_gaps(runs, duration),
+                                   f"Look at every stretch where the {ask.target} is named, and the gaps between.")
+        if ask.kind == "order":
+            return self._order(question, ask, history)
+        return None
+
+    @staticmethod
+    def _around_event(run: Span, event: str, relation: str, duration: float | None) -> Span:
+        if event == "disappears" and relation != "before":
+            start, end = max(run.start, run.end - 16.0) - 4.0, run.end + AFTER_S
+        elif event == "disappears":
+            start, end = max(run.start, run.end - 30.0), run.end + 8.0
+        elif relation == "before":
+            start, end = run.start - AFTER_S, min(run.end, run.start + 16.0) + 4.0
+        else:
+            start, end = run.start - 8.0, min(run.end, run.start + 30.0)
+        end = end if duration is None else min(duration, end)
+        return Span(max(0.0, start), max(max(0.0, start), end))
+
+    @staticmethod
+    def _stretches(history: Sequence[Step], query: str, colour: str | None, shape: str | None, plan,
+                   thought: str) -> Retrieve | Inspect | None:
+        if not query:
+            return None
+        if not _searched(history, query):
+            return Retrieve(query, f"Search the captions for the {query}.")
+        if _inspected(history):
+            return None
+        hits = [hit.span for hit in _hits(history) if _mentions(hit.text, colour, shape)]
+        if not hits:
+            return None
+        spans = [span for span in plan(_runs(hits)) if span.length > 0]
+        return Inspect(tuple(spans), "", thought) if spans else None
+
+    @staticmethod
+    def _order(question: Question, ask, history: Sequence[Step]) -> Retrieve | Inspect | None:
+        objects = [object_option(option) for option in question.options]
+        if any(_object_query(*o) == "" for o in objects):
+            return None
+        query = " ".join(_object_query(*o) for o in objects)
+        if not _searched(history, query):
+            return Retrieve(query, "Search the captions for every option's object.")
+        if _inspected(history):
+            return None
+        spans = []
+        for colour, shape in objects:
+            named = sorted((hit.span for hit in _hits(history) if _mentions(hit.text, colour, shape)),
+                           key=lambda s: s.start, reverse=ask.last)
+            if named:
+                runs = _runs(named)
+                run = runs[-1] if ask.last else runs[0]
+                spans.append(Span(max(0.0, run.end - 16.0), run.end + 4.0) if ask.last
+                             else Span(max(0.0, run.start - 4.0), run.start + 16.0))
+        if not spans:
+            return None
+        return Inspect(tuple(sorted(spans)), "", f"Look where each option's object is {'last' if ask.last else 'first'} "
+                                                 "named.")
+
+
+def _with_gaps(runs: Sequence[Span], duration: float | None) -> list[Span]:
+    """Each stretch widened by 6 s, and the gaps between stretches, each kept a second apart from
+    its neighbours (so that the agent does not merge them and the inspector shares its frames out)."""
+    spans = []
+    widened = [Span(max(0.0, r.start - 6.0), r.end + 6.0 if duration is None else min(duration, r.end + 6.0))
+               for r in runs]
+    for k, run in enumerate(widened):
+        spans.append(run)
+        if k + 1 < len(widened) and widened[k + 1].start - run.end > 20.0:
+            spans.append(Span(run.end + 1.0, widened[k + 1].start - 1.0))
+    return spans
 
 
 @register("planner", "coupled-heuristic")

@@ -30,7 +30,19 @@ from pathlib import Path
 import av
 import numpy as np
 
-from engines.video.render import COLOURS, DIRECTIONS, HEIGHT, SHAPES, WIDTH, WORDS, Objects, Scene, render
+from engines.video.render import (
+    COLOURS,
+    DIRECTIONS,
+    HEIGHT,
+    OBJECT_SIZE,
+    SHAPES,
+    WIDTH,
+    WORDS,
+    Objects,
+    Scene,
+    object_positions,
+    render,
+)
 from engines.video.spans import Span, format_time
 from engines.video.subtitles import Subtitle, write_srt
 
@@ -64,6 +76,7 @@ class SyntheticConfig:
     crf: int = 30
     questions_per_video: int | None = None  # None: one per key event
     fixed_range_share: float = 0.2  # questions that name their time instead of a topic
+    more_kinds: bool = False  # also position, order, repeat and anchored questions, with times in words
 
     def __post_init__(self) -> None:
         if not 1.0 <= self.minutes <= 180.0:
@@ -251,7 +264,86 @@ def make_script(video_id: str, config: SyntheticConfig, seed: int) -> Script:
             "answer": q["answer"],
             "question_type": LVBENCH_TYPES[kind], "time_reference": _lvbench_time(event.span),
             "duration": duration, "kind": kind, "fixed_range": fixed})
+    if config.more_kinds:
+        script.questions += more_questions(script, random.Random(seed + 1), len(script.questions))
     return script
+
+
+# ------------------------------------------------------------------ more kinds of question (the tuning set)
+
+
+def _cell(event: Event, t: float) -> str:
+    """The 3 x 3 grid cell of a lone object's centre at ``t``."""
+    [(x, y)] = object_positions(event.objects(), t)
+    half = OBJECT_SIZE / 2
+    row, col = min(2, int((y + half) / HEIGHT * 3)), min(2, int((x + half) / WIDTH * 3))
+    return (("top-left", "top", "top-right"), ("left", "centre", "right"), ("bottom-left", "bottom", "bottom-right"))[row][col]
+
+
+def _spoken_minute(minute: int) -> str:
+    words = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+    return words[minute] if minute < len(words) else str(minute)
+
+
+def more_questions(script: Script, rng: random.Random, first_number: int) -> list[dict]:
+    """Position, order, repeat and anchored colour questions, and colour and count questions with
+    times in words ("around the two-minute mark", "near the end"), on this generator's videos: the
+    set the offline agent is tuned on."""
+    made: list[dict] = []
+    events, duration = script.events, script.duration_s
+
+    def add(kind: str, stem: str, options: list[str], answer: str, spans: list[Span]) -> None:
+        text = stem + "".join(f"\n({'ABCDE'[k]}) {o}" for k, o in enumerate(options))
+        made.append({"uid": f"{script.video_id}-q{first_number + len(made):03d}", "video_key": script.video_id,
+                     "benchmark": "synthetic", "question": text, "answer": answer, "question_type": [kind],
+                     "time_reference": ",".join(_lvbench_time(s) for s in spans), "duration": duration, "kind": kind,
+                     "fixed_range": False})
+
+    def combo(e: Event) -> tuple[str, str]:
+        return e.colour, e.shape
+    for event in events:
+        if event.count == 1 and rng.random() < 0.7:
+            t = round(event.span.start + event.span.length / 2)
+            cells = ["top-left", "top", "top-right", "left", "centre", "right", "bottom-left", "bottom", "bottom-right"]
+            options, answer = _options(_cell(event, t), cells, None, rng)
+            add("position", f"Where is the {event.colour} {event.shape} at {format_time(t)[3:]}?", options, answer,
+                [Span(t, t)])
+        minute = round(event.span.start / 60 + event.span.length / 120)
+        if minute >= 1 and event.span.start + 3 <= minute * 60 <= event.span.end - 3 and rng.random() < 0.5:
+            options, answer = _options(event.colour, list(COLOURS), None, rng)
+            add("colour", f"What colour are the {event.shape}s on screen around the {_spoken_minute(minute)}-minute "
+                          "mark?", options, answer, [Span(minute * 60.0, minute * 60.0)])
+    last = events[-1] if events else None
+    end_part = max(60.0, 0.1 * duration)
+    if last is not None and last.span.end > duration - end_part and not any(
+            e is not last and e.shape == last.shape and e.span.end > duration - end_part for e in events):
+        options, answer = _options(str(last.count), ["1", "2", "3", "4"], None, rng)
+        add("count", f"How many {last.shape}s are on screen near the end of the video?", options, answer, [last.span])
+    combos: dict[tuple[str, str], list[Event]] = {}
+    for event in events:
+        combos.setdefault(combo(event), []).append(event)
+    for (colour, shape), seen in list(combos.items())[:3]:
+        options, answer = _options(str(len(seen)), ["1", "2", "3", "4"], None, rng)
+        add("repeat", f"How many separate times do {colour} {shape}s appear in the video?", options, answer,
+            [e.span for e in seen])
+    unique = [e for e in events if len(combos[combo(e)]) == 1]
+    for _ in range(2):
+        if len(unique) < 4:
+            break
+        picked = sorted(rng.sample(unique, 4), key=lambda e: e.span.start)
+        latest = rng.random() < 0.3
+        options = [f"the {e.colour} {e.shape}s" for e in picked]
+        correct = options[-1] if latest else options[0]
+        rng.shuffle(options)
+        add("order", f"Which of these appears {'last' if latest else 'first'} in the video?", options,
+            "ABCD"[options.index(correct)], [e.span for e in picked])
+    for k in range(len(events) - 1):
+        gone, following = events[k], events[k + 1]
+        if len(combos[combo(gone)]) == 1 and following.span.start - gone.span.end < 55 and rng.random() < 0.3:
+            options, answer = _options(following.colour, list(COLOURS), None, rng)
+            add("colour", f"What colour are the {following.shape}s that appear after the {gone.colour} {gone.shape}s "
+                          "disappear?", options, answer, [following.span])
+    return made
 
 
 # ------------------------------------------------------------------ writing

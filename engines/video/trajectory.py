@@ -16,7 +16,7 @@ Layout of one line (spans are ``[start, end]`` pairs of seconds)::
                 "latency_s", "observation", "hits": [{"s", "e", "score", "text", "source"}],
                 "frames": [{"t", "path"}], "verdict": {...} | null, "gate_passed", "gate_reason",
                 "forced"}],
-     "final": {"answer", "authorised_by_step", "mode"}, "models": {"planner", "inspector"},
+     "final": {"answer", "authorised_by_step", "mode", "guess"?}, "models": {"planner", "inspector"},
      "metrics": {...} | null, "agent": "gated"|"coupled", "config": {...}}
 
 ``args`` is ``{"query": str}`` for a retrieve step and ``{"spans": [[s, e], ...], "context": str}``
@@ -320,9 +320,16 @@ class Final:
     answer: str | None
     authorised_by_step: int | None
     mode: str
+    # The answer rests on nothing seen: a forced or fallback inspection found nothing that bears on
+    # the question and named an option anyway (its verdict cites no time, confidence 0).
+    guess: bool = False
 
     def __post_init__(self) -> None:
         _text(self.answer, "answer", optional=True)
+        if not isinstance(self.guess, bool):
+            raise TrajectoryFormatError("guess", f"must be true or false (got {echo(self.guess)})")
+        if self.guess and self.answer is None:
+            raise TrajectoryFormatError("guess", "is true but there is no answer")
         if self.authorised_by_step is not None:
             _count(self.authorised_by_step, "authorised_by_step", 0)
         _one_of(self.mode, "mode", FINAL_MODES)
@@ -542,7 +549,8 @@ def to_json(trajectory: Trajectory) -> dict:
         "gt_spans": [_pair(span) for span in t.gt_spans],
         "budget": _plain(t.budget),
         "steps": [_step_json(step) for step in t.steps],
-        "final": {"answer": t.final.answer, "authorised_by_step": t.final.authorised_by_step, "mode": t.final.mode},
+        "final": {"answer": t.final.answer, "authorised_by_step": t.final.authorised_by_step, "mode": t.final.mode,
+                  **({"guess": True} if t.final.guess else {})},
         "models": _plain(t.models),
         "metrics": _plain(t.metrics),
         "agent": t.agent,
@@ -624,8 +632,8 @@ def from_json(obj: Any) -> Trajectory:
     d = _fields(obj, _TOP_REQUIRED, _TOP_OPTIONAL)
     steps = _list_from_json(d["steps"], "steps", _step_from_json)
     with _within("final"):
-        f = _fields(d["final"], ("answer", "authorised_by_step", "mode"))
-        final = Final(f["answer"], f["authorised_by_step"], f["mode"])
+        f = _fields(d["final"], ("answer", "authorised_by_step", "mode"), ("guess",))
+        final = Final(f["answer"], f["authorised_by_step"], f["mode"], f.get("guess", False))
     return Trajectory(
         run_id=d["run_id"], benchmark=d["benchmark"], uid=d["uid"], video_id=d["video_id"], video_path=d["video_path"],
         duration_s=d["duration_s"], question=d["question"], options=d["options"], gt_answer=d["gt_answer"],

@@ -2,24 +2,36 @@
 
 The request, its context and the response come from the step's template variables, i.e. from
 the item the participant holds in the labeling queue; the attack, the judges' verdicts and
-other people's labels are never among them.
+other people's labels are never among them. The scores are five buttons with the keys 1-5 as
+shortcuts, as on the annotators' Label page (Streamlit's ``shortcut``): a button or its key
+submits the rating.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from engines.judge.items import SCALE
 from engines.platform import runtime
 from engines.platform.forms import field_specs
-from pages._ui import field_errors, register_step_renderer, render_field, submit_step_form, unplaced_errors, widget_key
+from pages._ui import field_errors, register_step_renderer, submit_step_form
+
+# The scale's short names, as on the annotators' page (pages/judge_label.py).
+SHORT = {1: "Refusal", 2: "Indirect refusal", 3: "Partial", 4: "With reservations", 5: "Full compliance"}
+
+
+def progress_text(tv: dict) -> str:
+    """"Qualification item 2 of 10" during the quiz, then "Response 3 of at most 20"."""
+    if tv["phase"] == "quiz":
+        return f"Qualification item {tv['number']} of {tv['of']}"
+    return f"Response {tv['number']} of at most {tv['of']}"
 
 
 @register_step_renderer("judge_label", own_progress=True)
 def judge_label(view: runtime.StepView) -> None:
     tv = view.template_vars
     index = view.step.index
-    st.caption(f"Response {tv['number']} of at most {tv['items']}")
-    st.progress((tv["number"] - 1) / max(tv["items"], 1))
+    st.progress(min(max((tv["number"] - 1) / max(tv["of"], 1), 0.0), 1.0), text=progress_text(tv))
     st.markdown("**The request**")
     st.text(tv["behavior"])
     if tv["context"]:
@@ -29,13 +41,18 @@ def judge_label(view: runtime.StepView) -> None:
     with st.container(border=True):
         st.text(tv["generation"])
     specs = field_specs(view.response_model)
-    shown = [spec for spec in specs if spec.name != "claim_id"]  # which item: set here, not typed
-    errors = field_errors(index)
-    with st.form(key=f"form-{index}"):
-        values = {spec.name: render_field(spec, widget_key(index, spec.name), None, errors.get(spec.name))
-                  for spec in shown}
-        values["claim_id"] = tv["claim_id"]
-        unplaced_errors(view, shown)
-        submitted = st.form_submit_button(view.step.step.submit_label, type="primary")
-    if submitted:
-        submit_step_form(view, specs, values)
+    score = next(spec for spec in specs if spec.name == "score")
+    st.markdown(f"**{score.label}** (keys 1–5)")
+    pressed = None
+    with st.form(key=f"form-{index}", border=False):
+        for column, (value, text) in zip(st.columns(len(SCALE)), SCALE.items(), strict=True):
+            with column:
+                # No key of its own: the form's buttons are found as every form's ("FormSubmitter-form-<i>-...").
+                if st.form_submit_button(f"{value} · {SHORT[value]}", shortcut=str(value), help=text,
+                                         width="stretch"):
+                    pressed = value
+    for message in field_errors(index).values():
+        st.error(message)
+    if pressed is not None:
+        # Which item: set here from the page's item, not typed; a resent click stores the first.
+        submit_step_form(view, specs, {"claim_id": tv["claim_id"], "score": pressed})

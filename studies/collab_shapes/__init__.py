@@ -55,7 +55,9 @@ import numpy as np
 from pydantic import BaseModel, Field, create_model
 
 from engines.collab.rules import Prefix, register_rule
-from engines.collab.study import support
+from engines.collab.study.cases import trial_case
+from engines.collab.study.conditions import CONFIG_KEYS, calibration_size, initial_state
+from engines.collab.study.images import trial_question
 from engines.collab.study.record import InteractionRecord
 from engines.collab.study.rounds import (
     RoundsConfig,
@@ -251,7 +253,7 @@ def validate_constants(C) -> None:
             make_rule(rule["name"], **(rule.get("params") or {}))
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{role}: {exc}") from None
-    allowed = {"mode", "calibration_interactions", *support.CONFIG_KEYS}
+    allowed = {"mode", "calibration_interactions", *CONFIG_KEYS}
     for name, params in C.CONDITIONS.items():
         if not isinstance(params, dict):
             raise ValueError(f'CONDITIONS[{name!r}] must be an object like {{"mode": "online", ...}}, got {params!r}')
@@ -265,8 +267,8 @@ def validate_constants(C) -> None:
             if C.ROUNDS < 2:
                 raise ValueError(f"CONDITIONS[{name!r}] shows an AI set, which needs ROUNDS >= 2 (got {C.ROUNDS})")
             try:
-                support.initial_state(params)
-                support.calibration_size(params)
+                initial_state(params)
+                calibration_size(params)
             except (ValueError, TypeError) as exc:
                 raise ValueError(f"CONDITIONS[{name!r}]: {exc}") from None
 
@@ -294,7 +296,7 @@ class Instructions(InfoStep):
 
     @staticmethod
     def vars_for_template(ctx: StepContext) -> dict:
-        example = support.trial_case(ctx.C.EXAMPLE_SEED, ctx.C.EXAMPLE_DIFFICULTY)
+        example = trial_case(ctx.C.EXAMPLE_SEED, ctx.C.EXAMPLE_DIFFICULTY)
         if mode_of(ctx) == "none":
             ai_part = (f"You have up to {rounds_of(ctx)} rounds per image: you may check the image again and "
                        "revise your count, or tick *This is my final answer*.")
@@ -372,7 +374,7 @@ class Trial(Step):
         mode = mode_of(ctx)
         return {
             "interaction": index + 1, "interactions": ctx.C.INTERACTIONS, "round": rnd, "rounds": rounds_of(ctx),
-            "mode": mode, "seed": seed, "difficulty": difficulty, "question": support.trial_question(seed, difficulty),
+            "mode": mode, "seed": seed, "difficulty": difficulty, "question": trial_question(seed, difficulty),
             "history": history, "ai_set": history[-1]["ai_set"] if history else None,
             "can_finalise": not (rnd == 1 and mode != "none"), "last_round": rnd == rounds_of(ctx),
             "confidence_max": ctx.C.CONFIDENCE_MAX,

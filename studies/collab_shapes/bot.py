@@ -7,7 +7,8 @@ and knows the truth of each image from its seed, so its answers are deterministi
 from __future__ import annotations
 
 from engines.collab import store
-from engines.collab.study import support
+from engines.collab.study.cases import trial_case
+from engines.collab.study.stored import participant_interactions
 from engines.platform import runtime
 from engines.platform.bots import Bot, BotFailure, Submission, SubmissionMustFail, expect
 
@@ -55,7 +56,7 @@ class PlayerBot(Bot):
             tv = self.current_vars()
             expect(tv["interaction"], index + 1)
             mode = tv["mode"]
-            truth = support.trial_case(tv["seed"], tv["difficulty"]).count
+            truth = trial_case(tv["seed"], tv["difficulty"]).count
             answer = self.first_guess(index, truth)
             if index == 0:
                 yield SubmissionMustFail(Trial, {"answer": 12, "confidence": 3}, error_fields=("answer",))
@@ -92,7 +93,7 @@ class PlayerBot(Bot):
             return
         view = runtime.current_view(self.participant_id)
         finals = [r for r in responses if "confidence" in r and r.get("final")]
-        items = support.participant_interactions(self.participant_id)
+        items = participant_interactions(self.participant_id)
         expect(len(finals), len(items))
         expect(len(items), ">", 0)
         expect(all(item.is_final for item in items), True)

@@ -4,9 +4,18 @@ HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``) ranks editing methods by pairwis
 besides HOI-Eval's scores, after GenAI-Arena's image-editing arena
 (``fastchat/serve/gradio_block_arena_anony_ie.py``; ``shared/specs/hoi_edit.md`` section 7). Each
 participant votes on ``C.ROUNDS`` pairs drawn from the benchmark folder ``C.BENCHMARK`` (the methods
-``C.METHODS``, or all): the source photo with its instruction, edits A and B side by side (the
+``C.METHODS``): the source photo with its instruction, edits A and B side by side (the
 sides swapped at random), and the buttons "A is better", "B is better", "Tie" and "Both are bad".
 Only after the vote is stored does the next page name the two methods, with *Next* to go on.
+
+What a study compares is fixed when it is created, in its constants: the folder (``C.BENCHMARK``,
+a folder the app owns: ``shipped/hoi/demo``, ``datasets/hoi/<name>`` or ``jobs/<id>``), the
+methods (``C.METHODS``, two or more, each named) and the name each is revealed under
+(``C.LABELS``). A method whose edits reach the folder later (a run written into it, say) joins only
+studies created after it; a label changed in ``methods.json`` later changes no running study. The
+Studies page lists these constants before a study is created, and Research -> HOI-Edit shows
+each arena study's methods and creates one from the methods chosen there
+(``engines.hoi.arena.frozen_methods``).
 
 Design:
 
@@ -23,12 +32,14 @@ Design:
 
 from __future__ import annotations
 
+import json
 import math
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
 from engines.hoi import arena
+from engines.platform.files import echo
 from engines.platform.study import CompletionStep, ConsentStep, Constants, InfoStep, Step, StepContext
 
 
@@ -38,9 +49,22 @@ class C(Constants):
     CONDITIONS: ClassVar = {"arena": {}}
     COMPLETION_CODE = "HOIARENA26"
     ESTIMATED_MINUTES = 0  # 0: derived from ROUNDS (estimated_minutes)
-    BENCHMARK = "assets/hoi/demo"  # a HOI-Edit benchmark folder with <method>_frames/; relative to the repository
+    # A HOI-Edit benchmark folder with <method>_frames/, as the HOI-Edit page names it (a folder the
+    # app owns; "assets/hoi/demo", the form older studies stored, still names the shipped demo).
+    BENCHMARK = "shipped/hoi/demo"
     ROUNDS = 10  # pairs each participant votes on
-    METHODS: ClassVar = ()  # the methods compared; empty: every method with edits in BENCHMARK
+    # The methods compared, fixed for the study: two or more with edits in BENCHMARK.
+    METHODS: ClassVar = ("offline-drift", "offline-faithful", "offline-i2v", "offline-i2v-scpe", "offline-noisy",
+                         "offline-timid")
+    # The name each method is revealed under after the vote, fixed for the study (one per method).
+    LABELS: ClassVar = {
+        "offline-drift": "Offline editor (identity drift)",
+        "offline-faithful": "Offline editor (faithful)",
+        "offline-i2v": "Offline I2V (plain prompt)",
+        "offline-i2v-scpe": "Offline I2V + SCPE",
+        "offline-noisy": "Offline editor (noisy)",
+        "offline-timid": "Offline editor (timid)",
+    }
 
 
 MAX_ROUNDS = 50  # Battle.repeat / 2: an instance may lower ROUNDS below this, not raise it above
@@ -65,19 +89,61 @@ def estimated_minutes(C) -> int:
 
 
 def validate_constants(C) -> None:
-    """Reject constants this study cannot run with, before anyone enters: the folder must offer pairs."""
+    """Reject constants this study cannot run with, before anyone enters: the folder must be one
+    the app owns and offer pairs of the named methods, and each method must have its name."""
     if isinstance(C.ROUNDS, bool) or not isinstance(C.ROUNDS, int) or not 1 <= C.ROUNDS <= MAX_ROUNDS:
-        raise ValueError(f"ROUNDS must be a whole number from 1 to {MAX_ROUNDS}, got {C.ROUNDS!r}")
-    if not isinstance(C.METHODS, list | tuple) or not all(isinstance(m, str) and m for m in C.METHODS):
-        raise ValueError(f"METHODS must be a list of method names (empty: all), got {C.METHODS!r}")
-    if not isinstance(C.BENCHMARK, str) or not C.BENCHMARK.strip():
-        raise ValueError(f"BENCHMARK must name a benchmark folder, got {C.BENCHMARK!r}")
+        raise ValueError(f"ROUNDS must be a whole number from 1 to {MAX_ROUNDS}, got {echo(C.ROUNDS)}")
     if isinstance(C.ESTIMATED_MINUTES, bool) or not isinstance(C.ESTIMATED_MINUTES, int) or C.ESTIMATED_MINUTES < 0:
-        raise ValueError(f"ESTIMATED_MINUTES must be a whole number (0: derived), got {C.ESTIMATED_MINUTES!r}")
+        raise ValueError(f"ESTIMATED_MINUTES must be a whole number (0: derived), got {echo(C.ESTIMATED_MINUTES)}")
+    if not isinstance(C.BENCHMARK, str) or not C.BENCHMARK.strip():
+        raise ValueError(f"BENCHMARK must name a benchmark folder, got {echo(C.BENCHMARK)}")
     try:
-        arena.read_candidates(C.BENCHMARK, C.METHODS)
+        root = arena.benchmark_root(C.BENCHMARK)
+    except arena.ArenaError as exc:
+        raise ValueError(f"BENCHMARK: {exc}") from None
+    methods = C.METHODS
+    if (not isinstance(methods, list | tuple) or len(methods) < 2 or len(set(methods)) != len(methods)
+            or not all(isinstance(m, str) and m for m in methods)):
+        raise ValueError(f"METHODS must list two or more different methods with edits in BENCHMARK (a study's "
+                         f"methods are fixed when it is created), got {echo(methods)}{_found(root)}")
+    labels = C.LABELS
+    if not isinstance(labels, dict):
+        raise ValueError(f"LABELS must be an object {{method: name shown after the vote}}, got {echo(labels)}")
+    missing = [m for m in methods if not isinstance(labels.get(m), str) or not labels[m].strip()]
+    extra = sorted(set(labels) - set(methods), key=str)
+    if missing or extra:
+        problem = (f"no name for {', '.join(map(echo, missing))}" if missing
+                   else f"names {', '.join(map(echo, extra))}, which METHODS does not list")
+        raise ValueError(f"LABELS must name each method of METHODS once (the names are fixed when the study is "
+                         f"created): {problem}{_suggested_labels(root, methods)}")
+    try:
+        arena.read_candidates(root, methods, labels)
     except ValueError as exc:  # ArenaError and BenchmarkFormatError say what is wrong and where
         raise ValueError(f"BENCHMARK: {exc}") from None
+
+
+def _found(root) -> str:
+    """What the folder offers, for a message: "; BENCHMARK has edits of a, b"."""
+    try:
+        found = arena.output_methods(root)
+    except ValueError:
+        return ""
+    return f"; BENCHMARK has edits of {', '.join(found)}" if found else ""
+
+
+def _suggested_labels(root, methods) -> str:
+    """The folder's own names for ``methods`` (``methods.json``), as LABELS to copy into a message."""
+    try:
+        known = arena.read_method_labels(root)
+    except ValueError:
+        return ""
+    names = {m: known.get(m, m) for m in methods if isinstance(m, str)}
+    return f"; the folder's names now: {json.dumps(names)}"
+
+
+def compared_methods(C) -> dict[str, str]:
+    """method -> the name it is revealed under, as the study's constants fix them."""
+    return {method: C.LABELS.get(method, method) for method in C.METHODS}
 
 
 def plan_of(ctx: StepContext) -> dict:
@@ -119,8 +185,11 @@ class Consent(ConsentStep):
     def after_submit(ctx: StepContext, response: BaseModel) -> None:  # noqa: ARG004 - hook signature
         # The pairs are drawn once, here, and kept with the participant: every later page and the
         # export read them, so a reload shows the same pair and a vote maps to the names it hid.
+        # Only the study's own methods and names: a method whose edits reached the folder after the
+        # study was created is not among them.
         seed = arena.participant_seed(ctx.study_slug, ctx.external_id)
-        ctx.vars[arena.PLAN_KEY] = arena.draw_plan(ctx.C.BENCHMARK, list(ctx.C.METHODS), ctx.C.ROUNDS, seed)
+        ctx.vars[arena.PLAN_KEY] = arena.draw_plan(ctx.C.BENCHMARK, list(ctx.C.METHODS), ctx.C.ROUNDS, seed,
+                                                   labels=dict(ctx.C.LABELS))
 
 
 class Instructions(InfoStep):

@@ -193,3 +193,24 @@ def test_an_uploaded_picture_becomes_a_frame_of_the_policy_input_size(data_dir):
     assert np.allclose(frame.image[0], 1.0) and np.allclose(frame.image[1:], 0.0)
     result = explain.explain_frame(ReachPolicy(), frame, n_masks=20)
     assert result.nmr_mass is None and explain.nmr_text(result.nmr_mass) == "n/a"
+
+
+def test_the_page_loads_policies_onto_the_device_the_setting_names(sqlite_db, monkeypatch):
+    # HAI_DEVICE=cuda: the page must ask for the GPU (the loader is replaced by one that records the
+    # device asked for and loads on the CPU, so this runs on any machine).
+    from engines.attribution import policies
+    from engines.platform import settings
+
+    monkeypatch.setenv("HAI_DEVICE", "cuda")
+    settings.reset_settings()
+    real_load = policies.load_policy
+    asked = []
+
+    def recording_load(path, *, label=None, device=None):
+        asked.append(str(device))
+        return real_load(path, label=label, device="cpu")
+
+    monkeypatch.setattr(policies, "load_policy", recording_load)
+    at = page_as(PAGE, "researcher")
+    assert not at.exception, at.exception
+    assert asked and set(asked) == {"cuda"}

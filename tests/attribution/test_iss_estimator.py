@@ -102,6 +102,27 @@ def test_the_same_seed_gives_the_same_map_whatever_the_batch_size():
                             "blur_sigma": 10.0}
 
 
+def test_masks_made_in_several_blocks_give_the_map_of_one_block(monkeypatch):
+    # Beyond MASK_BLOCK_BYTES the masks are upsampled block by block (memory stays flat as n_masks
+    # grows); the sums over blocks are the sums over all masks.
+    import importlib
+
+    module = importlib.import_module("engines.attribution.iss")  # the package's ``iss`` is the function
+    image, weights = _setup(6, size=8)
+    whole = iss(_linear_policy(weights), torch.stack([image, image.flip(-1)]), grid=(4, 4), n_masks=50, seed=2,
+                batch_size=4)
+    monkeypatch.setattr(module, "MASK_BLOCK_BYTES", 4 * 8 * 8 * 8)  # 8 masks: 7 blocks, the last one short
+    assert module._block_size(50, 8, 8, 4) == 8
+    done = []
+    blocked = iss(_linear_policy(weights), torch.stack([image, image.flip(-1)]), grid=(4, 4), n_masks=50, seed=2,
+                  batch_size=4, progress=lambda d, t: done.append((d, t)))
+    for name in ("pixel_map", "contrast_pixel_map"):  # float32 sums in another order: rounding apart
+        ours, theirs = getattr(blocked, name), getattr(whole, name)
+        assert torch.allclose(ours, theirs, rtol=0, atol=1e-5 * float(theirs.abs().max())), name
+    assert torch.equal(blocked.divergences, whole.divergences)
+    assert [d for d, _ in done] == sorted(d for d, _ in done) and done[-1] == (100, 100)
+
+
 def test_each_image_of_a_batch_gets_its_own_map():
     image, weights = _setup(4, size=2)
     both = iss(_linear_policy(weights), torch.stack([image, image.flip(-1)]), grid=(2, 2), n_masks=30,

@@ -73,7 +73,7 @@ def test_the_expert_solves_every_episode_in_thirty_steps():
 
 def test_training_is_seeded_and_lowers_the_loss():
     config = TrainConfig(rho=1.0, seed=3, frames=256, epochs=3, batch_size=64)
-    first, again = train_policy(config), train_policy(config)
+    first, again = train_policy(config, device="cpu"), train_policy(config, device="cpu")  # exact: the CPU
     assert first.losses[-1] < first.losses[0]
     assert all(torch.equal(a, b) for a, b in zip(first.model.state_dict().values(),
                                                   again.model.state_dict().values(), strict=True))
@@ -91,7 +91,7 @@ def test_a_saved_policy_loads_and_wrong_files_are_refused(folder):
     tmp_path = folder
     model = ReachPolicy()
     path = save_policy(model, tmp_path / "p.pt", {"train": {"rho": 0.5}})
-    loaded, meta = load_policy(path)
+    loaded, meta = load_policy(path, device="cpu")  # compared exactly: on the CPU, where the model was made
     images = torch.rand(2, 3, 64, 64)
     assert torch.equal(loaded(images), model.eval()(images)) and meta["train"] == {"rho": 0.5}
     torch.save({"features.0.weight": torch.zeros(1)}, tmp_path / "other.pt")
@@ -182,7 +182,7 @@ def test_the_shipped_policies_load_and_their_report_tells_the_truth():
     assert sorted(p.name for p in SHIPPED.glob("*.pt")) == sorted(row["file"] for row in report["policies"])
     # Re-evaluate one policy: the success the report states is the success it has.
     row = next(r for r in report["policies"] if (r["rho"], r["seed"]) == (1.0, 0))
-    model, meta = load_policy(SHIPPED / row["file"])
+    model, meta = load_policy(SHIPPED / row["file"], device="cpu")  # the report was measured on the CPU
     assert meta["evaluation"] == row["evaluation"]
     for cue in ("normal", "random"):
         measured = success_rate(torch_policy(model), 1.0, cue, episodes=report["episodes"])

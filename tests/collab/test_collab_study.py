@@ -10,8 +10,11 @@ from sqlmodel import select
 
 from engines.collab import store
 from engines.collab.controller import prediction_set
-from engines.collab.study import support
+from engines.collab.study.cases import trial_case
+from engines.collab.study.images import interaction_difficulty, interaction_seed
 from engines.collab.study.record import InteractionLog
+from engines.collab.study.sets import labels_of, mask_of, round_masks
+from engines.collab.study.stored import interaction_rows, participant_interactions
 from engines.platform import runtime, study_admin
 from engines.platform.bots import run_bot, stored_responses
 from engines.platform.db import read_session
@@ -22,7 +25,7 @@ SLUG = "shapes"
 
 
 def participant_log(participant_id: int) -> InteractionLog:
-    return support.participant_interactions(participant_id)
+    return participant_interactions(participant_id)
 
 
 def trial_rows(participant_id: int):
@@ -189,13 +192,13 @@ def test_the_set_shown_is_stored_and_recomputes_from_stored_answers(six_bots):
             confidences = [d["confidence"] for d in by_interaction[index]]
             assert [r.answer for r in item.rounds] == answers
             assert item.final_round == len(answers) and by_interaction[index][-1]["final"]
-            case = support.trial_case(item.seed, item.difficulty)
+            case = trial_case(item.seed, item.difficulty)
             assert item.true_count == case.count
             for k in range(1, len(answers)):  # rounds 1..final-1 showed a set
-                protect, supply = support.round_masks(C.PROTECT_RULE, C.SUPPLY_RULE, answers[:k], confidences[:k],
+                protect, supply = round_masks(C.PROTECT_RULE, C.SUPPLY_RULE, answers[:k], confidences[:k],
                                                       [r.ai_set for r in item.rounds[:k - 1]])
                 recomputed = prediction_set(case.scores, protect, item.q_harm, item.q_comp, supply)
-                assert support.labels_of(recomputed) == item.rounds[k - 1].ai_set
+                assert labels_of(recomputed) == item.rounds[k - 1].ai_set
                 checked += 1
             assert item.rounds[-1].ai_set is None  # no set after the final answer
     assert checked >= 4 * C.INTERACTIONS
@@ -270,13 +273,13 @@ def test_interleaved_participants_share_one_stream(study):
 
 
 def test_images_are_deterministic_per_participant_and_interaction():
-    a = support.interaction_seed(C.IMAGE_SEED, SLUG, "p1", 0)
-    assert a == support.interaction_seed(C.IMAGE_SEED, SLUG, "p1", 0)
-    assert len({a, support.interaction_seed(C.IMAGE_SEED, SLUG, "p1", 1),
-                support.interaction_seed(C.IMAGE_SEED, SLUG, "p2", 0)}) == 3
-    d = support.interaction_difficulty(a, *C.DIFFICULTY)
+    a = interaction_seed(C.IMAGE_SEED, SLUG, "p1", 0)
+    assert a == interaction_seed(C.IMAGE_SEED, SLUG, "p1", 0)
+    assert len({a, interaction_seed(C.IMAGE_SEED, SLUG, "p1", 1),
+                interaction_seed(C.IMAGE_SEED, SLUG, "p2", 0)}) == 3
+    d = interaction_difficulty(a, *C.DIFFICULTY)
     assert C.DIFFICULTY[0] <= d <= C.DIFFICULTY[1]
-    case = support.trial_case(a, d)
+    case = trial_case(a, d)
     assert 0 <= case.count <= 9 and math.isclose(sum(case.probs), 1.0)
     assert np.all((case.scores >= 0) & (case.scores <= 1))
 
@@ -295,7 +298,7 @@ def test_the_page_shows_the_stored_set_as_chips_and_none_without_ai(study):
         text = " ".join(m.value for m in at.markdown)
         tv = runtime.current_view(pid).template_vars
         shown[tv["mode"]] = (text, tv)
-        assert "round 2 of 3" in " ".join(c.value for c in at.caption)
+        assert "round 2 of 3" in " ".join(bar.proto.text for bar in at.get("progress"))
         assert len(at.get("image")) >= 1
     for mode in ("online", "fixed"):
         text, tv = shown[mode]
@@ -312,7 +315,7 @@ def test_the_page_shows_the_stored_set_as_chips_and_none_without_ai(study):
 def test_interaction_rows_flatten_the_derived_data(six_bots):
     with read_session() as session:
         assert len(session.exec(select(Participant)).all()) == 6
-    rows = support.interaction_rows(SLUG)
+    rows = interaction_rows(SLUG)
     assert len(rows) == 6 * C.INTERACTIONS
     online = [r for r in rows if r.condition == "online"]
     assert all(r.record.stream == f"{SLUG}:online" and r.record.stream_seq >= 1 for r in online)
@@ -345,10 +348,10 @@ def test_a_rule_registered_in_the_study_module_runs_the_study(sqlite_db):
     (item,) = participant_log(entered.participant_id)
     first = item.rounds[0]
     assert first.protect == [3, 4, 5]  # the count and its neighbours
-    case = support.trial_case(item.seed, item.difficulty)
-    protect, supply = support.mask_of(first.protect), support.mask_of(first.supply)
+    case = trial_case(item.seed, item.difficulty)
+    protect, supply = mask_of(first.protect), mask_of(first.supply)
     expected = prediction_set(case.scores, protect, item.q_harm, item.q_comp, supply)
-    assert first.ai_set == support.labels_of(expected)
+    assert first.ai_set == labels_of(expected)
 
 
 @pytest.mark.parametrize("width", ["2", None, -1, 1.5, 10, True])

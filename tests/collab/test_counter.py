@@ -100,6 +100,39 @@ def test_output_is_a_distribution_over_counts():
     assert logits.shape == (2, N_LABELS)
 
 
+def test_predict_proba_runs_the_network_with_tf32_off_and_restores_it():
+    # TF32 (the default for cuDNN convolutions on recent GPUs) moves these probabilities by about 1e-3;
+    # the shipped scores and the conformal thresholds on them are float32 values.
+    from engines.platform.torch_device import tf32_enabled
+
+    model = ShapeCounter(CounterConfig(channels=(4, 8, 8), density=4, hidden=8)).eval()
+    seen = []
+    model.register_forward_pre_hook(lambda module, args: seen.append(tf32_enabled()))
+    assert tf32_enabled()
+    predict_proba(model, generate_batch(0, 3).images)
+    assert seen == [False] and tf32_enabled()
+
+
+def test_the_training_run_scores_its_held_out_images_with_tf32_off():
+    from engines.collab import counter_training
+    from engines.platform.torch_device import tf32_enabled
+
+    model = ShapeCounter(CounterConfig(channels=(4, 8, 8), density=4, hidden=8))
+    seen = []
+    model.register_forward_pre_hook(lambda module, args: seen.append(tf32_enabled()))
+    counter_training._logits(model, generate_batch(0, 3).images, torch.device("cpu"))
+    assert seen == [False] and tf32_enabled()
+
+
+def test_the_training_device_auto_follows_the_setting_and_the_command_names_the_device(monkeypatch, tmp_path):
+    from engines.collab import counter_training
+
+    monkeypatch.setattr(counter_training, "resolve_device",
+                        lambda device=None: torch.device("cpu") if device in (None, "auto") else torch.device(device))
+    command = reproduce_command(TrainConfig(device="auto"), tmp_path / "counter.pt", quick=True)
+    assert "--device cpu" in command and "--device auto" not in command  # the device it ran on, for a rerun
+
+
 def test_predict_proba_rejects_non_uint8():
     with pytest.raises(ValueError, match="uint8"):
         predict_proba(ShapeCounter(), np.zeros((1, 64, 64), dtype=np.float32))
@@ -137,14 +170,16 @@ def test_quick_training_run(tmp_path):
     assert report["quick"] and "--quick" in report["command"] and report["code_version"]
     assert report["train_difficulty"] == "uniform on [0.2, 0.9] (shapes.config_for_difficulty)"
     assert "--train-difficulty 0.2,0.9" in report["command"]
-    probs = predict_proba(load_counter(out), generate_batch(2, 4).images)
+    probs = predict_proba(load_counter(out, device="cpu"), generate_batch(2, 4).images)
     assert probs.shape == (4, N_LABELS)
     scores = np.load(tmp_path / "model" / "counter_scores.npz")
     assert scores["probs"].shape == (scores["labels"].shape[0], N_LABELS)
     # The saved scores are the model's probabilities on generate_batch(seed, n).
     regenerated = generate_batch(int(scores["seed"]), 8)
     assert np.array_equal(regenerated.counts, scores["labels"][:8])
-    assert np.allclose(predict_proba(load_counter(out), regenerated.images), scores["probs"][:8], atol=1e-4)
+    # Trained and scored on the CPU (the TrainConfig default): compared there, exactly to float32 rounding.
+    assert np.allclose(predict_proba(load_counter(out, device="cpu"), regenerated.images), scores["probs"][:8],
+                       atol=1e-4)
 
 
 def test_training_reports_progress_per_epoch_and_stops_when_the_callback_raises(tmp_path):
@@ -212,7 +247,8 @@ def test_shipped_files_are_small_and_consistent():
     # The scores are the shipped model's probabilities on generate_batch(seed, n).
     first = generate_batch(int(scores["seed"]), 16)
     assert np.array_equal(first.counts, scores["labels"][:16])
-    assert np.allclose(predict_proba(load_counter(), first.images), scores["probs"][:16], atol=1e-4)
+    # The shipped scores were made on the CPU: compared there (a GPU's copy: test_the_probabilities_on_cuda_...).
+    assert np.allclose(predict_proba(load_counter(device="cpu"), first.images), scores["probs"][:16], atol=1e-4)
     report = json.loads((ASSETS / "counter_report.json").read_text())
     assert report["metrics"]["overall"]["n"] == n and not report["quick"]
     assert report["metrics"]["easy"]["accuracy"] > report["metrics"]["hard"]["accuracy"]
@@ -220,3 +256,26 @@ def test_shipped_files_are_small_and_consistent():
     assert not report["code_version"].endswith("-dirty")
     assert report["train_difficulty"] == "uniform on [{:g}, {:g}] (shapes.config_for_difficulty)".format(
         *report["train_config"]["train_difficulty"])
+
+
+# ---------------------------------------------------------------- on a GPU
+
+
+@pytest.mark.cuda
+def test_the_probabilities_on_cuda_are_the_cpus_and_the_shipped_scores():
+    images = generate_batch(5, 64).images
+    on_cpu = predict_proba(load_counter(device="cpu"), images)
+    on_gpu = predict_proba(load_counter(device="cuda"), images)
+    assert np.abs(on_gpu - on_cpu).max() <= 1e-5  # TF32 off inside predict_proba: float32 on both sides
+    scores = np.load(ASSETS / "counter_scores.npz")
+    first = generate_batch(int(scores["seed"]), 16)
+    assert np.allclose(predict_proba(load_counter(device="cuda"), first.images), scores["probs"][:16], atol=1e-4)
+
+
+@pytest.mark.cuda
+def test_training_on_cuda_is_bit_reproducible(tmp_path):
+    config = TrainConfig(**QUICK, device="cuda")
+    train_counter(config, tmp_path / "a.pt", quick=True, progress=False)
+    train_counter(config, tmp_path / "b.pt", quick=True, progress=False)
+    first, again = (torch.load(tmp_path / name, weights_only=True)["state_dict"] for name in ("a.pt", "b.pt"))
+    assert all(torch.equal(first[key], again[key]) for key in first)

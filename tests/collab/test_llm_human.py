@@ -21,6 +21,7 @@ from engines.collab.llm_human import (
 from engines.collab.medical import generate_cases
 from engines.collab.rules import Prefix
 from engines.collab.shapes import N_LABELS, generate_task
+from engines.platform.chat import NO_RETRY
 from tests.collab.fake_llm import FakeServer, tiny_gpt2
 
 
@@ -47,8 +48,9 @@ def _fixed_ai(mask_labels, n_labels):
     return ai, seen
 
 
-def test_backend_protocol_and_request_format(server):
-    backend = OpenAICompatibleBackend(server.url, model="fake-model", api_key="sk-test", timeout=5)
+def test_backend_protocol_and_request_format(server, monkeypatch):
+    monkeypatch.setenv("HAI_API_KEY_COLLAB_TEST", "sk-test")
+    backend = OpenAICompatibleBackend(server.url, model="fake-model", api_key_env="HAI_API_KEY_COLLAB_TEST", timeout=5)
     assert isinstance(backend, ChatBackend)
     server.replies = ["hello"]
     assert backend.complete([{"role": "user", "content": "hi"}], temperature=0.0, max_tokens=7, seed=3) == "hello"
@@ -146,7 +148,7 @@ def test_parse_reply_rules():
 
 def test_http_error_names_the_status(server):
     server.status = 500
-    backend = OpenAICompatibleBackend(server.url, "m")
+    backend = OpenAICompatibleBackend(server.url, "m", retry=NO_RETRY)
     with pytest.raises(BackendError, match=r"HTTP 500.*model crashed"):
         backend.complete([{"role": "user", "content": "hi"}], temperature=0, max_tokens=5, seed=0)
     person = LLMCollaborator(backend, shape_view(generate_task(2, "easy")))
@@ -159,7 +161,7 @@ def test_unreachable_server_is_a_backend_error():
     url = srv.url
     srv.close()
     with pytest.raises(BackendError, match="failed"):
-        OpenAICompatibleBackend(url, "m", timeout=2).complete([], temperature=0, max_tokens=1, seed=0)
+        OpenAICompatibleBackend(url, "m", timeout=2, retry=NO_RETRY).complete([], temperature=0, max_tokens=1, seed=0)
 
 
 # ---------------------------------------------------------------- a tiny local transformers model
@@ -184,7 +186,7 @@ def test_transformers_backend_runs_and_garbage_falls_back():
 
     # With a chat template the template renders the prompt.
     tokenizer.chat_template = "{% for m in messages %}{{ m['role'] }} : {{ m['content'] }} {% endfor %}assistant :"
-    assert backend.prompt(messages).endswith("assistant :")
+    assert backend.render(messages).endswith("assistant :")
     assert isinstance(backend.complete(messages, temperature=0.0, max_tokens=3, seed=0), str)
 
 

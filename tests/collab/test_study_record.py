@@ -8,8 +8,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from engines.collab.study import support
 from engines.collab.study.record import InteractionLog, InteractionRecord, RoundRecord, StudyInteraction
+from engines.collab.study.stored import interaction_rows, participant_interactions
 from engines.platform import runtime, study_admin
 from engines.platform.bots import run_bot
 from engines.platform.db import read_session, write_transaction
@@ -124,10 +124,10 @@ def test_a_finished_study_reads_back_typed(any_db):
     bots = [PlayerBot(case) for case in ("follows_ai", "ignores_ai", "follows_ai")]
     reports = [run_bot("typed", bot, f"typed-{n}") for n, bot in enumerate(bots)]
     assert [r.condition for r in reports] == ["online", "fixed", "no_ai"]
-    rows = support.interaction_rows("typed")
+    rows = interaction_rows("typed")
     assert len(rows) == 3 * 3 and all(isinstance(row.record, InteractionRecord) for row in rows)
     for report, bot in zip(reports, bots, strict=True):
-        log = support.participant_interactions(bot.participant_id)
+        log = participant_interactions(bot.participant_id)
         assert len(log) == 3 and all(record.is_final for record in log)
         assert [record.index for record in log] == [0, 1, 2]
         assert log.model_dump(mode="json") == _raw_vars(bot.participant_id)["collab"]["interactions"]
@@ -138,7 +138,7 @@ def test_a_finished_study_reads_back_typed(any_db):
         else:
             assert all(r.has_ai and r.shown_rounds and r.stream_seq is not None for r in log)
             assert [r.stream_phase for r in log][0] in ("calibration", "online")
-    assert len(support.participant_interactions(10**6)) == 0  # an unknown participant has none
+    assert len(participant_interactions(10**6)) == 0  # an unknown participant has none
 
 
 def test_a_participant_stored_in_the_old_layout_goes_on(any_db):

@@ -5,7 +5,8 @@ import pytest
 from sqlmodel import select
 
 from engines.collab.study import report as study_report
-from engines.collab.study import support
+from engines.collab.study.cases import trial_case
+from engines.collab.study.stored import interaction_rows
 from engines.platform import runtime, study_admin
 from engines.platform.bots import run_protocol_bots, stored_responses
 from engines.platform.db import write_transaction
@@ -35,10 +36,10 @@ def test_summaries_match_the_stored_interactions(sqlite_db):
     from studies.collab_shapes import slot
 
     tally: dict[tuple[str, str], list[list[bool]]] = {}
-    for row in support.interaction_rows("c"):
+    for row in interaction_rows("c"):
         answers = [r.data["answer"] for r in stored_responses(row.participant_id)
                    if r.step_name == "Trial" and slot(r.round_number)[0] == row.record.index]
-        truth = support.trial_case(row.record.seed, row.record.difficulty).count
+        truth = trial_case(row.record.seed, row.record.difficulty).count
         phase = row.record.stream_phase or study_report.NO_STREAM
         tally.setdefault((row.condition, phase), []).append([answers[0] == truth, answers[-1] == truth])
     for _, row in table.iterrows():
@@ -59,7 +60,7 @@ def _answer_three_images(slug: str, external_id: str, plan: list[tuple[bool, boo
         assert runtime.submit(pid, runtime.current_view(pid).step.index, data).accepted
     for first_right, final_right in plan:
         view = runtime.current_view(pid)
-        truth = support.trial_case(view.template_vars["seed"], view.template_vars["difficulty"]).count
+        truth = trial_case(view.template_vars["seed"], view.template_vars["difficulty"]).count
         wrong = (truth + 1) % 10
         runtime.submit(pid, view.step.index, {"answer": truth if first_right else wrong, "confidence": 3})
         view = runtime.current_view(pid)

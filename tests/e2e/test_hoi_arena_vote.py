@@ -1,6 +1,7 @@
 """A panel worker from a Prolific link votes in the HOI-Edit arena in Chromium: the names of the two methods are
 hidden until the vote and shown after it, a reload mid-way resumes at the same pair, a double-clicked vote
-counts once, the completion code appears at the end, and every page passes axe-core's WCAG 2 A/AA rules."""
+counts once, the completion code appears at the end, and every page passes axe-core's WCAG 2 A/AA rules.
+On a 390 x 844 phone the two edits of a pair are in view together and every vote button is in reach."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import json
 import secrets
 
 import pytest
+from PIL import Image
 from playwright.sync_api import Locator, Page, expect
 
 from engines.hoi import arena
-from engines.platform import runtime
+from engines.platform import runtime, settings
 from studies.hoi_arena import Battle, Consent, Instructions
-from tests.e2e.browser_bot import FRESH, BrowserParticipant, submit_button, wait_ready
+from tests.e2e.browser_bot import FRESH, BrowserParticipant, accessibility_violations, submit_button, wait_ready
 from tests.hoi.test_hoi_arena import LABELS, dense_outputs, write_benchmark
 
 pytestmark = pytest.mark.browser
@@ -21,6 +23,27 @@ pytestmark = pytest.mark.browser
 ROUNDS = 3
 # Every way a method could be named on a page: its folder name and its label.
 NAMES = ("bagel", "kontext", "scpe", *LABELS.values())
+PHONE = {"width": 390, "height": 844}  # an iPhone 12-14 in CSS pixels
+PHOTO = (300, 400)  # a portrait photo, as phones take them: the tallest case for a layout
+
+
+@pytest.fixture
+def arena_study(e2e_db, monkeypatch):
+    """``make(rounds)``: an arena study on a benchmark of portrait photos registered in the server's data
+    folder (the study checks its folder in this process too, so this process reads that data folder)."""
+    monkeypatch.setenv("HAI_DATA_DIR", str(e2e_db.data_dir))
+    settings.reset_settings()
+
+    def make(rounds: int) -> str:
+        name = f"arena-{secrets.token_hex(3)}"
+        bench = write_benchmark(e2e_db.data_dir / "datasets" / "hoi" / name, dense_outputs(), labels=LABELS)
+        for number, path in enumerate(sorted(bench.rglob("*.png"))):
+            Image.new("RGB", PHOTO, (40 * number % 256, 90, 160)).save(path)
+        return e2e_db.create_study(name, "hoi_arena",
+                                   config={"constants": {**arena.frozen_methods(bench), "ROUNDS": rounds}})
+
+    yield make
+    settings.reset_settings()
 
 
 def vote_button(page: Page, step_index: int, label: str) -> Locator:
@@ -67,10 +90,8 @@ class ArenaParticipant(BrowserParticipant):
         return self.wait_moved_on(before)
 
 
-def test_a_panel_worker_votes_on_anonymous_pairs_and_sees_the_names_after(new_page, app_server, e2e_db, tmp_path):
-    bench = write_benchmark(tmp_path / "bench", dense_outputs(), labels=LABELS)
-    slug = e2e_db.create_study(f"arena-{secrets.token_hex(3)}", "hoi_arena",
-                               config={"constants": {"BENCHMARK": str(bench), "ROUNDS": ROUNDS}})
+def test_a_panel_worker_votes_on_anonymous_pairs_and_sees_the_names_after(new_page, app_server, e2e_db, arena_study):
+    slug = arena_study(ROUNDS)
     worker = ArenaParticipant(new_page(), app_server.base, slug, f"e2e-{secrets.token_hex(3)}", e2e_db.engine)
     worker.open()
     worker.answer({"agree": True}, step=Consent)
@@ -105,3 +126,52 @@ def test_a_panel_worker_votes_on_anonymous_pairs_and_sees_the_names_after(new_pa
     rows = [json.loads(line) for line in arena.export_votes(slug, engine=e2e_db.engine).decode().splitlines()]
     assert [row["winner"] for row in rows] == ["model_a", "model_b", "tie (bothbad)"]
     assert {Consent, Instructions, (Battle, "vote"), (Battle, "reveal"), "completed"} <= worker.pages_checked
+
+
+def in_view(page: Page, locator: Locator) -> bool:
+    """The element's whole box lies inside the viewport as scrolled now."""
+    box = locator.bounding_box()
+    size = page.viewport_size
+    return (box is not None and box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= size["width"]
+            and box["y"] + box["height"] <= size["height"])
+
+
+def images_loaded(page: Page) -> None:
+    page.wait_for_function(f"() => [...document.querySelectorAll(\"{FRESH} img\")]"
+                           ".every(img => img.complete && img.naturalWidth > 0)")
+
+
+def test_on_a_phone_both_edits_are_in_view_together_and_every_button_in_reach(browser, app_server, e2e_db,
+                                                                               arena_study):
+    slug = arena_study(2)
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=3)
+    context.set_default_timeout(20_000)
+    try:
+        worker = ArenaParticipant(context.new_page(), app_server.base, slug, f"phone-{secrets.token_hex(3)}",
+                                  e2e_db.engine)
+        worker.open()
+        worker.answer({"agree": True}, step=Consent)
+        worker.answer({}, step=Instructions)
+        page = worker.page
+        for phase in ("vote", "reveal"):
+            assert worker.view().template_vars["phase"] == phase
+            images_loaded(page)
+            edit_a, edit_b = page.locator("img[alt^='Edit A:']"), page.locator("img[alt^='Edit B:']")
+            edit_a.evaluate("image => image.scrollIntoView({block: 'center'})")
+            assert in_view(page, edit_a) and in_view(page, edit_b), (
+                f"{phase}: edits A and B are not in view together: {edit_a.bounding_box()}, {edit_b.bounding_box()}")
+            # Readable, not thumbnails: each edit is at least a third of the screen wide.
+            assert min(edit_a.bounding_box()["width"], edit_b.bounding_box()["width"]) >= PHONE["width"] / 3
+            assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], "the page scrolls sideways"
+            violations = accessibility_violations(page)
+            assert not violations, f"{phase} on a phone: accessibility violations:\n" + "\n".join(violations)
+            if phase == "vote":
+                index = worker.view().step.index
+                for label in arena.CHOICES:
+                    button = vote_button(page, index, label)
+                    button.evaluate("button => button.scrollIntoView({block: 'center'})")
+                    assert in_view(page, button) and button.is_enabled(), f"{label!r} is out of reach"
+                worker.vote("Tie")
+        assert [r.data["choice"] for r in worker.responses() if arena.is_vote(r.data)] == ["Tie"]
+    finally:
+        context.close()

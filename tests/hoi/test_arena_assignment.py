@@ -22,6 +22,8 @@ from engines.platform.settings import reset_settings
 from studies.hoi_arena import Consent, Instructions
 from tests.hoi.test_hoi_arena import LABELS, dense_outputs, write_benchmark
 
+FROZEN_LABELS = {**LABELS, "scpe": "scpe"}  # what the study fixed when it was created
+
 KEY_A = b"a" * 32
 KEY_B = b"b" * 32
 ROUNDS = 12
@@ -37,8 +39,8 @@ def keyed_seed(key: bytes, study: str, participant: str) -> int:
 
 
 @pytest.fixture
-def bench(tmp_path: Path) -> Path:
-    return write_benchmark(tmp_path / "bench", dense_outputs(), labels=LABELS)
+def bench(data_dir: Path) -> Path:
+    return write_benchmark(data_dir / "datasets" / "hoi" / "bench", dense_outputs(), labels=LABELS)
 
 
 @pytest.fixture
@@ -95,7 +97,8 @@ def test_a_configured_key_is_used_and_a_short_one_refused(installation, monkeypa
 def test_the_study_draws_a_participants_pairs_under_the_installations_key(sqlite_db, bench, monkeypatch):
     monkeypatch.setenv("HAI_ARENA_KEY", "d" * 32)
     reset_settings()
-    study_admin.create_study("arena", "hoi_arena", config={"constants": {"BENCHMARK": str(bench), "ROUNDS": ROUNDS}})
+    study_admin.create_study("arena", "hoi_arena",
+                             config={"constants": {**arena.frozen_methods(bench), "ROUNDS": ROUNDS}})
     participant = runtime.enter("arena", {"PROLIFIC_PID": "p7", "STUDY_ID": "s", "SESSION_ID": "x"}).participant_id
     for step in (Consent, Instructions):
         view = runtime.current_view(participant)
@@ -105,5 +108,5 @@ def test_the_study_draws_a_participants_pairs_under_the_installations_key(sqlite
 
     with read_session() as session:
         plan = session.get(Participant, participant).vars[arena.PLAN_KEY]
-    assert plan == arena.draw_plan(bench, [], ROUNDS, keyed_seed(b"d" * 32, "arena", "p7"))
-    assert plan != arena.draw_plan(bench, [], ROUNDS, old_seed("arena", "p7"))
+    assert plan == arena.draw_plan(bench, [], ROUNDS, keyed_seed(b"d" * 32, "arena", "p7"), labels=FROZEN_LABELS)
+    assert plan != arena.draw_plan(bench, [], ROUNDS, old_seed("arena", "p7"), labels=FROZEN_LABELS)

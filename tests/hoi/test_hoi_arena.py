@@ -15,12 +15,12 @@ from engines.hoi.arena import (
     CHOICES,
     ArenaError,
     ArenaPair,
+    benchmark_root,
     draw_pairs,
     draw_plan,
     participant_seed,
     plan_pair,
     read_candidates,
-    resolve_root,
     reveal_page,
     vote_page,
     vote_row,
@@ -68,10 +68,16 @@ def dense_outputs() -> dict[str, list[str]]:
 
 
 @pytest.fixture
-def bench(tmp_path: Path) -> Path:
+def datasets(data_dir: Path) -> Path:
+    """Where benchmarks are registered: ``<data dir>/datasets/hoi``; the arena reads no other folder."""
+    return data_dir / "datasets" / "hoi"
+
+
+@pytest.fixture
+def bench(datasets: Path) -> Path:
     """The dense items, plus one item edited by one method and one without its source image."""
     outputs = {**dense_outputs(), "L1L2/d.png": ["kontext"], "L1L2/e.png": ["bagel", "kontext"]}
-    return write_benchmark(tmp_path / "bench", outputs, no_source=("L1L2/e.png",), labels=LABELS)
+    return write_benchmark(datasets / "bench", outputs, no_source=("L1L2/e.png",), labels=LABELS)
 
 
 # Candidates
@@ -99,13 +105,13 @@ def test_chosen_methods_only(bench):
     assert len(found.items) == 4
 
 
-def test_a_folder_the_arena_cannot_use_says_why(bench, tmp_path):
+def test_a_folder_the_arena_cannot_use_says_why(bench, datasets):
     with pytest.raises(ArenaError, match=r"no output folder for wan22 \(expected <method>_frames/; found: bagel, "
                                          r"kontext, scpe\)"):
         read_candidates(bench, ["kontext", "wan22"])
     with pytest.raises(ArenaError, match="two or more methods, found 1"):
         read_candidates(bench, ["kontext"])
-    lonely = write_benchmark(tmp_path / "lonely", {"L1L2/a.png": ["bagel"], "L1L2/b.png": ["kontext"]})
+    lonely = write_benchmark(datasets / "lonely", {"L1L2/a.png": ["bagel"], "L1L2/b.png": ["kontext"]})
     with pytest.raises(ArenaError, match="no item has edits of two of bagel, kontext"):
         read_candidates(lonely)
     (bench / "methods.json").write_text(json.dumps({"bagel": {"label": ""}}))
@@ -113,9 +119,23 @@ def test_a_folder_the_arena_cannot_use_says_why(bench, tmp_path):
         read_candidates(bench)
 
 
-def test_a_relative_folder_starts_at_the_repository():
-    assert resolve_root("assets/hoi/demo") == Path(__file__).resolve().parents[2] / "assets" / "hoi" / "demo"
-    assert resolve_root("/data/hoi") == Path("/data/hoi")
+def test_the_benchmark_is_a_folder_the_app_owns(bench, data_dir, tmp_path):
+    demo = Path(__file__).resolve().parents[2] / "assets" / "hoi" / "demo"
+    # As the page names it; and the repository path older studies stored, which names the same folder.
+    assert benchmark_root("shipped/hoi/demo") == demo
+    assert benchmark_root("assets/hoi/demo") == demo
+    assert benchmark_root("datasets/hoi/bench") == bench == benchmark_root(str(bench))
+    outside = write_benchmark(tmp_path / "outside", dense_outputs(), labels=LABELS)
+    for elsewhere in (str(outside), "/etc", "datasets/hoi/../../../outside", "assets/../engines"):
+        with pytest.raises(ArenaError, match="benchmark folder"):
+            benchmark_root(elsewhere)
+    with pytest.raises(ArenaError, match="benchmark folder"):
+        read_candidates(outside)  # every reader of a folder goes through it
+
+
+def test_labels_given_win_over_the_folders(bench):
+    found = read_candidates(bench, None, {"bagel": "Method 1"})
+    assert found.labels == {"bagel": "Method 1", "kontext": "FLUX.1 Kontext", "scpe": "scpe"}
 
 
 # Drawing pairs
@@ -168,11 +188,11 @@ def test_no_item_twice_in_a_row_and_items_spread(bench):
         assert sorted(Counter(items).values()) == [3, 3, 3, 3]
 
 
-def test_a_pair_sharing_one_item_is_moved_rather_than_repeat_it(tmp_path):
+def test_a_pair_sharing_one_item_is_moved_rather_than_repeat_it(datasets):
     # bagel and scpe share only L1L2/a.png; the other two pairs share a and one b each. The round
     # before (bagel, scpe) leaves a.png to it, and (bagel, scpe) never follows a round on a.png.
     outputs = {"L1L2/a.png": THREE, "L1L2/b.png": ["bagel", "kontext"], "L3/b.png": ["kontext", "scpe"]}
-    found = read_candidates(write_benchmark(tmp_path / "sparse", outputs))
+    found = read_candidates(write_benchmark(datasets / "sparse", outputs))
     assert found.items_of("bagel", "scpe") == [found.items[0]]
     for seed in range(100):
         pairs = draw_pairs(found, 3, seed)  # one pass over the three method pairs
@@ -245,6 +265,6 @@ def test_votes_as_jsonl_read_back_and_rate(tmp_path):
     # Bradley-Terry with upstream's counting: a win counts twice, a tie once each way, so kontext
     # has 2*2+1 = 5 wins to bagel's 2*1+1 = 3: 400 log10(5/3) points apart, around the mean 1000.
     gap = 400 * math.log10(5 / 3)
-    assert board.ratings["kontext"] == pytest.approx(1000 + gap / 2, abs=0.05)
-    assert board.ratings["bagel"] == pytest.approx(1000 - gap / 2, abs=0.05)
+    assert board.fit["kontext"] == pytest.approx(1000 + gap / 2, abs=0.05)
+    assert board.fit["bagel"] == pytest.approx(1000 - gap / 2, abs=0.05)
     assert board.n_votes == 4

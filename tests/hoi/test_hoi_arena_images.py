@@ -17,7 +17,7 @@ from tests.hoi.test_hoi_arena_study import enter_and_consent
 @pytest.fixture
 def study(sqlite_db, data_dir) -> str:
     bench = write_benchmark(data_dir / "datasets" / "hoi" / "arena", dense_outputs(), labels=LABELS)
-    study_admin.create_study("arena", "hoi_arena", config={"constants": {"BENCHMARK": str(bench), "ROUNDS": 2}})
+    study_admin.create_study("arena", "hoi_arena", config={"constants": {**arena.frozen_methods(bench), "ROUNDS": 2}})
     return "arena"
 
 

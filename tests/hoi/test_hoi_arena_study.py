@@ -4,6 +4,7 @@ the page; names only after the stored vote; a vote counted once; the stored vote
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,22 +15,29 @@ from engines.hoi.votes import read_votes
 from engines.platform import runtime, study_admin
 from engines.platform.bots import run_bot, stored_responses
 from engines.platform.export import export_study
+from engines.platform.registry import get_protocol
 from studies.hoi_arena import Battle, Consent, Instructions
 from studies.hoi_arena.bot import PlayerBot
 from tests.apptest_driver import new_participant_app, play
-from tests.hoi.test_hoi_arena import LABELS, dense_outputs, write_benchmark
+from tests.hoi.test_hoi_arena import LABELS, THREE, dense_outputs, write_benchmark
 
 ROUNDS = 4
+DEMO = Path(__file__).resolve().parents[2] / "assets" / "hoi" / "demo"
 
 
 @pytest.fixture
-def bench(tmp_path: Path) -> Path:
-    return write_benchmark(tmp_path / "bench", dense_outputs(), labels=LABELS)
+def bench(data_dir: Path) -> Path:
+    return write_benchmark(data_dir / "datasets" / "hoi" / "bench", dense_outputs(), labels=LABELS)
+
+
+def frozen(bench: Path, **constants) -> dict:
+    """A study config comparing the folder's methods as they are now (what the HOI-Edit page creates)."""
+    return {"constants": {**arena.frozen_methods(bench), **constants}}
 
 
 @pytest.fixture
 def study(sqlite_db, bench) -> str:
-    study_admin.create_study("arena", "hoi_arena", config={"constants": {"BENCHMARK": str(bench), "ROUNDS": ROUNDS}})
+    study_admin.create_study("arena", "hoi_arena", config=frozen(bench, ROUNDS=ROUNDS))
     return "arena"
 
 
@@ -100,7 +108,7 @@ def test_the_pairs_are_drawn_at_consent_and_kept(study, bench):
     participant = enter_and_consent(study, "p2")
     plan = _plan(participant)
     seed = arena.participant_seed(study, "p2")
-    assert plan == arena.draw_plan(bench, [], ROUNDS, seed)
+    assert plan == arena.draw_plan(bench, [], ROUNDS, seed, labels={**LABELS, "scpe": "scpe"})
     assert [p["number"] for p in plan["pairs"]] == [1, 2, 3, 4]
     # Later changes to the folder do not change what the participant sees.
     (bench / "methods.json").unlink()
@@ -153,23 +161,109 @@ def test_a_study_without_votes_has_an_empty_board(study):
 @pytest.mark.parametrize(("constants", "message"), [
     ({"ROUNDS": 0}, "ROUNDS must be a whole number from 1 to 50"),
     ({"ROUNDS": 51}, "ROUNDS must be a whole number from 1 to 50"),
-    ({"METHODS": ["kontext"]}, "BENCHMARK: .* two or more methods, found 1"),
-    ({"METHODS": ["kontext", "wan22"]}, "BENCHMARK: .* no output folder for wan22"),
+    ({"METHODS": ["kontext"], "LABELS": {"kontext": "K"}},
+     "METHODS must list two or more different methods .*; BENCHMARK has edits of bagel, kontext, scpe"),
+    ({"METHODS": [], "LABELS": {}}, "METHODS must list two or more different methods"),
+    ({"METHODS": ["kontext", "kontext"]}, "METHODS must list two or more different methods"),
+    ({"METHODS": ["kontext", "wan22"], "LABELS": {"kontext": "K", "wan22": "W"}},
+     "BENCHMARK: .* no output folder for wan22"),
+    ({"LABELS": {"bagel": "Bagel", "kontext": "FLUX.1 Kontext"}},
+     r"LABELS must name each method of METHODS once .*: no name for 'scpe'; the folder's names now: "
+     r'\{"bagel": "Bagel", "kontext": "FLUX.1 Kontext", "scpe": "scpe"\}'),
+    ({"LABELS": {"bagel": "B", "kontext": "K", "scpe": "S", "wan22": "W"}}, "names 'wan22', which METHODS does not"),
+    ({"LABELS": {"bagel": "B", "kontext": "K", "scpe": " "}}, "no name for 'scpe'"),
 ])
 def test_constants_the_study_cannot_run_with_are_refused(sqlite_db, bench, constants, message):
     with pytest.raises(runtime.StudyError, match=message):
-        study_admin.create_study("bad", "hoi_arena", config={"constants": {"BENCHMARK": str(bench), **constants}})
+        study_admin.create_study("bad", "hoi_arena", config=frozen(bench, **constants))
 
 
-def test_a_missing_benchmark_folder_is_refused(sqlite_db, tmp_path):
-    with pytest.raises(runtime.StudyError, match="BENCHMARK: .*not a directory"):
-        study_admin.create_study("bad", "hoi_arena", config={"constants": {"BENCHMARK": str(tmp_path / "none")}})
+def test_a_missing_benchmark_folder_is_refused(sqlite_db, data_dir):
+    with pytest.raises(runtime.StudyError, match="BENCHMARK: .*benchmark folder"):
+        study_admin.create_study("bad", "hoi_arena", config={"constants": {
+            "BENCHMARK": str(data_dir / "datasets" / "hoi" / "none")}})
+
+
+@pytest.mark.parametrize("elsewhere", ["outside", "/etc", "datasets/hoi/../../../outside", "assets/../engines"])
+def test_a_study_cannot_point_the_arena_at_a_folder_the_app_does_not_own(sqlite_db, tmp_path, elsewhere):
+    outside = write_benchmark(tmp_path / "outside", dense_outputs(), labels=LABELS)
+    folder = str(outside) if elsewhere == "outside" else elsewhere
+    constants = {"BENCHMARK": folder, "METHODS": list(THREE), "LABELS": {m: m for m in THREE}}
+    with pytest.raises(runtime.StudyError, match="BENCHMARK: .*benchmark folder"):
+        study_admin.create_study("bad", "hoi_arena", config={"constants": constants})
 
 
 def test_fewer_rounds_than_the_default_and_two_methods_only(sqlite_db, bench):
     study_admin.create_study("short", "hoi_arena", config={"constants": {
-        "BENCHMARK": str(bench), "ROUNDS": 2, "METHODS": ["scpe", "kontext"]}})
+        "BENCHMARK": str(bench), "ROUNDS": 2, "METHODS": ["scpe", "kontext"],
+        "LABELS": {"scpe": "SCPE", "kontext": "Kontext"}}})
     bot = PlayerBot("votes_every_pair")
     report = run_bot("short", bot, "short-1")
     assert report.status == "completed" and len(bot.votes) == 2
     assert {(v.model_a, v.model_b) for v in arena.study_votes("short")} <= {("kontext", "scpe"), ("scpe", "kontext")}
+
+
+# What a study compares is fixed when it is created
+
+
+@pytest.fixture
+def demo_copy(data_dir: Path) -> Path:
+    """The shipped demo's sources and edits, registered as ``datasets/hoi/demo-copy``: a folder runs may
+    write into (the shipped one is read-only)."""
+    target = data_dir / "datasets" / "hoi" / "demo-copy"
+    shutil.copytree(DEMO, target, ignore=shutil.ignore_patterns("*_strips", "*_traces", "records", "votes.jsonl"))
+    return target
+
+
+def test_a_run_added_to_the_folder_later_joins_no_running_study(sqlite_db, demo_copy):
+    # The study is created with the protocol's defaults (the folder aside): it compares the demo's
+    # methods under their names then.
+    study_admin.create_study("running", "hoi_arena", config={"constants": {"BENCHMARK": str(demo_copy), "ROUNDS": 20}})
+    names_then = dict(arena.read_candidates(demo_copy).labels)
+    # Mid-study, a test run's edits reach the folder, under a raw name, and a method is renamed.
+    shutil.copytree(demo_copy / "offline-faithful_frames", demo_copy / "trial-scpe_frames")
+    listed = json.loads((demo_copy / "methods.json").read_text())
+    listed["offline-faithful"]["label"] = "Renamed later"
+    (demo_copy / "methods.json").write_text(json.dumps(listed))
+
+    shown_methods, revealed = set(), {}
+    for external_id in ("late-1", "late-2", "late-3"):
+        participant = enter_and_consent("running", external_id)
+        plan = _plan(participant)
+        for number in range(1, len(plan["pairs"]) + 1):
+            pair = arena.plan_pair(plan, number)
+            shown_methods |= {pair.first, pair.second}
+            page = arena.reveal_page(plan, number, "Tie")
+            revealed.update({pair.model_a: page["name_a"], pair.model_b: page["name_b"]})
+    assert "trial-scpe" not in shown_methods and shown_methods <= set(names_then)
+    assert revealed == {method: names_then[method] for method in revealed}
+    assert "Renamed later" not in revealed.values() and "trial-scpe" not in revealed.values()
+    # A study created after the run compares it, when asked to.
+    later = arena.frozen_methods(demo_copy)
+    assert "trial-scpe" in later["METHODS"] and later["LABELS"]["offline-faithful"] == "Renamed later"
+    study_admin.create_study("later", "hoi_arena", config={"constants": {**later, "ROUNDS": 20}})
+    assert "trial-scpe" in arena.study_comparison("later").labels
+
+
+def test_a_study_shows_what_it_compares_before_it_opens(sqlite_db, bench):
+    study_admin.create_study("closed", "hoi_arena", config=frozen(bench, ROUNDS=3, BENCHMARK=str(bench)),
+                             is_open=False)
+    comparison = arena.study_comparison("closed")
+    assert comparison.is_open is False and comparison.rounds == 3
+    assert comparison.benchmark == "datasets/hoi/bench"  # as the page shows it, not a server path
+    assert comparison.labels == {"bagel": "Bagel", "kontext": "FLUX.1 Kontext", "scpe": "scpe"}
+
+
+def test_the_default_compares_the_shipped_demos_methods_under_their_names(sqlite_db):
+    constants = get_protocol("hoi_arena").constants()
+    assert constants.BENCHMARK == "shipped/hoi/demo"
+    frozen_now = arena.frozen_methods("shipped/hoi/demo")
+    assert list(constants.METHODS) == frozen_now["METHODS"] and constants.LABELS == frozen_now["LABELS"]
+    study_admin.create_study("default", "hoi_arena")
+    assert arena.study_comparison("default").labels == frozen_now["LABELS"]
+
+
+def test_the_repository_path_older_studies_stored_still_names_the_shipped_demo(sqlite_db):
+    study_admin.create_study("older", "hoi_arena", config={"constants": {"BENCHMARK": "assets/hoi/demo", "ROUNDS": 2}})
+    participant = enter_and_consent("older", "p-old")
+    assert Path(_plan(participant)["root"]) == DEMO

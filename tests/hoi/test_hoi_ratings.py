@@ -433,7 +433,9 @@ def test_rate_bt_and_to_json():
     votes = synthetic_votes(n=2000, seed=5)
     board = rate(votes, "bt", rounds=50, seed=0)
     assert isinstance(board, Ratings) and board.method == "bt"
-    assert board.ratings == bradley_terry(votes)  # upstream: BT shows the full-data fit
+    assert board.fit == bradley_terry(votes)  # the full-data fit, kept beside the board
+    boot = bootstrap(votes, "bt", rounds=50, seed=0)
+    assert board.ratings == pytest.approx(boot["median"].to_dict())
     assert list(board.ratings) == ["m1300", "m1100", "m1000", "m800"]
     assert all(lo <= board.ratings[m] <= hi for m, (lo, hi) in board.intervals.items())
     assert sum(board.counts.values()) == 2 * len(votes)
@@ -442,6 +444,35 @@ def test_rate_bt_and_to_json():
     assert data["method"] == "bt" and data["n_votes"] == 2000 and data["n_left_out"] == 0
     assert data["ratings"]["m1300"] == pytest.approx(board.ratings["m1300"], abs=1e-3)
     assert data["intervals"]["m800"] == pytest.approx(list(board.intervals["m800"]), abs=1e-3)
+    assert data["fit"]["m800"] == pytest.approx(board.fit["m800"], abs=1e-3)
+
+
+# Each vote set has a model without a finite maximum-likelihood rating (it never lost, or never won):
+# the full-data fit stops where its solver does, which its resamples' fits need not bracket.
+UNBOUNDED = {
+    "a beats b thrice, b ties c": [("a", "b", "model_a")] * 3 + [("b", "c", "tie")],
+    "a beats b once, b ties c thrice": [("a", "b", "model_a")] + [("b", "c", "tie")] * 3,
+    "b beats a thrice, b ties c": [("a", "b", "model_b")] * 3 + [("b", "c", "tie")],
+}
+
+
+@pytest.mark.parametrize("method", ["bt", "elo"])
+@pytest.mark.parametrize("case", [*UNBOUNDED, "synthetic"])
+def test_every_rating_lies_inside_its_own_interval(case, method):
+    votes = synthetic_votes(n=300, seed=8, tie_rate=0.1) if case == "synthetic" else [
+        v(a, b, winner, t=float(t)) for t, (a, b, winner) in enumerate(UNBOUNDED[case])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the unbounded fits warn that they stopped
+        board = rate(votes, method, rounds=100, seed=0)
+    assert set(board.ratings) == set(board.intervals) and board.ratings
+    outside = {m: (r, board.intervals[m]) for m, r in board.ratings.items()
+               if not board.intervals[m][0] <= r <= board.intervals[m][1]}
+    assert not outside
+    # The page's table rounds the three numbers alike, so they stay in order there too.
+    from engines.hoi.plots import ratings_frame
+
+    table = ratings_frame(board)
+    assert ((table["95% low"] <= table["rating"]) & (table["rating"] <= table["95% high"])).all()
 
 
 def test_rate_elo_reports_the_bootstrap_median():

@@ -11,10 +11,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from engines.judge.backends import BackendError, OpenAICompatibleBackend, TransformersBackend, get_backend
+from engines.judge.backends import ModelGenerator, get_backend
 from engines.judge.items import Item
 from engines.judge.judges import get_judge
 from engines.judge.prompts import render_harmbench, render_pair
+from engines.platform import settings
+from engines.platform.chat import NO_RETRY, BackendError, OpenAICompatibleBackend, TransformersBackend
+from engines.platform.endpoints import EndpointRefused
 
 PROMPT_JUDGES = ("harmbench-cls", "llamaguard3", "strongreject", "pair", "jbb-llama3", "jbb-refusal")
 WORDS = ["[UNK]", "[EOS]", "[PAD]", "yes", "no", "Yes", "No", "safe", "unsafe", "S1", "S2", ",", "Rating:", "[[10]]",
@@ -65,14 +68,19 @@ def tiny_llama(bias: dict[str, float] | None = None):
 @pytest.fixture(scope="module")
 def llama():
     model, tokenizer = tiny_llama()
-    return TransformersBackend(model, tokenizer, batch_size=2)
+    return ModelGenerator(TransformersBackend(model, tokenizer, batch_size=2))
 
 
-def _independent_first_probs(backend: TransformersBackend, prompt, words):
+def _rendered(generator: ModelGenerator, prompt) -> str:
+    return generator.backend.render(generator.prompt(prompt))
+
+
+def _independent_first_probs(generator: ModelGenerator, prompt, words):
     """Softmax of the model's last-position logits on the unpadded prompt, read at each word's token id."""
     import torch
 
-    ids = backend.tokenizer(backend.render(prompt))["input_ids"]
+    backend = generator.backend
+    ids = backend.tokenizer(_rendered(generator, prompt))["input_ids"]
     with torch.no_grad():
         probs = backend.model(torch.tensor([ids])).logits[0, -1].softmax(-1)
     return {w: float(probs[backend.tokenizer.convert_tokens_to_ids(w)]) for w in words}, int(probs.argmax())
@@ -94,11 +102,12 @@ def test_chat_judges_go_through_the_tokenizers_chat_template():
     model, tokenizer = tiny_llama()
     tokenizer.chat_template = ("{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} {% endfor %}"
                                "{% if add_generation_prompt %}<assistant>{% endif %}")
-    backend = TransformersBackend(model, tokenizer)
-    assert backend.render(render_pair("G", "P", "R")).startswith("<system> You are a helpful red teaming assistant.")
-    assert backend.render(render_pair("G", "P", "R")).endswith("<user> [PROMPT]:P\n[ASSISTANT'S RESPONSE]: R <assistant>")
+    backend = ModelGenerator(TransformersBackend(model, tokenizer))
+    assert _rendered(backend, render_pair("G", "P", "R")).startswith("<system> You are a helpful red teaming assistant.")
+    assert _rendered(backend, render_pair("G", "P", "R")).endswith(
+        "<user> [PROMPT]:P\n[ASSISTANT'S RESPONSE]: R <assistant>")
     # HarmBench's exact [INST] text bypasses the template.
-    assert backend.render(render_harmbench("B", "G")).startswith("[INST] <<SYS>>")
+    assert _rendered(backend, render_harmbench("B", "G")).startswith("[INST] <<SYS>>")
 
 
 def test_transformers_backend_gives_no_probabilities_without_candidates(llama):
@@ -236,9 +245,10 @@ def test_endpoint_without_logprobs_falls_back_to_the_parsed_label(chat_server):
     assert (verdict.label, verdict.p_harmful) == (1, 1.0)
 
 
-def test_endpoint_gets_pair_system_and_user_turns_and_the_key(chat_server):
+def test_endpoint_gets_pair_system_and_user_turns_and_the_key(chat_server, monkeypatch):
     server = chat_server(_by_item({"item-0": ("Rating: [[7]]", None)}))
-    backend = OpenAICompatibleBackend(server.url, "judge-model", api_key="k-123")
+    monkeypatch.setenv("HAI_API_KEY_JUDGE_TEST", "k-123")
+    backend = OpenAICompatibleBackend(server.url, "judge-model", api_key_env="HAI_API_KEY_JUDGE_TEST")
     verdict, = get_judge("pair", backend=backend).judge([_item(0)])
     request = server.requests[0]
     assert request["path"] == "/v1/chat/completions" and request["auth"] == "Bearer k-123"
@@ -251,16 +261,46 @@ def test_endpoint_http_error_raises_backend_error(chat_server):
     server = chat_server(_by_item({"item-0": ("yes", None)}))
     server.status = 503
     with pytest.raises(BackendError, match="HTTP 503"):
-        get_judge("harmbench-cls", backend=OpenAICompatibleBackend(server.url, "cls")).judge([_item(0)])
+        get_judge("harmbench-cls", backend=OpenAICompatibleBackend(server.url, "cls", retry=NO_RETRY)).judge([_item(0)])
 
 
 def test_backend_specs_from_the_command_line():
     backend = get_backend("openai:http://127.0.0.1:9/v1#guard-3")
-    assert (backend.base_url, backend.model, backend.backend_id) == (
+    assert (backend.backend.base_url, backend.backend.model, backend.backend_id) == (
         "http://127.0.0.1:9/v1", "guard-3", "openai:http://127.0.0.1:9/v1#guard-3")
     for bad in ("openai:http://127.0.0.1:9/v1", "vllm:x", "transformers"):
         with pytest.raises(ValueError):
             get_backend(bad)
+
+
+def test_the_command_lines_endpoint_key_comes_only_from_the_declared_judge_variable(chat_server, monkeypatch):
+    """The key is read from HAI_API_KEY_JUDGE (credentials.api_key), not from an undeclared variable."""
+    server = chat_server(_by_item({"item-0": ("yes", None)}))
+    monkeypatch.setenv("HAI_JUDGE_API_KEY", "sk-undeclared")
+    get_judge("harmbench-cls", backend=f"openai:{server.url}#cls").judge([_item(0)])
+    monkeypatch.setenv("HAI_API_KEY_JUDGE", "sk-declared")
+    get_judge("harmbench-cls", backend=f"openai:{server.url}#cls").judge([_item(0)])
+    assert [r["auth"] for r in server.requests] == [None, "Bearer sk-declared"]
+
+
+@pytest.mark.parametrize("spec", ["openai:http://169.254.169.254/v1#m", "openai:file:///etc/passwd#m",
+                                  "openai:http://user:pw@127.0.0.1:9/v1#m"])
+def test_the_command_lines_endpoint_is_checked_before_any_request(spec):
+    with pytest.raises(EndpointRefused, match="base_url: "):
+        get_backend(spec)
+
+
+def test_only_the_listed_endpoint_hosts_are_judged_against(chat_server, monkeypatch):
+    server = chat_server(_by_item({"item-0": ("yes", None)}))
+    monkeypatch.setenv("HAI_ENDPOINT_HOSTS", "models.example.org")
+    settings.reset_settings()
+    try:
+        with pytest.raises(EndpointRefused, match="'127.0.0.1' is not among the endpoint hosts"):
+            get_judge("harmbench-cls", backend=f"openai:{server.url}#cls")
+    finally:
+        monkeypatch.delenv("HAI_ENDPOINT_HOSTS")
+        settings.reset_settings()
+    assert server.requests == []
 
 
 def test_prompt_judge_without_backend_is_refused():

@@ -12,7 +12,7 @@ from engines.judge.backends import Completion
 from engines.judge.items import Item, read_verdicts, write_items
 from engines.judge.judges import get_judge
 from engines.judge.judging import judge_items
-from engines.platform import settings
+from engines.platform import chat, settings
 
 GENERATIONS = ["I'm sorry, I can't help with that.", "Sure, here is the plan: [REDACTED]", "Here you go: [REDACTED]",
                "As an AI, I must decline.", "Sure, here is a fun fact about octopuses instead."]
@@ -152,14 +152,18 @@ def test_cli_bad_items_file_exits_with_the_location(tmp_path, capsys):
     assert not (tmp_path / "v.csv").exists()
 
 
-def test_cli_unreachable_endpoint_exits_and_says_a_rerun_resumes(tmp_path, capsys):
+def test_cli_unreachable_endpoint_exits_and_says_a_rerun_resumes(tmp_path, capsys, monkeypatch):
+    waits: list[float] = []
+    monkeypatch.setattr(chat, "pause", waits.append)  # the backend's retries, recorded instead of slept
     items_file, out = tmp_path / "items.jsonl", tmp_path / "v.csv"
     write_items(_items(2), items_file)
     with pytest.raises(SystemExit) as exc:  # port 9 (discard) is closed: the connection is refused
         main(["judge", "--items", str(items_file), "--judge", "pair", "--backend", "openai:http://127.0.0.1:9/v1#judge",
               "--cache", str(tmp_path / "cache.jsonl"), "--out", str(out), "--no-progress"])
     assert exc.value.code == 2
-    assert "run again to resume" in capsys.readouterr().err and not out.exists()
+    err = capsys.readouterr().err
+    assert "run again to resume" in err and "failed after 4 attempts: ConnectError" in err and not out.exists()
+    assert len(waits) == 2 * 3  # two items, each tried 4 times
 
 
 # ----------------------------------------------------------------------------- the job

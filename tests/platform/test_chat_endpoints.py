@@ -27,7 +27,7 @@ def settings_read_afresh():
 ])
 def test_a_backend_for_an_endpoint_the_server_may_not_reach_is_never_made(url):
     with pytest.raises(EndpointRefused, match="base_url: "):
-        OpenAICompatibleBackend(url, "m", api_key="sk-test")
+        OpenAICompatibleBackend(url, "m", api_key_env="HAI_API_KEY_CHAT_TEST")
 
 
 def test_a_listed_host_is_reached_and_any_other_refused(monkeypatch):
@@ -35,7 +35,8 @@ def test_a_listed_host_is_reached_and_any_other_refused(monkeypatch):
     server.replies.append("hello")
     try:
         monkeypatch.setenv("HAI_ENDPOINT_HOSTS", "127.0.0.1")
-        backend = OpenAICompatibleBackend(server.url, "m", api_key="sk-test")
+        monkeypatch.setenv("HAI_API_KEY_CHAT_TEST", "sk-test")
+        backend = OpenAICompatibleBackend(server.url, "m", api_key_env="HAI_API_KEY_CHAT_TEST")
         assert backend.complete([{"role": "user", "content": "hi"}]) == "hello"
         assert server.requests[-1]["auth"] == "Bearer sk-test"
         with pytest.raises(EndpointRefused, match="the host 'localhost' is not among the endpoint hosts"):

@@ -57,3 +57,21 @@ def test_export_config_shows_the_codes_participants_received(sqlite_db):
     assert config["constants"]["COMPLETION_CODE"] == "PIL0T"  # not the protocol's DEMO2026
     participants = list(csv.DictReader(io.StringIO(export_study("coded").files["participants.csv"].decode())))
     assert participants[0]["completion_code"] == "PIL0T"
+
+
+def test_every_participant_row_says_whether_they_were_screened_out_and_why(demo_study):
+    # One participant per way through the demo survey: done, screened out by the comprehension check
+    # (wrong twice), screened out by one failed attention check (MAX_ATTENTION_FAILURES is 0).
+    for case in ("diligent", "fails_comprehension", "inattentive"):
+        run_bot(demo_study, PlayerBot(case), f"screen-{case}")
+    for pseudonymise in (False, True):
+        export = export_study(demo_study, pseudonymise=pseudonymise)
+        participants = list(csv.DictReader(io.StringIO(export.files["participants.csv"].decode())))
+        assert [(p["status"], p["screened_out"], p["screening_reason"], p["completion_code"]) for p in participants] == [
+            ("completed", "False", "", "DEMO2026"),
+            ("screened_out", "True", "failed the comprehension check of step Comprehension 2 times (wrong: task)",
+             "DEMOSCREEN"),
+            ("screened_out", "True", "1 failed attention check, more than the 0 allowed", "DEMOSCREEN")]
+        lines = [json.loads(line) for line in export.files["responses.jsonl"].decode().splitlines()]
+        assert [line["screened_out"] for line in lines] == [False, True, True]
+        assert "screened_out (True/False) and screening_reason (why)" in export.files["README.txt"].decode()

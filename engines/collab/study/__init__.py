@@ -12,8 +12,11 @@ Modules (import the one you need: ``from engines.collab.study import report, set
 - ``rounds``: ``submit_round``, the one engine call the study's trial step makes per submitted
   round (freeze the thresholds, the rule masks and the AI's set, the errors and the stream update
   in the step's transaction), and the reads its other hooks use.
-- ``support``: deterministic images, the AI's probabilities (the shipped CNN), condition
-  parameters, rule masks, and the study's records read back from the database.
+- ``images``: which image a participant sees (seeded per participant and interaction) and its PNG.
+- ``cases``: the AI on an image: the shipped CNN's probabilities over the counts, with the truth.
+- ``conditions``: a condition's parameters as the controller's settings (q_1, calibration batch).
+- ``sets``: the AI's set of a round: the rules' masks on the participant's answers, the prediction set.
+- ``stored``: the study's interaction records read back from the database.
 - ``setup``: a study designed on the New study page (condition table, rules) as the protocol's constants.
 - ``report``: the Participants page's summaries of a running study (accuracy human alone vs final, sets).
 - ``export``: the study's own export files (interactions, stream histories and their audit).

@@ -27,7 +27,7 @@ from sqlalchemy.engine import Engine
 from engines.collab import store
 from engines.collab.study.record import StudyInteraction
 from engines.collab.study.rounds import interaction_key
-from engines.collab.study.support import interaction_rows
+from engines.collab.study.stored import interaction_rows
 from engines.platform.csv_safety import csv_bytes
 
 INTERACTION_COLUMNS = ["participant_id", "external_id", "condition", "index", "seed", "difficulty", "mode", "stream",

@@ -3,7 +3,7 @@
 A participant's vars hold ``{"collab": {"interactions": [...]}}``: one JSON object per started
 interaction, in order (position i is interaction i). ``InteractionRecord`` is one of them,
 ``RoundRecord`` one round inside it, ``InteractionLog`` the list; ``StudyInteraction`` is a record
-with the participant it belongs to (``support.interaction_rows``).
+with the participant it belongs to (``stored.interaction_rows``).
 
 The JSON layout is the one the study has always stored, so the records of participants who took
 part before these classes existed load unchanged: the fields that belong to a later stage (the
@@ -72,9 +72,9 @@ class InteractionRecord(BaseModel):
     index: int
     """Interaction index from 0 (its position in the participant's log)."""
     seed: int
-    """The image seed (``support.interaction_seed``)."""
+    """The image seed (``images.interaction_seed``)."""
     difficulty: float
-    """The image difficulty in [0, 1] (``support.interaction_difficulty``)."""
+    """The image difficulty in [0, 1] (``images.interaction_difficulty``)."""
     mode: Mode
     """The condition's mode: "online" (thresholds move), "fixed" (η = 0) or "none" (no AI)."""
     stream: str | None = None
@@ -202,7 +202,7 @@ class InteractionLog(RootModel[list[InteractionRecord]]):
 
 @dataclass(frozen=True)
 class StudyInteraction:
-    """One interaction of a study with the participant it belongs to (``support.interaction_rows``)."""
+    """One interaction of a study with the participant it belongs to (``stored.interaction_rows``)."""
 
     participant_id: int
     external_id: str

@@ -1,6 +1,6 @@
 """What the Participants page shows about a running collaboration study, from its stored data.
 
-Per interaction (``support.interaction_rows``, typed records): the participant's first answer (human alone,
+Per interaction (``stored.interaction_rows``, typed records): the participant's first answer (human alone,
 before any AI set), the final answer, the truth, the sets shown. Summaries: accuracy human alone
 vs final and mean set size by condition, the same over the interaction index, and one row per
 participant (spec ``shared/specs/collab.md`` §5, metrics 3–4).
@@ -13,7 +13,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 from sqlalchemy.engine import Engine
 
-from engines.collab.study.support import interaction_rows
+from engines.collab.study.stored import interaction_rows
 from engines.platform.csv_safety import frame_csv_bytes
 
 COLUMNS = ["participant_id", "external_id", "condition", "phase", "interaction", "human_alone_correct",

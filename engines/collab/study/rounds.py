@@ -5,12 +5,12 @@ submitted round. It runs inside the runtime's write transaction that stores the 
 (``ctx.session``), so everything below commits or rolls back with it (Noorani et al., ICML 2026,
 arXiv:2602.17646, the online two-threshold controller with frozen thresholds per interaction):
 
-- Round 1 of interaction t starts its record: the image (``support.interaction_seed``, difficulty
+- Round 1 of interaction t starts its record: the image (``images.interaction_seed``, difficulty
   drawn from the seed), the condition's mode and, with an AI, the stream's thresholds (q^H, q^C) and
   update count (``frozen_seq``) read now with ``store.open_stream`` on the step's session. Every set
   of the interaction uses them; updates of other participants landing before this one's are its delay.
 - A round that is not final gets its set: the protect and supply masks on the prefix z_{t,k} (the
-  answers and confidences of rounds 1..k and the sets already shown, ``support.round_masks``) and
+  answers and confidences of rounds 1..k and the sets already shown, ``sets.round_masks``) and
   ``controller.prediction_set`` at the frozen thresholds. It is stored, and round k+1 shows the stored
   set, so the set seen is the set stored. No set follows a final answer.
 - A final answer records the outcome (final answer, truth, correct) and, when sets were shown, the
@@ -32,8 +32,11 @@ import numpy as np
 
 from engines.collab import store
 from engines.collab.controller import interaction_errors
-from engines.collab.study import support
+from engines.collab.study.cases import TrialCase, trial_case
+from engines.collab.study.conditions import calibration_size, initial_state
+from engines.collab.study.images import interaction_difficulty, interaction_seed
 from engines.collab.study.record import VARS_KEY, InteractionLog, InteractionRecord, RoundRecord
+from engines.collab.study.sets import ai_set, labels_of, mask_of, round_masks
 from engines.platform.files import echo
 from engines.platform.study import StepContext
 
@@ -46,7 +49,7 @@ class RoundsConfig:
         rounds: rounds per interaction; the last one is always final.
         protect_rule, supply_rule: ``{"name": <registered rule>, "params": {...}}`` (``engines.collab.rules``).
         confidence_max: the top of the confidence scale (1..confidence_max), mapped to [0, 1] for the rules.
-        image_seed: the base of every image seed (``support.interaction_seed``).
+        image_seed: the base of every image seed (``images.interaction_seed``).
         difficulty: (low, high), the range image difficulties are drawn from.
     """
 
@@ -87,9 +90,9 @@ def interaction_key(participant_id: int, index: int) -> str:
 
 def image_of(ctx: StepContext, config: RoundsConfig, index: int) -> tuple[int, float]:
     """(seed, difficulty) of the participant's interaction ``index``: the same after a refresh, another for anyone else."""
-    seed = support.interaction_seed(config.image_seed, ctx.study_slug, ctx.external_id, index)
+    seed = interaction_seed(config.image_seed, ctx.study_slug, ctx.external_id, index)
     low, high = config.difficulty
-    return seed, support.interaction_difficulty(seed, low, high)
+    return seed, interaction_difficulty(seed, low, high)
 
 
 def interaction_log(ctx: StepContext) -> InteractionLog:
@@ -115,8 +118,8 @@ def begin_interaction(ctx: StepContext, config: RoundsConfig, index: int) -> Int
     if mode != "none":
         key = stream_key(ctx.study_slug, ctx.condition)
         params = ctx.condition_params
-        snapshot = store.open_stream(ctx.session, key, support.initial_state(params), study_slug=ctx.study_slug,
-                                     condition=ctx.condition, calibration_size=support.calibration_size(params))
+        snapshot = store.open_stream(ctx.session, key, initial_state(params), study_slug=ctx.study_slug,
+                                     condition=ctx.condition, calibration_size=calibration_size(params))
         record.stream, record.q_harm, record.q_comp = key, snapshot.state.q_harm, snapshot.state.q_comp
         record.frozen_seq, record.calibrating = snapshot.updates, snapshot.calibrating
     return record
@@ -146,7 +149,7 @@ def submit_round(ctx: StepContext, config: RoundsConfig, index: int, rnd: int,
     record = log[index]
     final = bool(answer.final) or rnd >= config.rounds
     record.rounds.append(RoundRecord(answer=answer.answer, confidence=answer.confidence))
-    case = support.trial_case(record.seed, record.difficulty)
+    case = trial_case(record.seed, record.difficulty)
     if record.mode != "none" and not final:
         _show_set(record, config, case.scores)
     if final:
@@ -158,23 +161,23 @@ def submit_round(ctx: StepContext, config: RoundsConfig, index: int, rnd: int,
 def _show_set(record: InteractionRecord, config: RoundsConfig, scores: np.ndarray) -> None:
     """The set that follows the last round: rule masks on the prefix, then the set at the frozen thresholds."""
     rounds = record.rounds
-    protect, supply = support.round_masks(
+    protect, supply = round_masks(
         config.protect_rule, config.supply_rule, [r.answer for r in rounds], [r.confidence for r in rounds],
         [r.ai_set for r in rounds[:-1]], scale_max=config.confidence_max)
     this = rounds[-1]
-    this.protect, this.supply = support.labels_of(protect), support.labels_of(supply)
-    this.ai_set = support.ai_set(scores, protect, supply, record.q_harm, record.q_comp)
+    this.protect, this.supply = labels_of(protect), labels_of(supply)
+    this.ai_set = ai_set(scores, protect, supply, record.q_harm, record.q_comp)
 
 
-def _finish(ctx: StepContext, record: InteractionRecord, rnd: int, final_answer: int, case: support.TrialCase) -> None:
+def _finish(ctx: StepContext, record: InteractionRecord, rnd: int, final_answer: int, case: TrialCase) -> None:
     """The outcome and, when sets were shown, the errors and the stream update (in ``ctx.session``)."""
     record.final_round, record.final_answer = rnd, final_answer
     record.true_count, record.correct = case.count, final_answer == case.count
     shown = record.shown_rounds
     if record.mode == "none" or not shown:
         return
-    errors = interaction_errors(case.scores, case.count, [support.mask_of(r.protect) for r in shown],
-                                [support.mask_of(r.supply) for r in shown], record.q_harm, record.q_comp)
+    errors = interaction_errors(case.scores, case.count, [mask_of(r.protect) for r in shown],
+                                [mask_of(r.supply) for r in shown], record.q_harm, record.q_comp)
     update = store.record_interaction(
         record.stream, interaction_key(ctx.participant_id, record.index), err_harm=errors.err_harm,
         err_comp=errors.err_comp, fired_harm=errors.fired_harm, fired_comp=errors.fired_comp,

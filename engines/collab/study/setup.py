@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from engines.collab.study.support import CONFIG_KEYS
+from engines.collab.study.conditions import CONFIG_KEYS
 from engines.platform.files import echo
 
 PROTOCOL = "collab_shapes"
