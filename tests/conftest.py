@@ -30,6 +30,19 @@ def restore_main_module():
 
 
 @pytest.fixture(autouse=True)
+def forget_protocols_registered_in_the_test():
+    """A study protocol a test registers in code (``tests.helpers.form_steps_protocol``) is forgotten
+    after it: otherwise a later test in the same worker, loading the demo data, would create a study
+    for it as if it were shipped."""
+    from engines.platform import registry
+
+    before = registry.names_registered_in_code()
+    yield
+    for name in registry.names_registered_in_code() - before:
+        registry.unregister_protocol(name)
+
+
+@pytest.fixture(autouse=True)
 def cheap_password_hashing(request, monkeypatch):
     """Argon2 at its lowest cost in tests: the production parameters (0.1 s and 64 MiB per hash) made
     most of the account tests' time, and of their mutation runs'. A test marked ``production_argon2``

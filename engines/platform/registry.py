@@ -16,6 +16,7 @@ from engines.platform.study import StudyProtocol, protocol_from_module
 
 _PROTOCOLS: dict[str, StudyProtocol] = {}
 _DISCOVERED: set[str] = set()
+_IN_CODE: set[str] = set()  # registered by register_protocol rather than discovered from a package
 _LOCK = threading.RLock()
 
 
@@ -25,12 +26,35 @@ class UnknownProtocol(KeyError):
 
 
 def register_protocol(protocol: StudyProtocol, *, replace: bool = False) -> StudyProtocol:
+    """Register a protocol built in code (a benchmark's, a test's)."""
+    _put(protocol, replace=replace)
+    with _LOCK:
+        _IN_CODE.add(protocol.name)
+    return protocol
+
+
+def _put(protocol: StudyProtocol, *, replace: bool) -> StudyProtocol:
     with _LOCK:
         existing = _PROTOCOLS.get(protocol.name)
         if existing is not None and existing is not protocol and not replace:
             raise ValueError(f"a study protocol named {protocol.name!r} is already registered")
         _PROTOCOLS[protocol.name] = protocol
     return protocol
+
+
+def unregister_protocol(name: str) -> None:
+    """Forget a protocol registered in code (a benchmark's or a test's), so that nothing later in the
+    process (demo data, the studies page) takes it for a shipped study."""
+    with _LOCK:
+        if name in _IN_CODE:
+            _IN_CODE.discard(name)
+            _PROTOCOLS.pop(name, None)
+
+
+def names_registered_in_code() -> set[str]:
+    """The names ``register_protocol`` has registered (not those discovered from a package)."""
+    with _LOCK:
+        return set(_IN_CODE)
 
 
 def discover(package: str | None = None) -> dict[str, StudyProtocol]:
@@ -45,7 +69,7 @@ def discover(package: str | None = None) -> dict[str, StudyProtocol]:
                 continue
             module = importlib.import_module(info.name)
             if hasattr(module, "step_sequence"):
-                register_protocol(protocol_from_module(module), replace=True)
+                _put(protocol_from_module(module), replace=True)
         _DISCOVERED.add(package)
         return dict(_PROTOCOLS)
 

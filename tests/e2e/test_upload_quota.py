@@ -3,13 +3,13 @@ to reach the upload endpoint, so the limit must hold for anyone with a session).
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 import httpx
 from websockets.asyncio.client import connect
 
 from engines.platform.settings import Settings
+from tests.helpers import run_async
 
 
 async def _upload_in_one_session(base: str, count: int) -> list[httpx.Response]:
@@ -40,6 +40,6 @@ async def _upload_in_one_session(base: str, count: int) -> list[httpx.Response]:
 
 def test_a_session_may_hold_only_its_quota_of_uploads(app_server):
     allowed = Settings().upload_session_files
-    responses = asyncio.run(_upload_in_one_session(app_server.base, allowed + 2))
+    responses = run_async(_upload_in_one_session(app_server.base, allowed + 2))
     assert [r.status_code for r in responses] == [204] * allowed + [413, 413]
     assert f"at most {allowed} uploads" in responses[-1].text

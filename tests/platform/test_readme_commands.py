@@ -29,7 +29,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "platform.md", ROOT / "docs" / "operations.md")
+DOCUMENTS = tuple(ROOT / name for name in ("README.md", "docs/platform.md", "docs/operations.md", "docs/design.md",
+                                           "docs/benchmarks.md"))
 VENV = Path(sys.prefix)  # the environment running the tests; make targets get it as VENV
 BIN = Path(sys.executable).parent
 
@@ -87,6 +88,8 @@ OWN_TESTS = {
     'python -c "from engines.platform import migrate; migrate.revision(\'what changed\')"':
         "test_migration_revision_command (against a copy of the migrations folder)",
     "make lint": "test_make_lint",
+    "make gpu-check": "tests/attribution/test_attribution_bench.py::"
+                      "test_the_gpu_check_runs_its_checks_on_the_cpu_without_a_gpu_and_says_so (its script, bench/gpu_check.py)",
 }
 
 SKIPPED = {
