@@ -121,8 +121,8 @@ def _job_file(job: Job, *, what: str, suffixes: tuple[str, ...]) -> Path | None:
 
 def finished_training_jobs(*, limit: int = 50) -> list[Job]:
     """Finished ``attribution.train`` jobs whose policy file is still there, newest first."""
-    return [job for job in list_jobs(kind=TRAIN, limit=limit)
-            if job.status == "succeeded" and _job_file(job, what="the job's policy", suffixes=POLICY_SUFFIXES)]
+    return [job for job in list_jobs(kind=TRAIN, status="succeeded", limit=limit)
+            if _job_file(job, what="the job's policy", suffixes=POLICY_SUFFIXES)]
 
 
 def read_experiment(job_id: int | None) -> dict:

@@ -109,8 +109,8 @@ def result_layers(root: str | Path, *, besides: int | None = None) -> list[Path]
     """The result folders of this area's jobs on the benchmark ``root`` (any status: a running or
     failed job's records show too), oldest first; ``besides`` leaves one job out."""
     name = shown(benchmark_folder(root))
-    jobs = [job for job in list_jobs(kinds=[EVALUATE, SCPE], limit=500)
-            if (job.params or {}).get("benchmark") == name and job.id != besides]
+    jobs = [job for job in list_jobs(kinds=[EVALUATE, SCPE], params={"benchmark": name}, limit=None)
+            if job.id != besides]
     return [folder for job in sorted(jobs, key=lambda j: j.id) if (folder := job_dir(job.id)).is_dir()]
 
 

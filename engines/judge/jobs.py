@@ -335,8 +335,7 @@ def judge_audit_job(ctx: JobContext, **params) -> dict:
 
 def verdict_jobs(items: str | None = None, *, limit: int = 100) -> list[Job]:
     """The newest ``judge.run`` jobs (any status), of the ``items`` parameter given (None: all)."""
-    jobs = list_jobs(kind=RUN, limit=limit)
-    return [job for job in jobs if items is None or job.params.get("items") == items]
+    return list_jobs(kind=RUN, params=None if items is None else {"items": items}, limit=limit)
 
 
 def audit_jobs(*, limit: int = 50) -> list[Job]:

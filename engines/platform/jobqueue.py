@@ -273,17 +273,24 @@ def job_dir(job_id: int) -> Path:
     return get_settings().data_dir / "jobs" / str(int(job_id))
 
 
-def list_jobs(*, limit: int = 50, kind: str | None = None, kinds: Sequence[str] | None = None,
-              status: str | None = None, engine: Engine | None = None) -> list[Job]:
-    """The newest ``limit`` jobs, optionally of one ``kind`` or of any of ``kinds``, and with ``status``."""
+def list_jobs(*, limit: int | None = 50, kind: str | None = None, kinds: Sequence[str] | None = None,
+              status: str | None = None, params: Mapping[str, str] | None = None,
+              engine: Engine | None = None) -> list[Job]:
+    """The newest ``limit`` jobs (None: all), optionally of one ``kind`` or of any of ``kinds``, with
+    ``status``, and whose parameters hold each string value of ``params``. Every filter runs in SQL,
+    so that a filter never hides an older job behind the newest ``limit`` of all kinds."""
     with read_session(engine) as session:
-        query = select(Job).order_by(Job.id.desc()).limit(limit)
+        query = select(Job).order_by(Job.id.desc())
         if kind:
             query = query.where(Job.kind == kind)
         if kinds is not None:
             query = query.where(Job.kind.in_(list(kinds)))
         if status is not None:
             query = query.where(Job.status == status)
+        for key, value in (params or {}).items():
+            query = query.where(Job.params[key].as_string() == value)
+        if limit is not None:
+            query = query.limit(limit)
         return list(session.exec(query).all())
 
 

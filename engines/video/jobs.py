@@ -115,8 +115,8 @@ def video_jobs(*, limit: int = 20) -> list[Job]:
 def job_runs(*, limit: int = 50) -> list[RunFile]:
     """Trajectories files of finished jobs that are still there, newest first."""
     runs = []
-    for job in list_jobs(kinds=[ASK, SWEEP], limit=limit):
-        if job.status != "succeeded" or not job.result:
+    for job in list_jobs(kinds=[ASK, SWEEP], status="succeeded", limit=limit):
+        if not job.result:
             continue
         try:
             runs += _runs_of(job)

@@ -56,6 +56,23 @@ def test_an_evaluation_job_writes_records_the_page_scores(demo):
     assert list(jobs_frame(hoi_jobs())["job"]) == ["evaluate offline-faithful (judge offline)"]
 
 
+def test_a_benchmarks_run_stays_listed_behind_many_newer_runs_of_another_benchmark(demo):
+    """The page layers every run of the benchmark it shows, however many runs of other benchmarks
+    came after (they used to be filtered out of the newest 500 jobs of the area, so older runs vanished)."""
+    from engines.platform.db import write_transaction
+    from engines.platform.models import Job
+
+    with write_transaction() as session:
+        ours = Job(kind=EVALUATE, params={"benchmark": "datasets/hoi/demo", "method": "m"})
+        session.add(ours)
+        session.flush()
+        ours_id = ours.id
+        session.add_all([Job(kind=SCPE, params={"benchmark": "datasets/hoi/other", "method": "m"})
+                         for _ in range(520)])
+    jobqueue.job_dir(ours_id).mkdir(parents=True)
+    assert result_layers(demo) == [jobqueue.job_dir(ours_id)]
+
+
 def test_an_scpe_job_adds_a_method_with_frames_traces_and_scores(demo):
     job_id = jobqueue.submit_job(SCPE, {"benchmark": "datasets/hoi/demo", "limit": 2, "method": "scpe-job",
                                         "epochs": 0})

@@ -627,6 +627,20 @@ def test_list_jobs_filters_and_puts_the_newest_first(engine):
     assert ids(status="succeeded") == [a1]
 
 
+def test_list_jobs_finds_jobs_by_a_parameter_behind_newer_jobs_of_other_parameters(engine):
+    """The HOI page's runs of one benchmark, the judge's verdicts on one items file: a job older than
+    the newest N of its kind is still found, because the parameter is compared in the database."""
+    with write_transaction(engine) as session:
+        session.add(Job(kind="tests.units.free", params={"benchmark": "shipped/hoi/demo", "n": 1}))
+        session.add_all([Job(kind="tests.units.free", params={"benchmark": "uploads/other"}) for _ in range(60)])
+        session.add(Job(kind="tests.units.free", params={"benchmark": "shipped/hoi/demo-2"}))
+        session.add(Job(kind="tests.units.free", params={}))
+    found = jobqueue.list_jobs(params={"benchmark": "shipped/hoi/demo"}, limit=5, engine=engine)
+    assert [(job.id, job.params["n"]) for job in found] == [(1, 1)]
+    assert len(jobqueue.list_jobs(params={"benchmark": "uploads/other"}, limit=None, engine=engine)) == 60
+    assert jobqueue.list_jobs(params={"benchmark": "shipped/hoi"}, engine=engine) == []
+
+
 # ------------------------------------------------------------------ cancel
 
 
