@@ -89,12 +89,20 @@ serve: setup nginx
 test: setup-test
 	$(PY) -m pytest
 
+# Every benchmark, each writing bench/results/<name>.json (docs/benchmarks.md shows the latest figures);
+# the full runs take long (the video accuracy part alone about 15 minutes on two cores).
 bench: setup-test
 	$(PY) bench/platform_store.py
+	$(PY) bench/load.py
 	$(PY) bench/collab.py
 	$(PY) bench/collab_reproduction.py
 	$(PY) bench/shapes_render.py
 	$(PY) bench/participant_ui.py
+	$(PY) bench/judge.py
+	$(PY) bench/attribution.py
+	$(PY) bench/hoi.py
+	$(PY) bench/hoi_ui.py
+	$(PY) bench/video.py
 
 bench-quick: setup-test
 	$(PY) bench/platform_store.py --quick

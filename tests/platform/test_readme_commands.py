@@ -95,7 +95,7 @@ OWN_TESTS = {
 SKIPPED = {
     "make test": "runs the whole suite, this file included: it would run itself",
     ".ci/run": "the CI entry point, which is `make test` again (on PostgreSQL as well)",
-    "make bench": "the full benchmarks take minutes; tests/bench runs `bench/platform_store.py --quick`",
+    "make bench": "every full benchmark, one after another (the video accuracy alone about 15 minutes); each has a --quick variant run in tests/bench or its area's tests",
     "make run HOST=0.0.0.0": "serves every interface of the machine; test_make_run_serves_links_on_the_port_it_serves "
                              "runs the same target on the default 127.0.0.1",
     "make mutation": "mutation testing of every core module takes about 40 minutes (bench/results/mutation.json)",
