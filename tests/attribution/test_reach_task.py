@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from engines.attribution.__main__ import main
 from engines.attribution.env import (
     AGENT_COLOUR,
     CUE_COLOUR,
@@ -22,6 +23,7 @@ from engines.attribution.env import (
 )
 from engines.attribution.policies import PolicyFileError, ReachPolicy, load_policy, save_policy, torch_policy
 from engines.attribution.train import TrainConfig, expert_success, success_rate, train_policy
+from tests.helpers import run_main
 
 TASK = TaskConfig()
 
@@ -115,19 +117,17 @@ def test_a_weights_file_with_code_in_it_is_refused_not_run(folder, capsys):
     assert "this ran" not in capsys.readouterr().out
 
 
-def test_the_train_command_writes_weights_that_load_and_reports_its_evaluation(folder, tmp_path):
+def test_the_train_command_writes_weights_that_load_and_reports_its_evaluation(folder, tmp_path, capsys):
     import json
     import subprocess
     import sys
 
-    outside = subprocess.run([sys.executable, "-m", "engines.attribution", "train", "--quick", "--out",
-                              str(tmp_path / "policy.pt")], capture_output=True, text=True, timeout=120)
+    outside = run_main(main, ["train", "--quick", "--out", str(tmp_path / "policy.pt")], capsys)
     assert outside.returncode == 2 and "error: --out: " in outside.stderr and "is outside the folders the app writes to" in \
         outside.stderr and not (tmp_path / "policy.pt").exists()  # refused before any training
     out = folder / "policy.pt"
-    proc = subprocess.run([sys.executable, "-m", "engines.attribution", "train", "--rho", "1", "--seed", "2",
-                           "--quick", "--no-progress", "--out", str(out), "--json"],
-                          capture_output=True, text=True, timeout=300)
+    proc = run_main(main, ["train", "--rho", "1", "--seed", "2", "--quick", "--no-progress", "--out", str(out),
+                           "--json"], capsys)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
     assert report["train"]["rho"] == 1.0 and report["train"]["frames"] == 400 and report["episodes"] == 20
@@ -135,20 +135,18 @@ def test_the_train_command_writes_weights_that_load_and_reports_its_evaluation(f
     assert all(0.0 <= v["success"] <= 1.0 for v in report["evaluation"].values())
     model, meta = load_policy(out)
     assert meta["parameters"] == sum(p.numel() for p in model.parameters())
+    # The command as a user types it, once, in its own process.
     bad = subprocess.run([sys.executable, "-m", "engines.attribution", "train", "--rho", "2", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.strip() == "error: rho is a probability, got 2.0"
 
 
-def test_the_train_set_command_trains_each_rho_and_seed_and_reports_them(folder):
+def test_the_train_set_command_trains_each_rho_and_seed_and_reports_them(folder, capsys):
     import json
-    import subprocess
-    import sys
 
     tmp_path = folder / "set"
-    proc = subprocess.run([sys.executable, "-m", "engines.attribution", "train-set", "--quick", "--rhos", "0", "0.5",
-                           "--seeds", "3", "--out-dir", str(tmp_path), "--json"],
-                          capture_output=True, text=True, timeout=300)
+    proc = run_main(main, ["train-set", "--quick", "--rhos", "0", "0.5", "--seeds", "3", "--out-dir", str(tmp_path),
+                           "--json"], capsys)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
     assert [(row["rho"], row["seed"], row["file"]) for row in report["policies"]] == [
@@ -159,13 +157,11 @@ def test_the_train_set_command_trains_each_rho_and_seed_and_reports_them(folder)
     assert "| 0.5 | 3 |" in markdown and "`reach-rho0.5-seed3.pt`" in markdown
     model, meta = load_policy(tmp_path / "reach-rho0.5-seed3.pt")
     assert meta["train"]["rho"] == 0.5 and meta["train"]["seed"] == 3 and meta["train"]["frames"] == 300
-    bad = subprocess.run([sys.executable, "-m", "engines.attribution", "train-set", "--rhos", "1.5",
-                          "--out-dir", str(tmp_path / "bad")], capture_output=True, text=True, timeout=120)
+    bad = run_main(main, ["train-set", "--rhos", "1.5", "--out-dir", str(tmp_path / "bad")], capsys)
     assert bad.returncode == 2
     assert bad.stderr.strip() == "error: --rhos: every rho is a probability in [0, 1], got 1.5"
     assert not (tmp_path / "bad").exists()  # refused before anything is written
-    outside = subprocess.run([sys.executable, "-m", "engines.attribution", "train-set", "--quick", "--out-dir",
-                              str(folder.parents[2] / "elsewhere")], capture_output=True, text=True, timeout=120)
+    outside = run_main(main, ["train-set", "--quick", "--out-dir", str(folder.parents[2] / "elsewhere")], capsys)
     assert outside.returncode == 2 and "error: --out-dir: " in outside.stderr
     assert not (folder.parents[2] / "elsewhere").exists()
 

@@ -1,4 +1,5 @@
-"""The platform CLI end to end, in a subprocess, against a fresh SQLite file."""
+"""The platform CLI end to end against a fresh SQLite file: in this process through ``main(argv)``,
+and once as a subprocess (``python -m engines.platform``, its exit codes and messages)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,35 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import Ran, run_main
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def cli(tmp_path):
+def cli(tmp_path, monkeypatch, capsys):
+    """``cli(*args)`` runs the platform CLI in this process on the test's own database and data dir."""
+    from engines.platform import settings
+    from engines.platform.__main__ import main
+
+    monkeypatch.setenv("HAI_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    monkeypatch.setenv("HAI_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("HAI_ADMIN_PASSWORD", "")
+    settings.reset_settings()
+
+    def run(*args: str, ok: bool = True) -> Ran:
+        ran = run_main(main, args, capsys)
+        if ok and ran.returncode != 0:
+            raise AssertionError(f"{args} exited {ran.returncode}: {ran.stderr}")
+        return ran
+
+    yield run
+    settings.reset_settings()
+
+
+@pytest.fixture
+def cli_process(tmp_path):
+    """``cli_process(*args)`` runs ``python -m engines.platform`` as a subprocess."""
     env = {**os.environ, "HAI_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}", "HAI_DATA_DIR": str(tmp_path),
            "HAI_ADMIN_PASSWORD": ""}
 
@@ -47,7 +72,8 @@ def test_cli_bootstrap_study_bots_export_jobs(cli, tmp_path):
     assert job["status"] == "succeeded" and job["result"] == {"slept_s": 0.0}
 
 
-def test_cli_bad_input_exits_2_with_a_clear_message(cli):
+def test_cli_bad_input_exits_2_with_a_clear_message(cli_process):
+    cli = cli_process
     cli("migrate")
     proc = cli("studies", "create", "Bad Name", "demo_survey", ok=False)
     assert proc.returncode == 2 and "not a valid study name" in proc.stderr
