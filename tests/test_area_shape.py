@@ -1,0 +1,89 @@
+"""The shape of an area (docs/extending.md, "The rooms of an area"): every folder under engines/
+other than the platform is an area, and each has the same rooms, reached the same way.
+
+- a command line: ``engines/<area>/__main__.py`` with ``main(argv)``, answering ``--help``;
+- jobs registered through the platform's ``register_job``, each with a parameter model (the Jobs
+  page builds its form from it and the queue validates with it);
+- at least one page under pages/ built on it;
+- its tests under tests/<area>/, a benchmark bench/<area>.py, and its manual docs/<area>.md, which
+  the README links to.
+
+A sixth area that misses a room fails here with the room named.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+from engines.platform.jobqueue import discover_job_kinds
+from tests.helpers import run_main
+
+ROOT = Path(__file__).resolve().parents[1]
+AREAS = sorted(p.name for p in (ROOT / "engines").iterdir()
+               if p.is_dir() and p.name not in {"platform", "__pycache__"} and (p / "__init__.py").exists())
+
+
+def test_the_five_areas_are_found():
+    assert AREAS == ["attribution", "collab", "hoi", "judge", "video"]
+
+
+def _functions(path: Path) -> dict[str, ast.FunctionDef]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_the_command_line_is_a_main_of_argv_that_answers_help(area, capsys):
+    entry = ROOT / "engines" / area / "__main__.py"
+    assert entry.is_file(), f"engines/{area} has no __main__.py: `python -m engines.{area}` does nothing"
+    main = _functions(entry).get("main")
+    if main is None:  # the entry point may take main from the area's cli module
+        module = importlib.import_module(f"engines.{area}.__main__")
+        assert callable(getattr(module, "main", None)), f"engines/{area}/__main__.py has no main(argv)"
+    else:
+        assert [a.arg for a in main.args.args] == ["argv"], f"engines.{area}: main takes argv, not {main.args.args}"
+    module = importlib.import_module(f"engines.{area}.__main__")
+    ran = run_main(module.main, ["--help"], capsys)
+    assert ran.returncode == 0 and "usage:" in ran.stdout, (area, ran.stderr[-500:])
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_jobs_are_registered_through_the_kit_with_a_parameter_model(area):
+    kinds = {name: kind for name, kind in discover_job_kinds().items() if name.startswith(f"{area}.")}
+    assert kinds, f"engines/{area} registers no job kind named {area}.<kind> with register_job"
+    without = sorted(name for name, kind in kinds.items() if kind.params is None)
+    assert not without, f"job kinds without a parameter model (the Jobs page cannot build their form): {without}"
+    untitled = sorted(name for name, kind in kinds.items() if kind.title == name)
+    assert not untitled, f"job kinds without a title for the Jobs page: {untitled}"
+
+
+def _imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_a_page_is_built_on_the_area(area):
+    pages = [p.name for p in sorted((ROOT / "pages").glob("*.py")) if not p.name.startswith("_")
+             and any(m == f"engines.{area}" or m.startswith(f"engines.{area}.") for m in _imports_of(p))]
+    assert pages, f"no page under pages/ imports engines.{area}"
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_tests_benchmark_and_manual_are_where_every_area_keeps_them(area):
+    assert sorted((ROOT / "tests" / area).glob("test_*.py")), f"no tests under tests/{area}/"
+    assert (ROOT / "bench" / f"{area}.py").is_file(), f"no benchmark bench/{area}.py"
+    manual = ROOT / "docs" / f"{area}.md"
+    assert manual.is_file(), f"no manual docs/{area}.md"
+    assert f"docs/{area}.md" in (ROOT / "README.md").read_text(encoding="utf-8"), \
+        f"the README does not link the manual docs/{area}.md"
