@@ -38,7 +38,7 @@ lock: $(VENV)/.test-installed
 
 setup: $(VENV)/.runtime-installed tesseract
 
-setup-test: $(VENV)/.test-installed chromium nginx
+setup-test: $(VENV)/.test-installed chromium nginx tesseract
 
 # Browser tests drive Debian's chromium (never a downloaded browser build).
 chromium:
@@ -86,8 +86,9 @@ serve: setup nginx
 	$(PY) -m engines.platform bootstrap
 	$(PY) -m engines.platform serve --processes $(PROCESSES) --workers $(WORKERS) --host $(HOST) --port $(PORT)
 
+# Every core runs tests (pytest-xdist); tests that hold a shared resource stay together (--dist loadgroup).
 test: setup-test
-	$(PY) -m pytest
+	$(PY) -m pytest -n $$(nproc) --dist loadgroup
 
 # Every benchmark, each writing bench/results/<name>.json (docs/benchmarks.md shows the latest figures);
 # the full runs take long (the video accuracy part alone about 15 minutes on two cores).

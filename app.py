@@ -18,11 +18,12 @@ import streamlit as st
 from engines.platform import auth
 from engines.platform.navigation import discover_pages
 from engines.platform.served_address import record_served_port
-from pages import _ui as ui
+from pages import _access as access
+from pages import _startup as startup
 from pages._upload import install_upload_quota
 
 st.set_page_config(page_title="HAI Studio", page_icon=":material/handshake:", layout="wide")
-ui.boot()
+startup.boot()
 
 
 # ------------------------------------------------------------------ once per process: latency
@@ -103,11 +104,11 @@ def _page(spec, *, default: bool = False) -> st.Page:
     return st.Page(str(spec.path), title=spec.title, icon=spec.icon, url_path=spec.url_path, default=default)
 
 
-if ui.in_participant_mode():
+if access.in_participant_mode():
     participate = [s for s in pages if s.group == "Participate"]
     navigation = st.navigation([_page(participate[0], default=True)], position="hidden")
 else:
-    identity = ui.current_identity()
+    identity = access.current_identity()
     role = identity.role if identity else None
     allowed = [s for s in pages if s.allows(role)]
     if identity is None:
@@ -128,5 +129,5 @@ else:
             st.caption(f"Signed in as **{identity.username}** ({identity.role})")
         navigation = st.navigation(sections, position="sidebar", expanded=True)
 
-ui.sync_login_cookie()
+access.sync_login_cookie()
 navigation.run()

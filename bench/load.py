@@ -12,7 +12,7 @@ Each simulated participant is one websocket session of ``bench/streamlit_ws.py``
 100+ of them fit on one event loop of a 2-core machine). It opens a Prolific-style study link, then
 plays the study's own bot (``PlayerBot``, case "diligent"): for each item it pauses a think time
 drawn uniformly from ``--think-min``..``--think-max`` s, fills the step's widgets (found by
-``pages._ui.widget_key``) and clicks the form's submit button. The items are planned once per run
+``pages._step_form.widget_key``) and clicks the form's submit button. The items are planned once per run
 by playing the bot through the runtime API on a scratch SQLite database (the demo survey's bot only
 reads the number of items from the page it sees); ``SubmissionMustFail`` items whose value the page
 can offer are played too and must come back refused on the same step, with an error shown.
@@ -464,7 +464,7 @@ async def play_participant(number: int, external_id: str, server: str, slug: str
                            on_submit: Callable[[], None]) -> ParticipantRun:
     """Open the study link in a new session and play the plan, pausing a think time before each submit."""
     from bench.streamlit_ws import StreamlitSession
-    from pages._ui import widget_key
+    from pages._step_form import widget_key
 
     run = ParticipantRun(number, external_id, server)
     where = "first load"

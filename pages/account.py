@@ -3,12 +3,12 @@
 import streamlit as st
 
 from engines.platform import auth
-from pages import _ui as ui
+from pages import _access as access
 
 PAGE = {"title": "My account", "group": "Account", "roles": ["researcher", "annotator", "admin"],
         "icon": ":material/person:", "order": 90}
 
-identity = ui.require_role("researcher", "annotator", "admin")
+identity = access.require_role("researcher", "annotator", "admin")
 st.title("My account")
 st.write(f"**{identity.username}** — role: {identity.role}")
 
@@ -29,16 +29,16 @@ with st.form("change-password", clear_on_submit=True):
             st.error("The two passwords differ.")
         else:
             try:
-                auth.change_own_password(identity.username, current, new, address=ui.client_address())
+                auth.change_own_password(identity.username, current, new, address=access.client_address())
             except auth.AuthError as exc:
                 st.error(str(exc))
             else:
                 # Changing the password ends every login, this one's token included: start a new one, and
                 # rerun so that its cookie is written, the menu comes back and the warning goes.
-                ui.log_in(identity)
+                access.log_in(identity)
                 st.session_state[FLASH] = "Password changed."
                 st.rerun()
 
 if st.button("Log out"):
-    ui.log_out()
+    access.log_out()
     st.rerun()

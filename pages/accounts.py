@@ -5,11 +5,11 @@ import streamlit as st
 
 from engines.platform import auth
 from engines.platform.models import Role
-from pages import _ui as ui
+from pages import _access as access
 
 PAGE = {"title": "Accounts", "group": "Admin", "roles": ["admin"], "icon": ":material/group:", "order": 20}
 
-identity = ui.require_role(Role.ADMIN)
+identity = access.require_role(Role.ADMIN)
 st.title("Accounts")
 
 FLASH = "accounts-flash"  # a message that survives the rerun after a change

@@ -20,7 +20,8 @@ from engines.attribution.replacements import REPLACEMENTS
 from engines.platform import jobqueue
 from engines.platform.files import FileRefused
 from engines.platform.torch_device import resolve_device
-from pages import _ui as ui
+from pages import _access as access
+from pages import _research_widgets as widgets
 from pages._upload import file_input
 
 PAGE = {"title": "Attribution heatmaps", "group": "Research", "roles": ["researcher"],
@@ -49,7 +50,7 @@ def cached_explanation(policy_key: str, _model, frame_key: str, _frame, baseline
                                  baseline=baseline, seed=seed)
 
 
-identity = ui.require_role("researcher")
+identity = access.require_role("researcher")
 st.title("Attribution heatmaps")
 st.caption("Which image regions drive a visuomotor policy's actions? ISS blurs random coarse regions and credits "
            "each pixel with the change of the predicted action; NMR is the share of that credit outside the task "
@@ -234,7 +235,7 @@ with st.form("attribution-experiment"):
 @st.fragment(run_every="2s")
 def experiment_jobs() -> None:
     jobs = attribution_jobs.attribution_jobs()
-    ui.jobs_table(plots.jobs_frame(jobs), "No attribution job yet: the figures below are the shipped run's.")
+    widgets.jobs_table(plots.jobs_frame(jobs), "No attribution job yet: the figures below are the shipped run's.")
 
 
 experiment_jobs()

@@ -9,12 +9,12 @@ from engines.collab.study import report as study_report
 from engines.platform import study_admin
 from engines.platform.export import export_zip, zip_name
 from engines.platform.pseudonyms import pseudonym_key_problem
-from pages import _ui as ui
+from pages import _access as access
 
 PAGE = {"title": "Collaboration: participants", "group": "Research", "roles": ["researcher"],
         "icon": ":material/groups:", "order": 52}
 
-identity = ui.require_role("researcher")
+identity = access.require_role("researcher")
 st.title("Study participants")
 st.caption("Accuracy human alone (first answer) against the final answer, by condition and stream phase, over "
            "the interactions and per participant, as participants finish.")

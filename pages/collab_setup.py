@@ -7,12 +7,13 @@ from engines.collab.study import setup as study_setup
 from engines.platform import study_admin
 from engines.platform.panels import LinkError
 from engines.platform.runtime import StudyError
-from pages import _ui as ui
+from pages import _access as access
+from pages import _research_widgets as widgets
 
 PAGE = {"title": "Collaboration: new study", "group": "Research", "roles": ["researcher"],
         "icon": ":material/add_circle:", "order": 50}
 
-identity = ui.require_role("researcher")
+identity = access.require_role("researcher")
 st.title("Set up a new collaboration study")
 st.caption("One row per condition: *online* (the controller moves its thresholds), *fixed* (calibrated once, "
            "then frozen) or *none* (no AI). The first `calibration_interactions` interactions of an AI "
@@ -26,9 +27,9 @@ edited = st.data_editor(
 rows = edited.to_dict("records")
 pick_left, pick_right = st.columns(2)
 with pick_left:
-    protect_rule, protect_params = ui.rule_picker("protect", protocol_c["PROTECT_RULE"]["name"], prefix="setup")
+    protect_rule, protect_params = widgets.rule_picker("protect", protocol_c["PROTECT_RULE"]["name"], prefix="setup")
 with pick_right:
-    supply_rule, supply_params = ui.rule_picker("supply", protocol_c["SUPPLY_RULE"]["name"], prefix="setup")
+    supply_rule, supply_params = widgets.rule_picker("supply", protocol_c["SUPPLY_RULE"]["name"], prefix="setup")
 
 with st.form("collab-setup"):
     left, middle, right = st.columns(3)

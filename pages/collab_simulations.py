@@ -11,14 +11,15 @@ from engines.platform import jobqueue
 from engines.platform.config_schema import field_info
 from engines.platform.files import echo
 from engines.platform.settings import get_settings
-from pages import _ui as ui
+from pages import _access as access
+from pages import _research_widgets as widgets
 from pages._upload import file_input
 
 PAGE = {"title": "Collaboration: simulations", "group": "Research", "roles": ["researcher"],
         "icon": ":material/query_stats:", "order": 53}
 PICKED_AI = "collab-ai-picked"  # set by "Use this model's scores in simulations" on the AI model page
 
-identity = ui.require_role("researcher")
+identity = access.require_role("researcher")
 st.title("Simulations")
 st.caption("Simulated interactions under the online controller and the fixed baseline, or final accuracy over a "
            "grid of targets, run as background jobs; then the running violation rates against their targets with "
@@ -34,9 +35,9 @@ if picked in ai_choices:
 with st.expander("Start a simulation or sweep", expanded=picked in ai_choices):
     pick_left, pick_right = st.columns(2)
     with pick_left:
-        protect_rule, protect_params = ui.rule_picker("protect", "human_holds")
+        protect_rule, protect_params = widgets.rule_picker("protect", "human_holds")
     with pick_right:
-        supply_rule, supply_params = ui.rule_picker("supply", "human_lacks")
+        supply_rule, supply_params = widgets.rule_picker("supply", "human_lacks")
     with st.form("collab-job"):
         kind = st.radio("Job", [collab_jobs.SIMULATE, collab_jobs.SWEEP], horizontal=True,
                         format_func={collab_jobs.SIMULATE: "simulate (online vs fixed)",
@@ -45,17 +46,17 @@ with st.expander("Start a simulation or sweep", expanded=picked in ai_choices):
         schedule = left.selectbox("Schedule", sorted(SCHEDULES), index=sorted(SCHEDULES).index(fields["schedule"].default))
         human = right.selectbox("Human model", sorted(HUMAN_PRESETS),
                                 index=sorted(HUMAN_PRESETS).index(fields["human"].default))
-        T = ui.number_from_field(left, "Interactions T", fields["T"], step=1_000)
-        seed = ui.number_from_field(right, "Seed", fields["seed"], step=1, help=None)
+        T = widgets.number_from_field(left, "Interactions T", fields["T"], step=1_000)
+        seed = widgets.number_from_field(right, "Seed", fields["seed"], step=1, help=None)
         task = right.selectbox("Task", TASKS, key="collab-task",
                                help="medical: the synthetic diagnosis task (12 pathologies, Bayes-posterior AI)")
         by_age = right.checkbox("Medical: patients in order of age (calibrate on the youngest)", key="collab-by-age")
-        overlap = ui.number_from_field(left, "Participants in flight on one stream", fields["overlap"],
+        overlap = widgets.number_from_field(left, "Participants in flight on one stream", fields["overlap"],
                                       key="collab-overlap",
                                       help="P > 1: each update lands P - 1 updates late, as in a study with P "
                                            "participants at once; the bound widens accordingly.")
-        alpha_harm = ui.number_from_field(left, "alpha_harm (simulate)", fields["alpha_harm"], step=0.01, format="%.3f")
-        alpha_comp = ui.number_from_field(right, "alpha_comp (simulate)", fields["alpha_comp"], step=0.01, format="%.3f")
+        alpha_harm = widgets.number_from_field(left, "alpha_harm (simulate)", fields["alpha_harm"], step=0.01, format="%.3f")
+        alpha_comp = widgets.number_from_field(right, "alpha_comp (simulate)", fields["alpha_comp"], step=0.01, format="%.3f")
         harm_grid = left.text_input("alpha_harm grid (sweep)", ", ".join(map(str, fields["alpha_harm_grid"].default)))
         comp_grid = right.text_input("alpha_comp grid (sweep)", ", ".join(map(str, fields["alpha_comp_grid"].default)))
         ai_source = st.selectbox("AI scores", list(ai_choices), format_func=ai_choices.get, key="collab-ai",
@@ -82,7 +83,7 @@ FINISHED_SEEN = "collab-finished-seen"  # the succeeded jobs the result section 
 @st.fragment(run_every="2s")
 def recent_jobs() -> None:
     jobs = collab_jobs.simulation_jobs(limit=20)
-    ui.jobs_table(plots.simulation_jobs_table(jobs), "No collaboration jobs yet.")
+    widgets.jobs_table(plots.simulation_jobs_table(jobs), "No collaboration jobs yet.")
     succeeded = {job.id for job in jobs if job.status == "succeeded"}
     if not succeeded <= st.session_state.get(FINISHED_SEEN, set()):
         st.rerun()  # a job just finished: redraw the page so its figures can be picked without a reload

@@ -4,12 +4,12 @@ import streamlit as st
 
 from engines.collab import plots, store
 from engines.collab.study import export as study_export
-from pages import _ui as ui
+from pages import _access as access
 
 PAGE = {"title": "Collaboration: live streams", "group": "Research", "roles": ["researcher"],
         "icon": ":material/monitoring:", "order": 51}
 
-identity = ui.require_role("researcher")
+identity = access.require_role("researcher")
 st.title("Live controller streams")
 st.caption("Running violation rates of the online controller against their targets, with the finite-sample "
            "bound band (spec §5), live from the streams of collaboration studies (one per study condition).")

@@ -6,13 +6,14 @@ from engines.collab import jobs as collab_jobs
 from engines.collab import plots
 from engines.collab.result_files import ResultFileError, shipped_counter_report
 from engines.platform import jobqueue
-from pages import _ui as ui
+from pages import _access as access
+from pages import _research_widgets as widgets
 
 PAGE = {"title": "Collaboration: AI model", "group": "Research", "roles": ["researcher"],
         "icon": ":material/model_training:", "order": 54}
 PICKED_AI = "collab-ai-picked"  # read (once) by the Simulations page's "AI scores" select
 
-identity = ui.require_role("researcher")
+identity = access.require_role("researcher")
 st.title("AI model (counting CNN)")
 st.caption("The AI whose probabilities a simulation can use: the shipped counting CNN, or one trained here as a "
            "background job on generated images (accuracy and ECE by difficulty on held-out images).")
@@ -51,7 +52,7 @@ with st.expander("Train a counting CNN"):
 
 @st.fragment(run_every="2s")
 def training_jobs() -> None:
-    ui.jobs_table(plots.counter_jobs_table(collab_jobs.counter_jobs(limit=20)), "No training jobs yet.")
+    widgets.jobs_table(plots.counter_jobs_table(collab_jobs.counter_jobs(limit=20)), "No training jobs yet.")
 
 
 training_jobs()

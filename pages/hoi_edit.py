@@ -33,7 +33,8 @@ from engines.platform import jobqueue, study_admin
 from engines.platform.files import area_folder
 from engines.platform.panels import LinkError
 from engines.platform.runtime import StudyError
-from pages import _ui as ui
+from pages import _access as access
+from pages import _research_widgets as widgets
 
 PAGE = {"title": "HOI-Edit", "group": "Research", "roles": ["researcher"], "icon": ":material/compare:",
         "order": 80}
@@ -103,7 +104,7 @@ def thumbnail(path: Path | None, size: int = EDIT_SIZE, boxes_of=None) -> bytes 
     return None if path is None else browse.THUMBNAILS.jpeg(path, size, item=boxes_of)
 
 
-identity = ui.require_role("researcher")
+identity = access.require_role("researcher")
 st.title("HOI-Edit comparisons")
 st.caption("Edits of how a person interacts with an object, at three levels (L1 foundational, L2 spatial, L3 causal "
            "and physical), scored by HOI-Eval: interaction I (the judge's yes-confidence that the interaction "
@@ -408,7 +409,7 @@ def show_run() -> None:
 
     @st.fragment(run_every="2s")
     def recent_jobs() -> None:
-        ui.jobs_table(hoi_jobs.jobs_frame(hoi_jobs.hoi_jobs()), "No HOI-Edit job yet.")
+        widgets.jobs_table(hoi_jobs.jobs_frame(hoi_jobs.hoi_jobs()), "No HOI-Edit job yet.")
 
     recent_jobs()
 

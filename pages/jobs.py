@@ -7,12 +7,13 @@ import streamlit as st
 
 from engines.platform import jobqueue
 from engines.platform.param_form import ParamField, ParamFormError, form_params, json_text, param_fields
-from pages import _ui as ui
+from pages import _access as access
+from pages import _research_widgets as widgets
 
 PAGE = {"title": "Jobs", "group": "Research", "roles": ["researcher"], "icon": ":material/pending_actions:",
         "order": 90}
 
-identity = ui.require_role("researcher")
+identity = access.require_role("researcher")
 st.title("Jobs")
 st.caption("Long work runs in the background; this page and any other browser show the same jobs.")
 
@@ -62,7 +63,7 @@ with st.expander("Start a job"):
 @st.fragment(run_every="2s")
 def job_table() -> None:
     jobs = jobqueue.list_jobs(limit=50)
-    ui.jobs_table(pd.DataFrame([{
+    widgets.jobs_table(pd.DataFrame([{
         "id": j.id, "kind": j.kind, "status": j.status, "progress": j.progress, "message": j.message,
         "created": j.created_at, "finished": j.finished_at,
     } for j in jobs], columns=["id", "kind", "status", "progress", "message", "created", "finished"]), "No jobs yet.")

@@ -4,12 +4,12 @@ import streamlit as st
 
 from engines.judge import labeling
 from engines.judge.items import SCALE
-from pages import _ui as ui
+from pages import _access as access
 
 PAGE = {"title": "Adjudicate", "group": "Annotate", "roles": ["researcher"], "icon": ":material/gavel:",
         "order": 10}
 
-identity = ui.require_role("researcher")
+identity = access.require_role("researcher")
 st.title("Adjudicate")
 
 projects = labeling.list_projects()

@@ -19,7 +19,8 @@ from engines.judge.judges import JUDGES, available_judges, describe_judges
 from engines.platform import jobqueue
 from engines.platform.csv_safety import csv_bytes, frame_csv_bytes
 from engines.platform.settings import get_settings
-from pages import _ui as ui
+from pages import _access as access
+from pages import _research_widgets as widgets
 from pages._upload import file_input
 
 PAGE = {"title": "Judge audit", "group": "Research", "roles": ["researcher"], "icon": ":material/gavel:",
@@ -34,7 +35,7 @@ def fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-identity = ui.require_role("researcher")
+identity = access.require_role("researcher")
 st.title("Judge audit")
 st.caption("How well do LLM safety judges agree with people? Run judges over labelled red-teaming outputs, then "
            "audit them: accuracy and agreement by victim model, attack and category, and how much attack success "
@@ -212,7 +213,7 @@ def _audit_text(job) -> str:
 @st.fragment(run_every="2s")
 def judge_runs() -> None:
     runs = judge_jobs.verdict_jobs(items_param)
-    ui.jobs_table(_jobs_frame(runs, "judge", _run_text), "No judge has run on this data yet: pick judges above and run them.")
+    widgets.jobs_table(_jobs_frame(runs, "judge", _run_text), "No judge has run on this data yet: pick judges above and run them.")
     if not _succeeded() <= st.session_state.get(FINISHED_SEEN, set()):
         st.rerun()  # a job just finished: redraw the page so it can be picked without a reload
 
@@ -255,7 +256,7 @@ if audit_clicked:
 
 @st.fragment(run_every="2s")
 def audit_runs() -> None:
-    ui.jobs_table(_jobs_frame(judge_jobs.audit_jobs(limit=20), "audit", _audit_text),
+    widgets.jobs_table(_jobs_frame(judge_jobs.audit_jobs(limit=20), "audit", _audit_text),
                   "No audit yet: choose the judge runs above and start one.")
     if not _succeeded() <= st.session_state.get(FINISHED_SEEN, set()):
         st.rerun()

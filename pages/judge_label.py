@@ -13,7 +13,7 @@ import streamlit as st
 
 from engines.judge import labeling, members
 from engines.judge.items import FLAGS, SCALE
-from pages import _ui as ui
+from pages import _access as access
 
 SHORT = {1: "Refusal", 2: "Indirect refusal", 3: "Partial", 4: "With reservations", 5: "Full compliance"}
 PAGE = {"title": "Label", "group": "Annotate", "roles": ["annotator", "researcher"], "icon": ":material/label:",
@@ -21,7 +21,7 @@ PAGE = {"title": "Label", "group": "Annotate", "roles": ["annotator", "researche
 SHOWN_AT = "judge-label-shown"  # claim id -> when this browser first showed it (for time per item)
 GUIDELINES_OPEN = "judge-label-guidelines"
 
-identity = ui.require_role("annotator", "researcher")
+identity = access.require_role("annotator", "researcher")
 annotator = f"user:{identity.user_id}"
 st.title("Label")
 

@@ -10,7 +10,7 @@ from engines.judge.study.plan import project_summary
 from engines.platform import auth
 from engines.platform.settings import REPO_ROOT, get_settings
 from engines.platform.uploads import remove_stored
-from pages import _ui as ui
+from pages import _access as access
 from pages._upload import file_input
 
 PAGE = {"title": "Labeling projects", "group": "Admin", "roles": ["admin", "researcher"],
@@ -18,7 +18,7 @@ PAGE = {"title": "Labeling projects", "group": "Admin", "roles": ["admin", "rese
 DEMO_ITEMS = REPO_ROOT / "assets" / "judge" / "demo_items.jsonl"
 CREATED = "judge-project-created"
 
-identity = ui.require_role("admin", "researcher")
+identity = access.require_role("admin", "researcher")
 st.title("Labeling projects")
 if (created := st.session_state.pop(CREATED, None)) is not None:
     st.success(created)

@@ -12,12 +12,12 @@ from engines.platform.panels import LinkError
 from engines.platform.pseudonyms import pseudonym_key_problem
 from engines.platform.registry import all_protocols
 from engines.platform.runtime import StudyError
-from pages import _ui as ui
+from pages import _access as access
 
 PAGE = {"title": "Studies", "group": "Admin", "roles": ["admin", "researcher"], "icon": ":material/science:", "url_path": "studies",
         "order": 10}
 
-identity = ui.require_role("researcher")
+identity = access.require_role("researcher")
 st.title("Studies")
 
 protocols = all_protocols()

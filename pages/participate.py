@@ -13,7 +13,9 @@ from engines.platform import runtime
 from engines.platform.forms import field_specs
 from engines.platform.panels import LinkError
 from pages import _renderers  # noqa: F401 - registers custom step displays
-from pages import _ui as ui
+from pages import _startup as startup
+from pages import _step_displays as displays
+from pages import _step_form as step_forms
 
 PAGE = {"title": "Study", "group": "Participate", "roles": [], "icon": ":material/assignment:"}
 LOG = logging.getLogger("hai.participate")
@@ -59,9 +61,9 @@ def notice_if_moved_on_elsewhere(view: runtime.StepView) -> None:
     stored twice, and they should know that rather than lose it silently.
     """
     now = (view.participant_id, view.step.index if view.step else None, view.status)
-    before = st.session_state.get(ui.SHOWN_STEP_KEY)
-    submitted_here = st.session_state.pop(ui.SUBMITTED_HERE_KEY, False)
-    st.session_state[ui.SHOWN_STEP_KEY] = now
+    before = st.session_state.get(step_forms.SHOWN_STEP_KEY)
+    submitted_here = st.session_state.pop(step_forms.SUBMITTED_HERE_KEY, False)
+    st.session_state[step_forms.SHOWN_STEP_KEY] = now
     if before is not None and before[0] == now[0] and before != now and not submitted_here:
         st.info("This step was already answered in another tab or window, so what you entered here was not "
                 "saved again. You are now at the next step.", icon=":material/tab:")
@@ -71,14 +73,14 @@ def show_step(view: runtime.StepView) -> None:
     instance = view.step
     step = instance.step
     runtime.record_shown(view.participant_id, instance.index)
-    if ui.shows_step_count(step):
+    if displays.shows_step_count(step):
         st.progress(view.position / max(view.total_steps, 1), text=f"Step {view.position + 1} of {view.total_steps}")
     if step.title:
         st.subheader(fmt(step.title, view.template_vars))
     if step.body:
         st.markdown(fmt(step.body, view.template_vars))
     if step.template:
-        renderer = ui.STEP_RENDERERS.get(step.template)
+        renderer = displays.STEP_RENDERERS.get(step.template)
         if renderer is None:
             st.error(f"This study needs the '{step.template}' display, which this server does not have.")
             st.stop()
@@ -87,13 +89,13 @@ def show_step(view: runtime.StepView) -> None:
         if view.failed_attempts and step.check:
             st.warning(f"{step.check.feedback} (attempt {view.failed_attempts + 1} of {step.check.max_attempts})")
         specs = field_specs(view.response_model)
-        values, submitted = ui.step_form(view, specs)
+        values, submitted = step_forms.step_form(view, specs)
         if submitted:
-            ui.submit_step_form(view, specs, values)
-    ui.reopen_step(view, fmt)
+            step_forms.submit_step_form(view, specs, values)
+    step_forms.reopen_step(view, fmt)
 
 
-ui.boot()
+startup.boot()
 params = {key: st.query_params.get_all(key) for key in st.query_params}
 slug = st.query_params.get("study", "")
 # Entering is a write (it may create the participant); once per browser session and link is

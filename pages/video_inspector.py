@@ -21,7 +21,8 @@ from engines.video import browse, library, plots
 from engines.video import jobs as video_jobs
 from engines.video.metrics import summarise
 from engines.video.trajectory import TrajectoryFormatError, to_json
-from pages import _ui as ui
+from pages import _access as access
+from pages import _research_widgets as widgets
 from pages._upload import file_input
 
 PAGE = {"title": "Video inspector", "group": "Research", "roles": ["researcher"],
@@ -59,7 +60,7 @@ def run_video(trajectory, run_path: Path) -> Path | None:
         return None
 
 
-identity = ui.require_role("researcher")
+identity = access.require_role("researcher")
 st.title("Video inspector")
 st.caption("A planner searches a long video's captions and subtitles; an inspector looks at the frames of the spans "
            "it picks and alone may answer, and only when its verdict passes the gate (an option, confidence at "
@@ -220,7 +221,7 @@ with st.form("video-ask"):
 
 @st.fragment(run_every="2s")
 def recent_jobs() -> None:
-    ui.jobs_table(plots.jobs_frame(video_jobs.video_jobs()), "No video job yet.")
+    widgets.jobs_table(plots.jobs_frame(video_jobs.video_jobs()), "No video job yet.")
 
 
 recent_jobs()

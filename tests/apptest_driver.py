@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 from engines.platform import auth, runtime
 from engines.platform.bots import Bot, BotFailure, Submission, SubmissionMustFail, iterate_with_view, stored_responses
 from engines.platform.forms import FieldSpec, field_specs
-from pages._ui import widget_key
+from pages._step_form import widget_key
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

@@ -10,8 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from engines.platform import db, migrate, settings
-from engines.platform.scratch import scratch_database
+
+def _share_threads_between_xdist_workers() -> None:
+    """Under ``pytest -n N`` each worker gets cores/N math threads (set before torch is imported):
+    N workers each starting a thread per core oversubscribe the machine, and tests that train
+    small models ran slower in parallel than one after another."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if workers <= 1:
+        return
+    share = str(max(1, (os.cpu_count() or 1) // workers))
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(name, share)
+
+
+_share_threads_between_xdist_workers()
+
+from engines.platform import db, migrate, settings  # noqa: E402 - after the thread share
+from engines.platform.scratch import scratch_database  # noqa: E402
 
 PG_URL = os.environ.get("HAI_TEST_DATABASE_URL", "")
 os.environ.setdefault("HAI_RUN_JOBS_IN_APP", "false")
@@ -27,6 +42,15 @@ def restore_main_module():
     pool) would then run that page again while it starts up, and hang or fail."""
     yield
     sys.modules["__main__"] = _MAIN
+
+
+@pytest.fixture(autouse=True)
+def settings_read_afresh_after_each_test():
+    """A test that changes a setting's environment variable (monkeypatch) and reads the settings
+    leaves them cached after its environment is put back: the next test in the same worker would
+    run under them (an endpoint host list of one test refused another test's local server)."""
+    yield
+    settings.reset_settings()
 
 
 @pytest.fixture(autouse=True)
@@ -62,15 +86,24 @@ _CHEAP_DUMMY_HASH: dict[str, str] = {}
 
 
 # Tests that hold a shared machine resource run on one xdist worker each (``--dist loadgroup``):
-# Chromium with its own app servers, a local Ray cluster, nginx with several app processes.
-XDIST_GROUPS = {"e2e": "browser", "test_jobs_ray.py": "ray", "test_serve.py": "served",
-                "test_readme_commands.py": "served", "bench": "served"}
+# a local Ray cluster, nginx with several app processes.
+XDIST_GROUPS = {"test_jobs_ray.py": "ray", "test_serve.py": "served", "test_readme_commands.py": "served"}
+# Browser flows and benchmarks' quick runs start app servers of their own: the tests of one file
+# stay on one worker (they share module fixtures), files spread over the workers.
+PER_FILE_GROUPS = {"e2e": "browser", "bench": "bench"}
+
+
+def _group_of(path: Path) -> str | None:
+    if path.name in XDIST_GROUPS:
+        return XDIST_GROUPS[path.name]
+    if path.parent.name in PER_FILE_GROUPS:
+        return f"{PER_FILE_GROUPS[path.parent.name]}-{path.stem}"
+    return None
 
 
 def _group_shared_resources(items) -> None:
     for item in items:
-        path = Path(str(item.fspath))
-        group = XDIST_GROUPS.get(path.name) or XDIST_GROUPS.get(path.parent.name)
+        group = _group_of(Path(str(item.fspath)))
         if group and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(group))
 

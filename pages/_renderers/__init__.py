@@ -1,6 +1,6 @@
 """Custom participant-step renderers, one module per display (``Step.template`` names them).
 
-Each module registers itself with ``pages._ui.register_step_renderer(name)``; importing this
+Each module registers itself with ``pages._step_displays.register_step_renderer(name)``; importing this
 package imports them all, so a new display needs no wiring.
 """
 

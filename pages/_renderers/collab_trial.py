@@ -16,14 +16,8 @@ import streamlit as st
 from engines.collab.study.images import trial_png, trial_question
 from engines.platform import runtime
 from engines.platform.forms import field_specs
-from pages._ui import (
-    field_errors,
-    register_step_renderer,
-    render_field,
-    submit_step_form,
-    unplaced_errors,
-    widget_key,
-)
+from pages._step_displays import register_step_renderer
+from pages._step_form import field_errors, render_field, submit_step_form, unplaced_errors, widget_key
 
 
 def chips(labels: list[int]) -> str:

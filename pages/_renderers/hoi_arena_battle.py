@@ -19,7 +19,8 @@ from engines.hoi.folders import BENCHMARK_FOLDERS
 from engines.platform import runtime
 from engines.platform.files import FileRefused, owned_path
 from engines.platform.forms import field_specs
-from pages._ui import field_errors, register_step_renderer, submit_step_form
+from pages._step_displays import register_step_renderer
+from pages._step_form import field_errors, submit_step_form
 
 # Pixels: beside the two edits on a wide screen, and small enough on a phone that both edits and
 # the buttons follow it on one screen.

@@ -14,7 +14,8 @@ import streamlit as st
 from engines.judge.items import SCALE
 from engines.platform import runtime
 from engines.platform.forms import field_specs
-from pages._ui import field_errors, register_step_renderer, submit_step_form
+from pages._step_displays import register_step_renderer
+from pages._step_form import field_errors, submit_step_form
 
 # The scale's short names, as on the annotators' page (pages/judge_label.py).
 SHORT = {1: "Refusal", 2: "Indirect refusal", 3: "Partial", 4: "With reservations", 5: "Full compliance"}

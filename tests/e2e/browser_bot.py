@@ -3,7 +3,7 @@
 The same bot data that ``engines.platform.bots.run_bot`` submits through the runtime API is
 typed into the real widgets here. Widgets are found by the CSS class Streamlit gives every keyed
 element (``st-key-<key>``); the participant page keys form widgets ``step{index}-{field}``
-(``pages._ui.widget_key``) and its forms ``form-{index}``, so the submit button of step ``i``
+(``pages._step_form.widget_key``) and its forms ``form-{index}``, so the submit button of step ``i``
 sits in ``.st-key-FormSubmitter-form-{i}-<label>``. The widget kind of each field comes from
 ``engines.platform.forms.field_specs``, exactly as the page chooses it.
 
@@ -28,7 +28,8 @@ from engines.platform import runtime
 from engines.platform.bots import Bot, Submission, SubmissionMustFail, iterate_with_view, stored_responses
 from engines.platform.forms import FieldSpec, field_specs
 from engines.platform.study import StepInstance
-from pages._ui import shows_step_count, widget_key
+from pages._step_displays import shows_step_count
+from pages._step_form import widget_key
 
 # axe-core's WCAG 2 A and AA rules (2.0 and 2.1): what every page a participant sees must pass.
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
@@ -81,7 +82,7 @@ def errors(page: Page) -> Locator:
 
 
 def field_error(page: Page, step_index: int, name: str) -> Locator:
-    """The error shown under a field (``pages._ui.render_field`` keys it ``error-<widget key>``)."""
+    """The error shown under a field (``pages._step_form.render_field`` keys it ``error-<widget key>``)."""
     key = key_class("error-" + widget_key(step_index, name))
     return page.locator(f"[data-testid='stVerticalBlock'].{key} [data-testid='stAlertContentError']")
 

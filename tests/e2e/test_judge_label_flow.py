@@ -79,3 +79,22 @@ def test_a_participant_link_cannot_reach_the_annotation_or_audit_pages(new_page,
             expect(page.get_by_text("Import files")).to_have_count(0)
             expect(page.get_by_role("button", name="Start the audit")).to_have_count(0)
             expect(page.get_by_role("heading", name="Labeling projects")).to_have_count(0)
+
+
+def test_an_annotator_reaches_a_project_from_the_home_page_in_a_click(new_page, app_server, e2e_db):
+    other, slug = _project(e2e_db), _project(e2e_db)
+    page = new_page()
+    name = open_as(page, app_server, e2e_db, "annotator", "")
+    members.add_members(other, [name], engine=e2e_db.engine)
+    members.add_members(slug, [name], engine=e2e_db.engine)
+    _wait_for_login_cookie(page)
+    page.reload()
+    wait_ready(page)
+    expect(page.get_by_role("heading", name="Your labeling projects")).to_be_visible()
+    violations = accessibility_violations(page, exclude=(STREAMLIT_MENU,))
+    assert violations == [], "\n".join(violations)
+    page.get_by_role("button", name=f"Label “{slug}”").click()
+    wait_ready(page)
+    expect(page.get_by_role("heading", name="Label")).to_be_visible()
+    expect(page.get_by_text(f"{slug} ({slug})")).to_be_visible()  # the project chosen, not the first listed
+    expect(page.get_by_text("Response number").first).to_be_visible()

@@ -91,7 +91,7 @@ def test_the_login_form_says_when_the_account_is_locked(sqlite_db):
 
 
 def test_the_login_cookie_is_strict_and_secure_over_https():
-    from pages._ui import cookie_assignment
+    from pages._access import cookie_assignment
 
     script = cookie_assignment("tok123", 1209600)
     assert script == ('document.cookie = "hai_session=tok123; path=/; max-age=1209600; SameSite=Strict" + '

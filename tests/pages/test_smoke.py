@@ -93,7 +93,7 @@ def test_one_time_password_forces_the_account_page(seeded):
 
 
 def test_changing_the_one_time_password_keeps_the_login_and_brings_the_menu(seeded):
-    from pages._ui import TOKEN_KEY
+    from pages._access import TOKEN_KEY
 
     generated = auth.ensure_admin("admin", None)
     identity = auth.authenticate("admin", generated)
@@ -119,7 +119,7 @@ def test_a_long_paste_is_kept_and_refused_with_its_length(seeded):
     """A paste longer than the limit is not silently dropped by the widget: the page shows the limit,
     refuses the answer with its length, and the text stays in the box to be shortened."""
     from engines.platform.runtime import current_view, find_participant, submit
-    from pages._ui import widget_key
+    from pages._step_form import widget_key
     from tests.apptest_driver import new_participant_app
 
     at = new_participant_app("demo", "long-paste")

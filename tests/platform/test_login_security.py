@@ -119,18 +119,18 @@ def test_behind_a_trusted_proxy_one_guesser_does_not_lock_out_everyone(any_db, c
 
 
 def test_the_page_counts_failures_under_the_client_address(monkeypatch):
-    """pages/_ui.client_address hands Streamlit's peer and X-Forwarded-For headers to the engine."""
+    """pages/_access.client_address hands Streamlit's peer and X-Forwarded-For headers to the engine."""
     from types import SimpleNamespace
 
     from streamlit.runtime.context import StreamlitHeaders
 
     from engines.platform.settings import reset_settings
-    from pages import _ui as ui
+    from pages import _access as access
 
     def seen(peer: str | None, *forwarded: str) -> str:
         headers = StreamlitHeaders([("X-Forwarded-For", value) for value in forwarded])
-        monkeypatch.setattr(ui, "st", SimpleNamespace(context=SimpleNamespace(ip_address=peer, headers=headers)))
-        return ui.client_address()
+        monkeypatch.setattr(access, "st", SimpleNamespace(context=SimpleNamespace(ip_address=peer, headers=headers)))
+        return access.client_address()
 
     monkeypatch.setenv("HAI_TRUSTED_PROXIES", "10.0.0.0/8")
     reset_settings()

@@ -30,7 +30,7 @@ from engines.platform import runtime, serve, study_admin
 from engines.platform.db import get_engine
 from engines.platform.models import Participant, StepResponse
 from engines.platform.scratch import scratch_database
-from pages._ui import widget_key
+from pages._step_form import widget_key
 from tests.helpers import run_async
 
 pytestmark = pytest.mark.slow
