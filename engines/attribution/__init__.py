@@ -5,8 +5,8 @@ Action Models" (Zhang, Xu, Dhafer, Yue, Dong, Hao; ICML 2026; arXiv 2605.00321; 
 ``robot-future/vla-explain``). The Interventional Significance Score (ISS) blurs random coarse
 regions of a policy's camera image and credits each pixel with the change of the predicted action
 chunk; the Nuisance Mass Ratio (NMR) is the share of that credit on task-irrelevant pixels, and in
-the paper it predicts failure out of distribution. Method details, defaults and baselines:
-``shared/specs/iss.md``; the manual: ``docs/attribution.md``.
+the paper it predicts failure out of distribution. Method details, defaults, baselines and
+tests: the "Method" section of the manual, ``docs/attribution.md``.
 
 Public API, shaped like Captum's ``attribute``::
 

@@ -3,8 +3,9 @@
 - ``lerobot_policy``: a LeRobot policy (``predict_action_chunk(batch, noise=...)`` on a batch keyed
   ``observation.images.<camera>``, ``observation.state``, ``task``), with one fixed flow-matching
   noise repeated over the batch, as upstream's ``policies/lerobot_pi05.py`` does, so that action
-  changes come from the intervention alone (``shared/specs/iss.md`` 2, 5). LeRobot itself is not a
-  dependency (it needs torchvision): any object with that method works, lerobot's included.
+  changes come from the intervention alone (``docs/attribution.md``, Method, "Interventional
+  masking and the ISS estimator"). LeRobot itself is not a dependency (it needs torchvision): any
+  object with that method works, lerobot's included.
 - ``token_action_policy``: a transformers vision-to-text model whose actions are tokens, as
   OpenVLA: each action dimension is one of ``n_bins`` tokens at the end of the vocabulary, the
   bin centres span [-1, 1] and unnormalise with the checkpoint's q01/q99 statistics. Decoded

@@ -1,13 +1,13 @@
 """Standard attribution methods on the same policy and grid as ISS, through Captum, plus RISE.
 
-What each explains (``shared/specs/iss.md`` 3): a vector action chunk has no single output, so
-the perturbation methods explain the scalar D(x') = mean squared change of the chunk against the
-unmasked one, exactly ISS's divergence, and report how much D grows when a cell is replaced
-(Captum's FeatureAblation and Occlusion return f(x) - f(x'), which is -D(x'); the sign is turned
-so that larger means more important, like ISS). D and its gradient are both zero at x itself, so
-the gradient methods (Saliency, IntegratedGradients, Grad-CAM) explain each action output in
-turn and sum the absolute attributions over outputs; IntegratedGradients integrates from the
-same replacement image ISS uses.
+What each explains (``docs/attribution.md``, Method, "Baselines compared"): a vector action chunk
+has no single output, so the perturbation methods explain the scalar D(x') = mean squared change of
+the chunk against the unmasked one, exactly ISS's divergence, and report how much D grows when a
+cell is replaced (Captum's FeatureAblation and Occlusion return f(x) - f(x'), which is -D(x'); the
+sign is turned so that larger means more important, like ISS). D and its gradient are both zero at x
+itself, so the gradient methods (Saliency, IntegratedGradients, Grad-CAM) explain each action output
+in turn and sum the absolute attributions over outputs; IntegratedGradients integrates from the same
+replacement image ISS uses.
 
 Budget matching: Occlusion (window and stride of one cell), FeatureAblation (the cells as the
 feature mask) and ShapleyValueSampling (n_samples permutations, each G + 1 forward passes) all

@@ -1,11 +1,12 @@
 """The built-in reaching task: small RGB images with a spurious cue, so everything runs offline.
 
-After ``shared/specs/iss.md`` 6.4. A 64 x 64 scene holds a textured background, grey distractor
-disks, the agent (a blue ring) and the target (a dim red disk). A green square, the **cue**, sits
-in the bottom-right corner region at a position that maps the target's position (a miniature of
-the arena), so a policy can solve the task by reading the cue instead of the target. The cue agrees
-with the target with probability ``rho`` (else it maps a random point): at rho = 1 it is a perfect
-shortcut, at rho = 0 useless. Out of distribution the cue is random or absent.
+The synthetic test of the paper's claim (``docs/attribution.md``, "The reaching task" and Method,
+"The experiment and its permutation test"). A 64 x 64 scene holds a textured background, grey
+distractor disks, the agent (a blue ring) and the target (a dim red disk). A green square, the
+**cue**, sits in the bottom-right corner region at a position that maps the target's position (a
+miniature of the arena), so a policy can solve the task by reading the cue instead of the target.
+The cue agrees with the target with probability ``rho`` (else it maps a random point): at rho = 1 it
+is a perfect shortcut, at rho = 0 useless. Out of distribution the cue is random or absent.
 
 The task is tuned so that the shortcut is the easier read, as in the paper's setting: the cue is
 bright and sits in a fixed corner, the target is a low-contrast red close to the background; the

@@ -1,6 +1,6 @@
 """ISS over an episode: maps every ``time_stride`` frames, linearly interpolated in between.
 
-Upstream (``robot-future/vla-explain``, ``configs/xicm_episode.yaml``; ``shared/specs/iss.md`` 2.6)
+Upstream (``robot-future/vla-explain``, ``configs/xicm_episode.yaml``)
 computes ISS on every 10th frame of an episode and interpolates the maps between them, since
 neighbouring frames of a rollout look alike and one map costs hundreds of forward passes. The
 last frame is always computed, so nothing is extrapolated. The episode's NMR is then the mean over
@@ -51,10 +51,12 @@ def interpolate_maps(maps: torch.Tensor, frames: list[int], n_frames: int) -> to
 def iss_episode(policy: Policy, frames: torch.Tensor, *, time_stride: int = TIME_STRIDE, context: dict | None = None,
                 **iss_options) -> EpisodeISS:
     """ISS of an episode's ``frames`` (T, 3, H, W): one ``iss`` run over the keyframes (the same masks
-    for each, as a seed fixes them), interpolated to every frame. ``context`` values have a leading
-    axis of T; ``iss_options`` are ``iss``'s (grid, n_masks, p_keep, baseline, seed, ...)."""
+    for each, as a seed fixes them), interpolated to every frame. ``context`` values (tensors or
+    lists) have a leading axis of T, each keyframe scored with its own entry; ``iss_options`` are
+    ``iss``'s (grid, n_masks, p_keep, baseline, seed, ...)."""
     chosen = keyframes(frames.shape[0], time_stride)
-    own = {name: value[chosen] for name, value in (context or {}).items()}
+    own = {name: value[chosen] if isinstance(value, torch.Tensor) else [value[i] for i in chosen]
+           for name, value in (context or {}).items()}
     result = iss(policy, frames[chosen], context=own, **iss_options)
     return EpisodeISS(interpolate_maps(result.pixel_map, chosen, frames.shape[0]),
                       interpolate_maps(result.contrast_pixel_map, chosen, frames.shape[0]), chosen, result)

@@ -1,12 +1,12 @@
 """Does in-distribution NMR predict out-of-distribution failure? The paper's claim at small scale.
 
 Zhang et al. (ICML 2026) report r = -0.77 between NMR and OOD success across VLA policies. Here
-(``shared/specs/iss.md`` 6.4): reaching policies trained with cue agreement rho over several
-seeds; for each, NMR on held-out in-distribution frames (ISS and each baseline's map, upstream's
-NMR@k, and the mass NMR of ISS's contrast map) and the action error and closed-loop success with
-the cue randomised (out of distribution). Across policies: Spearman's correlation of NMR with the
-OOD error (expected > 0) and with OOD success (expected < 0), a permutation p-value and a
-bootstrap interval.
+(``docs/attribution.md``, Method, "The experiment and its permutation test"): reaching policies
+trained with cue agreement rho over several seeds; for each, NMR on held-out in-distribution frames
+(ISS and each baseline's map, upstream's NMR@k, and the mass NMR of ISS's contrast map) and the
+action error and closed-loop success with the cue randomised (out of distribution). Across policies:
+Spearman's correlation of NMR with the OOD error (expected > 0) and with OOD success (expected < 0),
+a two-sided permutation p-value and a bootstrap interval.
 
 ``python -m engines.attribution experiment [--quick] --json``; the same as the
 ``attribution.experiment`` job.

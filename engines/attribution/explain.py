@@ -2,7 +2,7 @@
 
 What the Attribution page shows for the frame a researcher picks (a scene of the reaching task,
 or an uploaded camera image), and what a script would call for the same answer. ISS and its
-contrast map come from one run of ``iss`` (``shared/specs/iss.md`` 3-4); NMR is upstream's NMR@k
+contrast map come from one run of ``iss`` (``docs/attribution.md``, Method); NMR is upstream's NMR@k
 on the plain map and the mass NMR on the contrast map, with a bootstrap interval over the run's
 masks; each baseline's map is scored with NMR@k like upstream's comparison table.
 

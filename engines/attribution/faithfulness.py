@@ -1,7 +1,8 @@
 """Faithfulness of an attribution map: do the cells it ranks first really drive the policy?
 
 For continuous actions the output is ISS's divergence D (mean squared change of the action chunk
-against the unmasked image), not a class probability (``shared/specs/iss.md`` 6.5):
+against the unmasked image), not a class probability (``docs/attribution.md``, Method,
+"Faithfulness tests"):
 
 - **deletion / MoRF** (RISE; Samek et al.'s region perturbation): replace cells in the map's order,
   most relevant first; D should rise fast, so a larger area under the curve is better;

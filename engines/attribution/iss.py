@@ -1,7 +1,8 @@
 """The Interventional Significance Score: which image regions causally drive a policy's actions.
 
 "Embodied Interpretability: Linking Causal Understanding to Generalization in Vision-Language-
-Action Models" (Zhang et al., ICML 2026; code ``robot-future/vla-explain``, ``core/iss.py``):
+Action Models" (Zhang et al., ICML 2026; arXiv 2605.00321; code ``robot-future/vla-explain``,
+``core/iss.py``):
 
 1. draw ``n_masks`` Bernoulli keep-grids Z_i (each cell kept with probability ``p_keep``);
 2. upsample each to the image, bilinear (``cv2.INTER_LINEAR``, no random shift unlike RISE): M_i;
@@ -9,11 +10,12 @@ Action Models" (Zhang et al., ICML 2026; code ``robot-future/vla-explain``, ``co
 4. D_i = mean squared change of the action chunk against the unmasked action;
 5. ISS(u) = sum_i D_i (1 - M_i(u)) / (n_masks (1 - p_keep)) ("fixed-denominator normalisation").
 
-Estimator and intervals (``shared/specs/iss.md`` 6.2): per cell g, Y_i(g) = D_i (1 - Z_ig) /
-(1 - p) has mean ISS(g) exactly (the masks are i.i.d. and E[1 - Z_ig] = 1 - p), so the mean of Y
-is unbiased and mean +- t_{N-1} s_Y / sqrt(N) is its 95% interval. The contrast variant
-dISS(g) = E[D | Z_g = 0] - E[D | Z_g = 1], estimated by mean D_i ((1 - Z_ig)/(1 - p) - Z_ig / p),
-removes the offset that the other blurred cells add to every cell.
+Estimator and intervals (``docs/attribution.md``, Method, "Interventional masking and the ISS
+estimator" and "The contrast map"): per cell g, Y_i(g) = D_i (1 - Z_ig) / (1 - p) has mean ISS(g)
+exactly (the masks are i.i.d. and E[1 - Z_ig] = 1 - p), so the mean of Y is unbiased and mean +-
+t_{N-1} s_Y / sqrt(N) is its 95% interval. The contrast variant dISS(g) = E[D | Z_g = 0] - E[D | Z_g
+= 1], estimated by mean D_i ((1 - Z_ig)/(1 - p) - Z_ig / p), removes the offset that the other
+blurred cells add to every cell.
 
 Masks are evaluated in batches, one forward pass per batch, on the policy's device (the device
 rule of ``engines.platform.torch_device``: inputs follow the model; a policy that does not say
@@ -122,7 +124,9 @@ def iss(policy: Policy, images: torch.Tensor, *, grid: tuple[int, int] = (7, 7),
     """ISS maps of ``images`` (B, 3, H, W, floats in [0, 1]) for ``policy``, with Captum's calling shape.
 
     ``context``: keyword arguments the policy takes besides the images (instruction, state), each
-    with a leading batch axis of B; they are repeated for every mask. ``device``: where the work
+    with a leading batch axis of B: a tensor, or a list such as one instruction string per image.
+    Image b's masks are all scored with entry b of every context (repeated for every mask), never
+    another image's. ``device``: where the work
     runs; default the policy's (``model_device``), else the images'. ``progress(done, total)`` is
     called after every batch of masks (it costs no synchronisation with the device). The result
     is on the CPU.
@@ -131,9 +135,8 @@ def iss(policy: Policy, images: torch.Tensor, *, grid: tuple[int, int] = (7, 7),
     _check(images, grid, n_masks, p_keep, baseline)
     device = _work_device(policy, images, device)
     images = images.to(device, torch.float32)
-    context = {name: value.to(device) if isinstance(value, torch.Tensor) else value
-               for name, value in (context or {}).items()}
     batch, _, height, width = images.shape
+    context = _context(context, batch, device)
     keeps = bernoulli_grids(n_masks, grid, p_keep, seed)  # on the CPU: the same masks on every device
     on_device = keeps.to(device)
     replaced = replacement(images, baseline, sigma=blur_sigma, seed=seed)
@@ -153,7 +156,7 @@ def iss(policy: Policy, images: torch.Tensor, *, grid: tuple[int, int] = (7, 7),
             for start in range(0, len(masks), batch_size):
                 chunk = masks[start:start + batch_size, None]  # (n, 1, H, W)
                 intervened = torch.addcmul(replaced[b], chunk, changes[b], out=buffer[:len(chunk)])
-                repeated = {name: value.expand(len(chunk), *value.shape[1:]) for name, value in own.items()}
+                repeated = {name: _repeat(value, len(chunk)) for name, value in own.items()}
                 out = policy(intervened, **repeated)  # kept on the device: no sync per batch
                 if out.untyped_storage().data_ptr() == buffer.untyped_storage().data_ptr():
                     out = out.clone()  # a view of its input: the next batch would overwrite it
@@ -168,6 +171,26 @@ def iss(policy: Policy, images: torch.Tensor, *, grid: tuple[int, int] = (7, 7),
         "grid": list(grid), "n_masks": n_masks, "p_keep": p_keep, "baseline": baseline, "seed": seed,
         "blur_sigma": blur_sigma})
     return _on_host(result, keeps)
+
+
+def _context(context: dict | None, batch: int, device: torch.device) -> dict:
+    """The context with its tensors on ``device``; every value must hold one entry per image."""
+    checked = {}
+    for name, value in (context or {}).items():
+        batched = isinstance(value, torch.Tensor) and value.ndim > 0 or isinstance(value, (list, tuple))
+        if not batched or len(value) != batch:
+            found = f"{len(value)} entries" if batched else f"one {type(value).__name__}"
+            raise ValueError(f"context {name!r} must hold one entry per image ({batch}), got {found}")
+        checked[name] = value.to(device) if isinstance(value, torch.Tensor) else list(value)
+    return checked
+
+
+def _repeat(value: torch.Tensor | list, count: int) -> torch.Tensor | list:
+    """One image's context entry (a batch of one) repeated ``count`` times: a tensor as a view, a
+    list's entry copied."""
+    if isinstance(value, torch.Tensor):
+        return value.expand(count, *value.shape[1:])
+    return value * count
 
 
 def _work_device(policy: Policy, images: torch.Tensor, device: Any) -> torch.device:

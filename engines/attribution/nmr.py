@@ -1,7 +1,8 @@
 """The Nuisance Mass Ratio: how much of a policy's attribution lies on task-irrelevant pixels.
 
 Zhang et al. (ICML 2026) report that NMR measured in distribution predicts failure out of
-distribution (r = -0.77 with OOD success). Two versions (``shared/specs/iss.md`` 6.3):
+distribution (r = -0.77 with OOD success). Two versions (``docs/attribution.md``, Method,
+"Nuisance Mass Ratio"):
 
 - the **mass** version, ``NMR = sum of the map over nuisance pixels / sum over all pixels`` (maps are
   non-negative; negative values are clipped to 0 first);

@@ -3,9 +3,10 @@
 ``python -m engines.attribution train-set`` trains one reach-cnn policy per (rho, seed) into
 ``assets/attribution/policies/reach-rho<rho>-seed<seed>.pt`` (with its JSON sidecar) and writes
 ``REPORT.md`` and ``report.json`` beside them: each policy's closed-loop success and action error
-with the cue as trained, randomised and absent (``shared/specs/iss.md`` 6.4). Training is seeded,
-one torch thread per process, so the same command gives the same weights on the same machine; the
-whole default set (5 rho x 3 seeds) takes about ten minutes on two cores.
+with the cue as trained, randomised and absent (``docs/attribution.md``, Method, "The experiment and
+its permutation test"). Training is seeded, one torch thread per process, so the same command gives
+the same weights on the same machine; the whole default set (5 rho x 3 seeds) takes about ten
+minutes on two cores.
 """
 
 from __future__ import annotations

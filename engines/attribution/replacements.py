@@ -1,7 +1,8 @@
 """What an intervened region is replaced with: blur (ISS's default), the mean image, noisy imputation.
 
-ISS intervenes on a region by replacing it with a baseline image b(x) (``shared/specs/iss.md``
-6.1): ``x~ = M * x + (1 - M) * b(x)``. Upstream blurs with ``cv2.GaussianBlur(orig, (0, 0), 10)``.
+ISS intervenes on a region by replacing it with a baseline image b(x) (``docs/attribution.md``,
+Method, "Interventional masking and the ISS estimator"): ``x~ = M * x + (1 - M) * b(x)``.
+Upstream blurs with ``cv2.GaussianBlur(orig, (0, 0), 10)``.
 A faithfulness comparison needs other baselines too, or blur favours the method that was built on
 it; the mean image and a noisy imputation (ROAD's remedy for the out-of-distribution artefact of
 plain masking, Rong et al. 2022) are the two others.

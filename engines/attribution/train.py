@@ -2,10 +2,10 @@
 
 ``python -m engines.attribution train --rho 0.95 --seed 0 --out policy.pt`` trains one policy
 (seeded: the same command gives the same weights on the same machine) with a progress bar;
-``evaluate`` runs it in closed loop with the cue as in training ("normal"), randomised ("random")
-or absent ("none"), and measures the action error against the expert on held-out frames.
-After ``shared/specs/iss.md`` 6.4: cue agreement rho in {0, 0.5, 0.8, 0.95, 1}, MSE on the expert's
-action chunks, success within 3 px in 30 steps.
+``evaluate`` runs it in closed loop with the cue as in training ("normal"), randomised ("random") or
+absent ("none"), and measures the action error against the expert on held-out frames. The synthetic
+test of ``docs/attribution.md`` (Method, "The experiment and its permutation test"): cue agreement
+rho in {0, 0.5, 0.8, 0.95, 1}, MSE on the expert's action chunks, success within 3 px in 30 steps.
 
 Training runs on the ``HAI_DEVICE`` setting's device unless a device is given (the weights are
 initialised on the CPU from the seed first, so every device starts from the same ones); the
