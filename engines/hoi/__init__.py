@@ -5,7 +5,7 @@ Implements the tooling of HOI-Edit (ICML 2026; code ``oceanflowlab/HOI-Edit``, c
 (L1 foundational, L2 context spatial understanding, L3 causal and physical reasoning), judged by
 HOI-Eval as interaction I, human consistency H, object consistency O and I+Q&A; SCPE, which edits
 through an image-to-video model steered by a learned prompt playbook; and a GenAI-Arena-style
-voting arena. See ``shared/specs/hoi_edit.md`` and ``docs/hoi.md``.
+voting arena. See ``docs/hoi.md`` (its "Method" section explains what the modules cite).
 
 Modules, one job each:
 

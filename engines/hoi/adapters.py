@@ -1,9 +1,9 @@
 """Real model adapters of HOI-Eval's roles: a multimodal chat model as the VLM judge, and a
 transformers zero-shot detector as the grounder.
 
-HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``, commit ``4022133``; ``shared/specs/hoi_edit.md`` §3,
-§4). Upstream judges with Gemini 2.5 Pro at temperature 0.1, asking for JSON, and grounds with
-GroundingDINO (box threshold 0.3, text threshold 0.25) plus SAM2.1 tracking.
+HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``, commit ``4022133``; ``docs/hoi.md``, "Method: HOI-Eval
+scores" and "Method: SCPE"). Upstream judges with Gemini 2.5 Pro at temperature 0.1, asking for JSON,
+and grounds with GroundingDINO (box threshold 0.3, text threshold 0.25) plus SAM2.1 tracking.
 
 - **judge** ``openai``: any OpenAI-compatible chat-completions endpoint that takes images (vLLM,
   Ollama, llama.cpp server, a hosted API), through ``engines.platform.chat``; its ``base_url`` must

@@ -2,7 +2,7 @@
 
 HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``) complements HOI-Eval's automatic scores with
 pairwise human votes, after GenAI-Arena's image-editing arena (``TIGER-AI-Lab/GenAI-Arena``,
-``fastchat/serve/gradio_block_arena_anony_ie.py``; ``shared/specs/hoi_edit.md`` sections 7 and 8):
+``fastchat/serve/gradio_block_arena_anony_ie.py``; ``docs/hoi.md``, "Method: Arena pairing"):
 two anonymous edits of the same source image and instruction, shown as A and B after a random
 side swap; the buttons "A is better", "B is better", "Tie" and "Both are bad"; the methods' names
 revealed only after the vote. The votes feed ``engines.hoi.ratings`` (Elo, Bradley–Terry).

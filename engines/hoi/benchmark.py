@@ -2,8 +2,8 @@
 
 HOI-Edit (ICML 2026; code ``oceanflowlab/HOI-Edit``, commit ``4022133``) ships its items as
 ``data/collected_annotations_bboxes_v7_{L1L2,L3}_questions_scoring_final.json`` (499 L1/L2 items,
-136 L3 items), each a JSON object keyed by the image's file name (``shared/specs/hoi_edit.md``
-section 2)::
+136 L3 items), each a JSON object keyed by the image's file name (``docs/hoi.md``, "Method: Task and
+benchmark format")::
 
     "<image file name>": {
         "instruction": "Make the person pick up the can",
@@ -36,7 +36,7 @@ tags are kept in :attr:`BenchmarkItem.questions` (upstream asks them too) but be
 (``evaluation/gemini3_final_hoicheck_new_noquestion_track_google_newsim.py``) reads ``tags_v4``,
 skips an item whose ``tags_v4`` is empty and picks the ``similarity_first`` mode from it; the
 shipped JSONs only have ``tags_v6``, so as released every item is skipped. Everything here reads
-``tags_v6`` (spec section 3, step 8).
+``tags_v6``.
 
 :func:`load_benchmark` reads a benchmark directory holding either file or both (at its top or
 under ``data/``) and the images under ``images/L1L2/<key>`` and ``images/L3/<key>``. Every item is

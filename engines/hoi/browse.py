@@ -1,6 +1,6 @@
 """What the HOI-Edit page shows: a benchmark folder's methods, their scores, and one item at a time.
 
-A benchmark folder is upstream's layout (``shared/specs/hoi_edit.md`` §2): the two annotation
+A benchmark folder is upstream's layout (``docs/hoi.md``, "Method: Task and benchmark format"): the two annotation
 JSONs and ``images/<split>/<key>``, each method's edits in ``<method>_frames/<split>/<key>`` (at
 the top or under ``data/``, as upstream keeps them). This project adds, when present:
 ``records/<method>.json`` (HOI-Eval records, ``python -m engines.hoi evaluate``), an I2V method's

@@ -1,6 +1,6 @@
 """The HOI-Edit demo benchmark: drawn scenes in the upstream format, and offline methods' outputs.
 
-HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; ``shared/specs/hoi_edit.md`` §2) ships two
+HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; ``docs/hoi.md``, "Method: Task and benchmark format") ships two
 annotation files and the images they name. This module writes a small synthetic benchmark of the
 same shape from the drawn scenes of :mod:`engines.hoi.scenes` (synthetic, labelled as such: it
 exercises the pipeline, it is not the benchmark), laid out as upstream's repository so that a

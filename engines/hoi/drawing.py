@@ -1,7 +1,7 @@
 """The boxes HOI-Eval draws on images, as Pillow images: what the VLM judge is shown, and the page.
 
-HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``, commit ``4022133``; ``shared/specs/hoi_edit.md``
-§3) marks an item's entities by colour: the person (subject) in a **blue** box, the object in a
+HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``, commit ``4022133``; ``docs/hoi.md``, "Method: HOI-Eval
+scores") marks an item's entities by colour: the person (subject) in a **blue** box, the object in a
 **red** box, a tool in a **yellow** box (``evaluation/gemini3_final_hoicheck_new_noquestion_track_
 google_newsim.py`` ``draw_box_and_label``; ``evaluation/run_question_answering.py``
 ``draw_yellow_box_on_image``). For the identity match the candidates found in the edit are drawn

@@ -1,7 +1,7 @@
 """HOI-Eval: one editing method's outputs judged item by item into the records the scorer reads.
 
-HOI-Edit (ICML 2026; code ``oceanflowlab/HOI-Edit``, commit ``4022133``; ``shared/specs/hoi_edit.md``
-§3, steps 1-6). For each benchmark item, the method's edited image ``<outputs>/<split>/<key>``
+HOI-Edit (ICML 2026; code ``oceanflowlab/HOI-Edit``, commit ``4022133``; ``docs/hoi.md``, "Method: HOI-Eval
+scores", steps 1-6). For each benchmark item, the method's edited image ``<outputs>/<split>/<key>``
 (upstream ``data/<model>_frames/{L1L2,L3}/<key>``) is judged against the source image:
 
 1. **Resize** the edit to the original's size, bilinear (``evaluation/resize_edited_images_to_original.py``),
@@ -25,7 +25,7 @@ HOI-Edit (ICML 2026; code ``oceanflowlab/HOI-Edit``, commit ``4022133``; ``share
    when the question speaks of a yellow box), recorded as ``qa = [{question, answer, confidence}]``.
 
 **Modes.** The default is upstream's ``confidence_first``: I over every pair, then H and O. Items
-tagged ``L1-interaction-relation_not_occur`` use ``similarity_first``, as the spec says: the
+tagged ``L1-interaction-relation_not_occur`` use ``similarity_first``, as the method does: the
 entities are matched first (H, O), and the interaction is asked about the matched pair only
 (a candidate the judge matches to nothing leaves the top-ranked one). Upstream's release runs the
 similarity-first pass for every item and then overwrites it with the confidence-first one (and

@@ -1,6 +1,6 @@
 """The image editor and the I2V generator of HOI-Edit through diffusers pipelines, chosen by a config.
 
-HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; spec ``shared/specs/hoi_edit.md`` §3, §6) compares
+HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; ``docs/hoi.md``, "Editing backends and serving them") compares
 image editors (FLUX.1 Kontext, Qwen-Image-Edit, ...) with image-to-video models turned into
 editors by SCPE (upstream: Wan2.2-I2V-A14B). This module runs those models through their diffusers
 pipelines (``huggingface/diffusers``, ``src/diffusers/pipelines/``):

@@ -1,6 +1,7 @@
 """Reading HOI-Eval's VLM judge replies, and turning them into upstream's record fields.
 
-Upstream (``evaluation/gemini3_final_hoicheck_new_noquestion_track_google_newsim.py``; spec §3)
+Upstream (``evaluation/gemini3_final_hoicheck_new_noquestion_track_google_newsim.py``; ``docs/hoi.md``, "Method:
+HOI-Eval scores")
 asks the judge for JSON: the interaction check returns ``{answer, confidence, reasoning}``
 (confidence 0 for "no"), the identity match ``{best_match_id, identity_score, quality_score,
 similarity, reasoning}`` with similarity = identity × quality. Models wrap JSON in Markdown fences,

@@ -1,7 +1,7 @@
 """The editing methods of a benchmark folder: their output folders and ``methods.json``.
 
 Upstream keeps each model's edits in ``data/<model>_frames/{L1L2,L3}/<key>`` (HOI-Edit, ICML 2026;
-``shared/specs/hoi_edit.md`` §2). This project adds ``methods.json`` beside them:
+``docs/hoi.md``, "Method: Task and benchmark format"). This project adds ``methods.json`` beside them:
 ``{method: {"kind": "image_edit" | "i2v", "label": ..., "offline": bool, "description": ...}}``,
 read by the page, the arena and the demo generator alike.
 

@@ -1,6 +1,6 @@
 """The offline defaults of HOI-Eval's and SCPE's model roles, for the drawn demo scenes.
 
-HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; ``shared/specs/hoi_edit.md`` §3, §4, §8) runs
+HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; ``docs/hoi.md``, "Method") runs
 GroundingDINO + SAM2.1 (grounder), Gemini 2.5 Pro (VLM judge, SCPE's generator, reflector and
 curator), image editors and Wan2.2 (I2V). The classes here and in ``engines.hoi.offline_generation`` take those roles with no network and no
 GPU, on the synthetic scenes of :mod:`engines.hoi.scenes`, so that HOI-Eval, SCPE and the pages run

@@ -1,6 +1,6 @@
 """The offline image editors, image-to-video generator and SCPE prompt refiner on the drawn scenes.
 
-HOI-Edit (ICML 2026; ``shared/specs/hoi_edit.md`` §4, §8) compares image editors and Wan2.2 (I2V)
+HOI-Edit (ICML 2026; ``docs/hoi.md``, "Method: SCPE") compares image editors and Wan2.2 (I2V)
 steered by SCPE, whose generator, reflector and curator run on Gemini 2.5 Pro. Offline, on the
 synthetic scenes of ``engines.hoi.scenes`` (labelled as such; no models of the real benchmark):
 

@@ -1,7 +1,7 @@
 """Reading the drawn demo scenes from pixels: what the offline grounder and judge see.
 
 The offline roles of ``engines.hoi.offline`` stand in for GroundingDINO, SAM2.1 and a VLM judge
-(HOI-Edit, ICML 2026; ``shared/specs/hoi_edit.md`` §3) on the synthetic scenes of
+(HOI-Edit, ICML 2026; ``docs/hoi.md``, "Method: HOI-Eval scores") on the synthetic scenes of
 ``engines.hoi.scenes``. They know the scenes' palette the way a trained detector knows its classes:
 a :class:`Reading` of an image finds the boxes the evaluator drew on it (pure red, blue, yellow or
 green, with their labels and the BEFORE/AFTER title band) and paints them out, then segments the

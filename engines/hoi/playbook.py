@@ -1,8 +1,8 @@
 """SCPE's prompt playbook: strategies, templates and pitfalls that the prompt generator reads.
 
-HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``, ``scpe/scripts/ace_i2v_official3.py``; spec §4)
-learns the playbook ACE-style: after a failed video the reflector writes an abstract insight, the
-curator turns it into operations ``{type: "ADD", section, content}``, and the merger appends each
+HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``, ``scpe/scripts/ace_i2v_official3.py``; ``docs/hoi.md``,
+"Method: SCPE") learns the playbook ACE-style: after a failed video the reflector writes an abstract
+insight, the curator turns it into operations ``{type: "ADD", section, content}``, and the merger appends each
 entry its section does not hold yet ("incremental update, against context collapse"). When
 learning ends, the playbook is normalized: strategies phrased as something to prevent or avoid
 move to the pitfalls, and every entry is numbered again.

@@ -1,7 +1,7 @@
 """Arena ratings from pairwise votes: online Elo, Bradley–Terry, bootstrap intervals, win fractions.
 
 Reference: GenAI-Arena (Jiang et al. 2024), ``arena_elo/elo_rating/elo_analysis.py`` and
-``clean_battle_data.py`` (``shared/specs/hoi_edit.md`` sections 7 and 8). A vote says which of two
+``clean_battle_data.py`` (``docs/hoi.md``, "Method: Ratings"). A vote says which of two
 anonymous edits was better: ``winner`` is "model_a", "model_b", "tie" or "tie (bothbad)".
 
 - Online Elo (upstream ``compute_elo``): in vote order, E_a = 1 / (1 + base ** ((R_b - R_a) / scale)),

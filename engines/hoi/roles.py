@@ -1,6 +1,6 @@
 """The model roles of HOI-Eval and SCPE, behind protocols, and the tables the registry fills.
 
-HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; ``shared/specs/hoi_edit.md`` §3, §4, §8):
+HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; ``docs/hoi.md``, "Method: HOI-Eval scores" and "Method: SCPE"):
 
 - **Grounder** (upstream GroundingDINO + SAM2.1): finds the person and the object in an edited
   image (``detect``) and follows the annotated object box from the original into the edit

@@ -1,7 +1,7 @@
 """How a drawn scene changes: the instruction language, HOI-Eval's questions on it, the motion of
 an action, and the mistakes an editor makes.
 
-HOI-Edit (ICML 2026; ``shared/specs/hoi_edit.md`` §2) instructions are, offline, sentences of a
+HOI-Edit (ICML 2026; ``docs/hoi.md``, "Method: Task and benchmark format") instructions are, offline, sentences of a
 small language (:data:`ACTIONS`) over the scenes of ``engines.hoi.scenes``: ``parse_instruction``
 reads them, ``apply_instruction`` gives the scene the instruction asks for (rendering it gives the
 ideal edit); :func:`expectation` and :func:`read_question` say what HOI-Eval's interaction and extra

@@ -1,6 +1,6 @@
 """Drawn human–object-interaction scenes: the synthetic world the HOI-Edit area runs on offline.
 
-HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; ``shared/specs/hoi_edit.md`` §2) edits photographs
+HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; ``docs/hoi.md``, "Method: Task and benchmark format") edits photographs
 of a person interacting with objects. Offline, this module stands in for the photographs: a
 256 x 192 cartoon of a person (head, hair, torso in an outfit colour, two arms with hands, legs)
 beside a table, with one to three objects (cup, ball, book, box, bottle, can; each its own shape

@@ -1,7 +1,7 @@
 """HOI-Eval's scores of one editing method: I, H, O and I+Q&A per tag, per level and per split.
 
 Reproduces upstream ``evaluation/compute_scoring_final_scores.py`` (HOI-Edit, ICML 2026; code
-``oceanflowlab/HOI-Edit``, commit ``4022133``; ``shared/specs/hoi_edit.md`` section 3, step 7)
+``oceanflowlab/HOI-Edit``, commit ``4022133``; ``docs/hoi.md``, "Method: HOI-Eval scores")
 over the evaluator's per-item records::
 
     I = max_yes_confidence,  H = subject_similarity,  O = object_similarity
@@ -68,7 +68,8 @@ SCORE_FIELDS = (
     "object_similarity",
 )
 METRICS = ("I", "H", "O", "IQA")
-# The paper's columns per level (spec section 3): L1 has no extra questions, so no I+Q&A column.
+# The paper's columns per level (docs/hoi.md, "Method: HOI-Eval scores"): L1 has no extra questions,
+# so no I+Q&A column.
 PAPER_COLUMNS = {"L1": ("I", "H", "O"), "L2": ("I", "I+Q&A", "H", "O"), "L3": ("I", "I+Q&A", "H", "O")}
 # Where each paper row is computed: L1 and L2 on the L1L2 file, L3 on the L3 file.
 PAPER_SPLIT = {"L1": "L1L2", "L2": "L1L2", "L3": "L3"}

@@ -1,6 +1,6 @@
 """SCPE, self-correcting prompt evolution: an image-to-video model used as an image editor.
 
-HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; spec §4 and the SCPE pseudocode of §8) learns a
+HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; ``docs/hoi.md``, "Method: SCPE") learns a
 prompt playbook ACE-style (``scpe/scripts/ace_i2v_official3.py``), generates each item's video
 with it, and keeps the frame that best shows the edit (``scpe/scripts/ace_v2f_qa2.py``)::
 
@@ -103,7 +103,7 @@ def uniform_indices(n_frames: int, count: int = 15) -> list[int]:
 
 @dataclass
 class SCPEConfig:
-    """How SCPE runs (spec §4, §8).
+    """How SCPE runs (``docs/hoi.md``, "Method: SCPE").
 
     Args:
         epochs: learning epochs E_learn before the final pass; upstream's README recipe learns once

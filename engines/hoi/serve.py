@@ -1,7 +1,7 @@
 """An editor or I2V model served as a Gradio app, and the roles that call such a server.
 
-HOI-Edit's generators are large (Wan2.2-I2V-A14B, FLUX.1 Kontext; ``shared/specs/hoi_edit.md``
-§3, §6): they run on a GPU box, while SCPE and the app run wherever the benchmark is. The box
+HOI-Edit's generators are large (Wan2.2-I2V-A14B, FLUX.1 Kontext; ``docs/hoi.md``, "Editing backends and
+serving them"): they run on a GPU box, while SCPE and the app run wherever the benchmark is. The box
 serves the model with::
 
     python -m engines.hoi serve --config wan.json --host 0.0.0.0 --port 7861

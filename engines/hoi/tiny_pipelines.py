@@ -1,7 +1,7 @@
 """Tiny, randomly initialised diffusers pipelines of the HOI-Edit generation roles, built from config.
 
-The I2V generator and the image editor of HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; spec
-``shared/specs/hoi_edit.md`` §6) run real diffusers pipelines (``engines.hoi.generation``). To try
+The I2V generator and the image editor of HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``;
+``docs/hoi.md``, "Editing backends and serving them") run real diffusers pipelines (``engines.hoi.generation``). To try
 and test that path with no weights, no network and no GPU, this module builds the same pipeline
 classes with a few thousand random parameters, as diffusers' own fast tests do
 (``tests/pipelines/wan/test_wan_22_image_to_video.py``,

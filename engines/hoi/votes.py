@@ -1,7 +1,7 @@
 """Arena votes: what one vote says, and reading a vote log (this project's or GenAI-Arena's shape).
 
 Reference: GenAI-Arena (Jiang et al. 2024), ``arena_elo/elo_rating/clean_battle_data.py``
-(``shared/specs/hoi_edit.md`` sections 7 and 8). A vote says which of two anonymous edits was
+(``docs/hoi.md``, "Method: Arena pairing" and "Method: Ratings"). A vote says which of two anonymous edits was
 better: ``winner`` is "model_a", "model_b", "tie" or "tie (bothbad)". Votes cast after the two
 models' names were shown (``anony`` false) are read, left out and counted, as upstream leaves them
 out of its leaderboard. The ratings are ``engines.hoi.ratings``.
@@ -46,7 +46,7 @@ class VoteFormatError(ValueError):
 
 @dataclass(frozen=True)
 class Vote:
-    """One arena vote (``shared/specs/hoi_edit.md`` section 8)."""
+    """One arena vote (``docs/hoi.md``, "Method: Arena pairing")."""
 
     tstamp: float  # seconds since the epoch, when the vote was cast
     item_id: str  # the benchmark item both edits were made for

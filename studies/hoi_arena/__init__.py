@@ -2,7 +2,7 @@
 
 HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``) ranks editing methods by pairwise human votes
 besides HOI-Eval's scores, after GenAI-Arena's image-editing arena
-(``fastchat/serve/gradio_block_arena_anony_ie.py``; ``shared/specs/hoi_edit.md`` section 7). Each
+(``fastchat/serve/gradio_block_arena_anony_ie.py``; ``docs/hoi.md``, "Method: Arena pairing"). Each
 participant votes on ``C.ROUNDS`` pairs drawn from the benchmark folder ``C.BENCHMARK`` (the methods
 ``C.METHODS``): the source photo with its instruction, edits A and B side by side (the
 sides swapped at random), and the buttons "A is better", "B is better", "Tie" and "Both are bad".

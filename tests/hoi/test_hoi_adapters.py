@@ -134,7 +134,9 @@ def test_no_api_key_is_sent_when_the_variable_is_unset(monkeypatch):
 def test_a_variable_not_declared_for_api_keys_is_refused_before_any_request(monkeypatch, variable, role):
     from engines.platform.credentials import SecretRefused
 
-    monkeypatch.setenv(variable, "secret-value")
+    # A value the settings accept (they are read afresh per test): a database URL with its password.
+    value = "postgresql://hai:secret-value@db.internal/hai" if variable == "HAI_DATABASE_URL" else "secret-value"
+    monkeypatch.setenv(variable, value)
     with FakeEndpoint(["{}"]) as endpoint, pytest.raises(SecretRefused, match=f"{role}.api_key_env: '{variable}'"):
         make(role, "openai", model="m", base_url=endpoint.base_url, api_key_env=variable)
     assert endpoint.requests == []

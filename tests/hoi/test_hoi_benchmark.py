@@ -2,7 +2,7 @@
 
 The fixture items copy the shapes of upstream's
 ``data/collected_annotations_bboxes_v7_{L1L2,L3}_questions_scoring_final.json``
-(``shared/specs/hoi_edit.md`` section 2): L1L2 items with ``tools``/``tool_bboxes`` and the legacy
+(``docs/hoi.md``, "Method: Task and benchmark format"): L1L2 items with ``tools``/``tool_bboxes`` and the legacy
 ``tag``/``question``; L3 items, some without any tool or legacy field; ``question_v6`` as a list,
 as ``""`` and as a plain string. Expected values are written out by hand.
 """

@@ -2,7 +2,7 @@
 stub grounder and a stub judge whose answers are fixed, so every record field and the paper table
 are worked out by hand in the comments (upstream
 ``evaluation/gemini3_final_hoicheck_new_noquestion_track_google_newsim.py`` for the steps,
-``evaluation/compute_scoring_final_scores.py`` for the scores; ``shared/specs/hoi_edit.md`` §3)."""
+``evaluation/compute_scoring_final_scores.py`` for the scores; ``docs/hoi.md``, "Method: HOI-Eval scores")."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Tests of ``engines.hoi.scoring``: HOI-Eval's combination on a fixture scored by hand.
 
-The benchmark files are written in the upstream shape (``shared/specs/hoi_edit.md`` section 2),
+The benchmark files are written in the upstream shape (``docs/hoi.md``, "Method: Task and benchmark format"),
 the records in the shape ``engines.hoi.scoring`` documents (upstream field names). Every expected
 number is worked out by hand in the comments, from the formula of upstream
-``evaluation/compute_scoring_final_scores.py`` (spec section 3, step 7); none is computed by the
+``evaluation/compute_scoring_final_scores.py`` (``docs/hoi.md``, "Method: HOI-Eval scores"); none is computed by the
 code under test.
 """
 
