@@ -20,6 +20,7 @@ PAGE = {"title": "Label", "group": "Annotate", "roles": ["annotator", "researche
         "order": 0}
 SHOWN_AT = "judge-label-shown"  # claim id -> when this browser first showed it (for time per item)
 GUIDELINES_OPEN = "judge-label-guidelines"
+LINK_FOLLOWED = "judge-label-linked"  # the ?project= this tab applied last
 
 identity = access.require_role("annotator", "researcher")
 annotator = f"user:{identity.user_id}"
@@ -30,12 +31,13 @@ if not projects:
     st.info("No open labeling project has you on its team. A researcher creates projects and adds annotators "
             "under Admin → Labeling projects.")
     st.stop()
-# An invitation links here with ?project=<slug>: that project is chosen the first time the page opens.
+# An invitation (or the home page) links here with ?project=<slug>: that project is chosen when the link
+# is followed; later choices in the box stand until another link is followed.
 if (linked := st.query_params.get("project")) and linked not in {p.slug for p in projects}:
     st.warning("The link names a project you are not on the team of, or one that is closed; ask the researcher "
                "who invited you.")
-if "judge-label-project" not in st.session_state and st.query_params.get("project") in {p.slug for p in projects}:
-    st.session_state["judge-label-project"] = st.query_params["project"]
+elif linked and st.session_state.get(LINK_FOLLOWED) != linked:
+    st.session_state["judge-label-project"] = st.session_state[LINK_FOLLOWED] = linked
 slug = st.selectbox("Project", [p.slug for p in projects], key="judge-label-project",
                     format_func=lambda s: next(f"{p.title or p.slug} ({p.slug})" for p in projects if p.slug == s))
 project = next(p for p in projects if p.slug == slug)

@@ -10,8 +10,7 @@ from pages import _access as access
 
 PAGE = {"title": "Overview", "group": "Research", "roles": ["researcher", "annotator"], "icon": ":material/home:",
         "order": 0}
-LABEL_PAGE = "pages/judge_label.py"
-LABEL_PROJECT_KEY = "judge-label-project"  # the Label page's project choice (pages/judge_label.py)
+LABEL_PAGE = "pages/judge_label.py"  # opened on a project by ?project=<slug>, as an invitation link does
 
 identity = access.require_role("researcher", "annotator")
 st.title("HAI Studio")
@@ -28,8 +27,7 @@ def labeling_projects_table(projects, annotator: str) -> None:
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     for project in projects:
         if st.button(f"Label “{project.title or project.slug}”", key=f"overview-label-{project.slug}"):
-            st.session_state[LABEL_PROJECT_KEY] = project.slug
-            st.switch_page(LABEL_PAGE)
+            st.switch_page(LABEL_PAGE, query_params={"project": project.slug})
 
 
 def annotator_home() -> None:

@@ -96,5 +96,6 @@ def test_an_annotator_reaches_a_project_from_the_home_page_in_a_click(new_page, 
     page.get_by_role("button", name=f"Label “{slug}”").click()
     wait_ready(page)
     expect(page.get_by_role("heading", name="Label")).to_be_visible()
-    expect(page.get_by_text(f"{slug} ({slug})")).to_be_visible()  # the project chosen, not the first listed
+    project = page.get_by_role("combobox", name="Project")
+    expect(project).to_have_value(f"{slug} ({slug})")  # the project chosen, not the first listed
     expect(page.get_by_text("Response number").first).to_be_visible()
