@@ -1,7 +1,7 @@
 """Reproduce the paper's two claims at full scale, with figures.
 
 Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
-User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5.
+User-Specified Requirements" (ICML 2026, arXiv:2602.17646); ``docs/collab.md``, Method.
 
 - Claim (1): under every shift schedule the online controller keeps each running violation rate
   within target + bound(t) (a deterministic, finite-sample guarantee), while the fixed-threshold
@@ -85,7 +85,7 @@ def claim_online_vs_fixed(T: int, seed: int) -> tuple[dict, dict[str, Simulation
             "online": {"violation_rate": on.violation_rate, "bound": on.bound, "within_bound": on.within_bound,
                        "max_excess": on.max_excess, "accuracy": on.accuracy},
             "fixed": {"violation_rate": fx.violation_rate, "accuracy": fx.accuracy},
-            # The AI-only baseline (spec §5 metric 3): a plain conformal set matched in coverage.
+            # The AI-only baseline (docs/collab.md, Method): a plain conformal set matched in coverage.
             "matched": {"violation_rate": result.matched.violation_rate, "accuracy": result.matched.accuracy,
                         "set_coverage": result.matched.set_coverage, "online_set_coverage": on.set_coverage,
                         "mean_set_size": result.matched.mean_set_size, "online_mean_set_size": on.mean_set_size},

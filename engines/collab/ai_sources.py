@@ -1,7 +1,8 @@
 """The AI's side of a simulated interaction: cases with the AI's label probabilities, by task.
 
 Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
-User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5.
+User-Specified Requirements" (ICML 2026, arXiv:2602.17646); ``docs/collab.md``, Method,
+"Tasks, AI and simulated collaborators".
 The AI's score of a label is s(y) = 1 − p_AI(y) in [0, 1] (B = 1); the controller's sets
 threshold it. Sources:
 

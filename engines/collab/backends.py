@@ -1,8 +1,9 @@
 """Model backends of the collaboration area: the chat model that plays the human (``ChatBackend``).
 
-Spec ``shared/specs/collab.md`` §6 (LLM-simulated collaborators). The protocol and its adapters
-(an OpenAI-compatible endpoint, a local transformers model) live in ``engines.platform.chat``,
-shared with the other areas whose roles talk to an LLM; they are re-exported here.
+LLM collaborators: ``docs/collab.md``, Method, "Tasks, AI and simulated collaborators". The protocol
+and its adapters (an OpenAI-compatible endpoint, a local transformers model) live in
+``engines.platform.chat``, shared with the other areas whose roles talk to an LLM; they are
+re-exported here.
 
 Offline default and tests: a local fake endpoint with a scripted participant
 (``tests/collab/fake_llm.py``) and a tiny randomly initialised GPT-2 built from config. The

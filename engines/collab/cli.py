@@ -1,7 +1,7 @@
 """Options and runs of ``python -m engines.collab simulate`` and ``sweep`` (``__main__`` dispatches).
 
 Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
-User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5.
+User-Specified Requirements" (ICML 2026, arXiv:2602.17646); ``docs/collab.md``, Method.
 The options come from the config dataclasses (``SimulationConfig``, ``SweepConfig``, ``LLMConfig``;
 ``engines.platform.config_schema``); this module adds what only a command line has (``--quick``,
 ``--out``, ``--json``) and turns parsed arguments into a config and a run.

@@ -1,4 +1,4 @@
-"""Online two-threshold controller for counterfactual harm and complementarity (spec §§4–5).
+"""Online two-threshold controller for counterfactual harm and complementarity (``docs/collab.md``, Method).
 
 Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
 User-Specified Requirements" (ICML 2026, arXiv:2602.17646). Update rule: quantile tracking, the
@@ -10,10 +10,10 @@ Per interaction t the thresholds (q^H_t, q^C_t) are frozen; in round k the AI sh
 
     C_{t,k} = {y : r^H_k(y)=1, s(y) <= q^H} ∪ {y : r^H_k(y)=0 or r^C_k(y)=1, s(y) <= q^C}
 
-with scores s(y) = 1 - p_AI(y) in [0, B]. The second part is the spec's {y : r^H_k(y)=0,
-s <= q^C} plus the labels that are both protected and supplied; for disjoint rules (every pair of
-built-ins) it *is* the spec's set. The extra term keeps the supply error a function of q^C alone
-in the sense the bound needs (q^C >= B forces it to 0) when a custom pair overlaps. No rounding
+with scores s(y) = 1 - p_AI(y) in [0, B]. The second part is {y : r^H_k(y)=0, s <= q^C} plus the
+labels that are both protected and supplied; for disjoint rules (every pair of built-ins) the
+extra term adds nothing. When a custom pair overlaps, it keeps the supply error a function of q^C
+alone in the sense the bound needs (q^C >= B forces it to 0). No rounding
 and no top-1 fallback: the set may be empty, and it is monotone in both thresholds.
 
 Violations (max over rounds of the activated omission):
@@ -22,15 +22,15 @@ Violations (max over rounds of the activated omission):
 
 Updates once Y_t is known: q_{t+1} = q_t + η(err_t − α), per constraint (``step``).
 
-**Bound (proved here; tighter than the spec's (B + η + |q_1|)/(ηT)).** Scores lie in [0, B], so
-q_t >= B puts every label with s <= q_t in the set: err_t = 0 and q_{t+1} = q_t − ηα < q_t. If
-q_t < B then q_{t+1} <= q_t + η(1−α) < B + η(1−α). By induction q_t <= M := max(q_1, B + η(1−α))
-for all t. Summing the update telescopes: (1/T) Σ_t (err_t − α) = (q_{T+1} − q_1)/(ηT), hence, for
-every sequence of humans, cases, rules and labels,
+**Bound (proved here; tighter than the generic quantile-tracking (B + η + |q_1|)/(ηT)).**
+Scores lie in [0, B], so q_t >= B puts every label with s <= q_t in the set: err_t = 0 and
+q_{t+1} = q_t − ηα < q_t. If q_t < B then q_{t+1} <= q_t + η(1−α) < B + η(1−α). By induction
+q_t <= M := max(q_1, B + η(1−α)) for all t. Summing the update telescopes: (1/T) Σ_t (err_t − α)
+= (q_{T+1} − q_1)/(ηT), hence, for every sequence of humans, cases, rules and labels,
 
     (1/T) Σ_{t<=T} err_t <= α + max(0, B + η(1−α) − q_1) / (ηT).
 
-Since B + η(1−α) − q_1 <= B + η + |q_1|, this implies the spec's form. The spec's two-sided
+Since B + η(1−α) − q_1 <= B + η + |q_1|, this implies that form. A two-sided
 version does not hold in general: when the rule never fires on the truth (e.g. the human never
 holds it), err_t = 0 whatever q_t, q_t drifts to −∞ and the rate is 0 < α. A lower bound needs
 "the rule fires ⇒ q_t < 0 forces err_t = 1", true for disjoint rules whenever the rule fires on Y;
@@ -105,7 +105,7 @@ class ControllerConfig:
         conditional: update only on interactions where the rule fired on the truth, step η/π̂.
     """
 
-    # Targets: unconditional per-interaction violation rates (spec §5).
+    # Targets: unconditional per-interaction violation rates.
     alpha_harm: float = 0.05
     alpha_comp: float = 0.05
     # Step sizes: the bound shrinks like 1/(ηT); larger η reacts faster to shifts.
@@ -238,7 +238,7 @@ def prediction_set(scores: np.ndarray, protect: np.ndarray, q_harm: float, q_com
                    supply: np.ndarray | None = None) -> np.ndarray:
     """C = {y : protect, s <= q_harm} ∪ {y : not protect (or supply), s <= q_comp}; (K,) bool.
 
-    Ties count as inside (s <= q). Without ``supply`` this is exactly the spec's set; with it,
+    Ties count as inside (s <= q). Without ``supply`` the second part is {not protect, s <= q_comp}; with it,
     labels both protected and supplied also enter through q_comp (see the module docstring).
     A NaN score is refused (ValueError); ``OnlineController`` also checks the range [0, B].
     """
@@ -250,7 +250,7 @@ def prediction_set(scores: np.ndarray, protect: np.ndarray, q_harm: float, q_com
 
 def interaction_errors(scores: np.ndarray, label: int, protect: np.ndarray, supply: np.ndarray,
                        q_harm: float, q_comp: float) -> InteractionErrors:
-    """Violations of one interaction: max over its rounds of the activated omission (spec §5).
+    """Violations of one interaction: max over its rounds of the activated omission.
 
     Args:
         scores: (K,) scores fixed for the interaction, or (R, K) one row per round.

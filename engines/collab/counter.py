@@ -1,6 +1,6 @@
 """The AI collaborator of the shape-counting task: a small CNN giving a probability over counts.
 
-In the paper's setting (Noorani et al., arXiv:2602.17646; ``shared/specs/collab.md`` §5) the
+In the paper's setting (Noorani et al., ICML 2026, arXiv:2602.17646; ``docs/collab.md``, Method) the
 AI's score is s(z, y) = 1 - p_AI(y | z); this module provides p_AI for the pictorial task of
 ``engines.collab.shapes``. The network is trained by ``python -m engines.collab train-counter``
 (``engines.collab.counter_training``); its weights ship in ``assets/collab/counter.pt``.

@@ -10,7 +10,7 @@ difficulty is drawn uniformly from [0, 1], with the 8 flips/rotations of the squ
 augmentation (they never change a count). After training, one softmax temperature is fitted
 on a validation set (temperature scaling, Guo et al. 2017), because the AI's probabilities
 are the score s(y) = 1 - p_AI(y) that the paper's thresholds act on (arXiv:2602.17646;
-``shared/specs/collab.md`` §5): miscalibration would distort the sets, not just the
+``docs/collab.md``, Method, "Prediction sets"): miscalibration would distort the sets, not just the
 reported confidence.
 
 Writes, next to ``--out`` (default ``assets/collab/counter.pt``):

@@ -8,8 +8,9 @@ AGE, SEX, EVIDENCES, INITIAL_EVIDENCE, DIFFERENTIAL_DIAGNOSIS and PATHOLOGY (49 
 (``pathology_names``). ``load_ddxplus_dir(folder)`` finds the test split and the code books in a
 release folder; ``draw_ddxplus(folder, n, rng)`` reads n patients in a seeded random order, parsing
 only those. Patients are ``medical.MedicalCase`` objects whose world is the ``DDXPlusRelease``, so
-``medical.describe`` renders the interview as a clinician reads it. Spec ``shared/specs/collab.md``
-§§2, 6 (the precursor arXiv:2510.23476 runs an LLM clinician on DDXPlus).
+``medical.describe`` renders the interview as a clinician reads it. The precursor paper
+(arXiv:2510.23476) runs an LLM clinician on DDXPlus; see ``docs/collab.md``, Method, "Tasks, AI and
+simulated collaborators".
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Simulated collaborators for the counting task and the schedules that change them over time.
 
-Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
-User-Specified Requirements" (ICML 2026, arXiv:2602.17646). The guarantee needs no model of the
-human (spec §5); these humans only exercise it, with shifts modelled on the precursor's
-experiments (arXiv:2510.23476: noise-level phases, human-policy changes, population changes).
+Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with User-Specified
+Requirements" (ICML 2026, arXiv:2602.17646). The guarantee needs no model of the human
+(``docs/collab.md``, Method, "Guarantees"); these humans only exercise it, with shifts modelled on
+the precursor's experiments (arXiv:2510.23476: noise-level phases, human-policy changes, population
+changes).
 
 **Parametric human** (labels are counts 0..K-1, so perception is ordinal):
 

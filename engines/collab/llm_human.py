@@ -1,9 +1,10 @@
 """An LLM-simulated collaborator: a language model plays the human over the rounds of one decision.
 
-Spec ``shared/specs/collab.md`` §6 (LLM-simulated medical setting, a design choice built on the
-precursor arXiv:2510.23476): an LLM "clinician" sees the case, answers, sees the AI's prediction
-set, and revises over K rounds. Here the same player handles the shape-counting task (from
-``ShapeTask.describe()``) and the synthetic or real DDXPlus task (from ``medical.describe``).
+The precursor paper's LLM-clinician setting (arXiv:2510.23476) made multi-round (``docs/collab.md``,
+Method, "Tasks, AI and simulated collaborators"): an LLM "clinician" sees the case, answers, sees
+the AI's prediction set, and revises over K rounds. Here the same player handles the shape-counting
+task (from ``ShapeTask.describe()``) and the synthetic or real DDXPlus task (from
+``medical.describe``).
 
 Pieces:
 

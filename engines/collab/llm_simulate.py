@@ -1,8 +1,8 @@
 """Simulated interactions with an LLM as the human: ``python -m engines.collab simulate --human llm``.
 
 Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
-User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5 and
-§6 (LLM-simulated setting). The simulator's reference loop (``loop_reference.run_reference``), one
+User-Specified Requirements" (ICML 2026, arXiv:2602.17646); ``docs/collab.md``, Method
+(LLM collaborators). The simulator's reference loop (``loop_reference.run_reference``), one
 interaction at a time, with an ``LLMCollaborator`` (``engines.collab.llm_human``) in place of the
 parametric person:
 
@@ -77,7 +77,7 @@ class LLMConfig:
             Exactly one of ``base_url`` and ``local``.
         temperature, max_tokens: decoding (temperature 0: greedy, reproducible).
         persona: extra system text for every interaction (e.g. "You trust the AI a lot.").
-        persona_switch: a second persona from interaction switch_at·T on (a shift, spec §6).
+        persona_switch: a second persona from interaction switch_at·T on (a shift).
         shape_detail: how the shapes task is described (``shapes.DESCRIBE_DETAILS``).
         transcripts: raw replies are kept for this many interactions per run (0: none).
         timeout: seconds per HTTP request.

@@ -1,7 +1,7 @@
 """The simulation loop compiled: T interactions over pre-drawn arrays in one function (``run_fast``).
 
 Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
-User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5.
+User-Specified Requirements" (ICML 2026, arXiv:2602.17646); ``docs/collab.md``, Method.
 The same loop as ``engines.collab.loop_reference.run_parametric``, written over plain arrays so
 numba can compile it (~3M interactions/s on one core; without numba the same function runs as
 plain Python, ~45k/s). It knows the built-in rules only, by their ``rules.FAST_CODES``; custom

@@ -1,7 +1,7 @@
 """The simulation loop, one interaction at a time over the public objects (``run_reference``).
 
 Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
-User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5.
+User-Specified Requirements" (ICML 2026, arXiv:2602.17646); ``docs/collab.md``, Method.
 Per interaction t: the thresholds frozen for it; in each of up to R rounds the collaborator states
 an answer, a belief set and a confidence, the protect/supply rules (``engines.collab.rules``) label
 the prefix, the AI shows the two-threshold set (``engines.collab.controller``) and the collaborator
@@ -119,7 +119,7 @@ class ControllerAI:
         return shown, int(inside[np.argmin(s[inside])]) if len(inside) else -1
 
     def errors(self, label: int) -> InteractionErrors:
-        """The interaction's violations once the truth ``label`` is revealed (spec §5), from the sets
+        """The interaction's violations once the truth ``label`` is revealed, from the sets
         actually shown (the controller's sets are not drawn a second time)."""
         return errors_of_sets(np.array(self.sets), label, np.array(self.protects), np.array(self.supplies))
 

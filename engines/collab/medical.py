@@ -1,9 +1,10 @@
 """A synthetic DDXPlus-like diagnosis task (SYNTHETIC data): its world, cases, posterior and text.
 
-Spec ``shared/specs/collab.md`` §2 and §6: the precursor (arXiv:2510.23476) runs an LLM clinician on
-DDXPlus (Fansi Tchango et al., NeurIPS 2022 Datasets & Benchmarks; 49 pathologies, fields AGE, SEX,
-EVIDENCES, INITIAL_EVIDENCE, DIFFERENTIAL_DIAGNOSIS, PATHOLOGY). The multi-round version reveals
-more evidence each round. DDXPlus itself is not shipped here, so this module offers:
+The precursor paper ("Human-AI Collaborative Uncertainty Quantification", arXiv:2510.23476) runs an
+LLM clinician on DDXPlus (Fansi Tchango et al., NeurIPS 2022 Datasets & Benchmarks; 49 pathologies,
+fields AGE, SEX, EVIDENCES, INITIAL_EVIDENCE, DIFFERENTIAL_DIAGNOSIS, PATHOLOGY). The multi-round
+version reveals more evidence each round (``docs/collab.md``, Method). DDXPlus itself is not shipped
+here, so this module offers:
 
 - ``MedicalWorld`` — a small, seeded, **synthetic** disease–symptom model in the spirit of DDXPlus:
   12 generic pathologies and 40 evidences (30 symptoms, 10 antecedents). It is *not* medical

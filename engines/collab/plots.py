@@ -1,8 +1,8 @@
 """Plotly figures and tables of the collaboration engine, built from data objects only.
 
 Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
-User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5,
-metrics and plots 1–4:
+User-Specified Requirements" (ICML 2026, arXiv:2602.17646); measurements 1–4
+of ``docs/collab.md``, Method, "Baselines and measurements":
 
 1. running (prefix) violation rate per constraint against the target line, with the
    finite-sample band [α, α + bound(t)] of the online controller (``controller.upper_bound``),
@@ -50,7 +50,7 @@ THRESHOLD_TITLES = {"harm": "q^H (harm threshold)", "comp": "q^C (complementarit
 COLORS = {"online": "#1f77b4", "fixed": "#d62728", "stream": "#1f77b4"}
 
 
-# RATE TRACES: spec §5 plots 1 and 2
+# RATE TRACES: measurements 1 and 2
 
 def _y_range(runs: Sequence[RateTraces], name: str) -> list[float]:
     target = runs[0].target[name]
@@ -61,7 +61,7 @@ def _y_range(runs: Sequence[RateTraces], name: str) -> list[float]:
 
 def violation_figure(runs: Sequence[RateTraces], *, shift_points: Sequence[int] = (), show_local: bool = True,
                      title: str = "Running violation rate vs target") -> go.Figure:
-    """Spec §5 plot 1: one panel per constraint; running rate of each run, target line, α + bound(t) band.
+    """Measurement 1: one panel per constraint; running rate of each run, target line, α + bound(t) band.
 
     Args:
         runs: the online run (or a stream) first, then e.g. the fixed baseline.
@@ -133,7 +133,7 @@ def out_of_range_note(runs: Sequence[RateTraces], name: str, score_bound: float 
 
 def threshold_figure(runs: Sequence[RateTraces], *, shift_points: Sequence[int] = (),
                      title: str = "Thresholds q^H_t and q^C_t", score_bound: float = 1.0) -> go.Figure:
-    """Spec §5 plot 2: threshold traces, one panel per constraint, one line per run (named by its label).
+    """Measurement 2: threshold traces, one panel per constraint, one line per run (named by its label).
 
     The score range [0, B] is drawn as dotted lines; a threshold outside it gets a note under its
     panel (``out_of_range_note``).
@@ -196,7 +196,7 @@ def accuracy_figure(result: SimulationResultFile | dict) -> go.Figure:
 
 
 def set_size_table(result: SimulationResultFile | dict) -> pd.DataFrame:
-    """Spec §5 metric 4 per run: mean set size per round, coverage, rounds played, round the answer stabilised."""
+    """Measurement 4 per run: mean set size per round, coverage, rounds played, round the answer stabilised."""
     return pd.DataFrame([{"run": which, "mean set size": s.mean_set_size, "set coverage": s.set_coverage,
                           "mean rounds": s.mean_rounds, "mean stabilise round": s.mean_stabilise_round}
                          for which, s in _simulation(result).runs().items()])
@@ -210,7 +210,7 @@ def violation_table(result: SimulationResultFile | dict) -> pd.DataFrame:
                          for which, s in _simulation(result).runs().items() for name in CONSTRAINTS])
 
 
-# A SWEEP RESULT: spec §5 plot 3
+# A SWEEP RESULT: measurement 3
 
 def sweep_table(sweep: SweepResultFile | dict) -> pd.DataFrame:
     """Final accuracy, alpha_harm down the rows and alpha_comp across."""
@@ -220,7 +220,7 @@ def sweep_table(sweep: SweepResultFile | dict) -> pd.DataFrame:
 
 
 def sweep_heatmap(sweep: SweepResultFile | dict) -> go.Figure:
-    """Spec §5 plot 3: final accuracy over the (α_H, α_C) grid."""
+    """Measurement 3: final accuracy over the (α_H, α_C) grid."""
     sweep = _sweep(sweep)
     table = sweep_table(sweep)
     fig = go.Figure(go.Heatmap(z=table.values, x=[f"{c:g}" for c in table.columns], y=[f"{h:g}" for h in table.index],

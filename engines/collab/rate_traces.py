@@ -1,9 +1,9 @@
 """Running rates, bound band, local rates and thresholds of one controller run, as arrays over t.
 
-Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
-User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5,
-metrics 1–2: the running (prefix) violation rate per constraint against its target α, the
-finite-sample band [α, α + bound(t)] of the online controller, a rolling local rate, and the
+Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with User-Specified
+Requirements" (ICML 2026, arXiv:2602.17646); measurements 1–2 of ``docs/collab.md``, Method,
+"Baselines and measurements": the running (prefix) violation rate per constraint against its target
+α, the finite-sample band [α, α + bound(t)] of the online controller, a rolling local rate, and the
 thresholds q^H_t, q^C_t.
 
 Three sources give the same ``RateTraces``: per-interaction errors (``traces_from_errors``; the

@@ -1,9 +1,9 @@
 """Running and local violation rates and the bound over time, shared by the simulator and the pages.
 
-Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
-User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5,
-metric 1: the running (prefix) violation rate against the target with the band α + bound(t), and
-a rolling local rate. Plain numpy over per-interaction error arrays.
+Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with User-Specified
+Requirements" (ICML 2026, arXiv:2602.17646); measurement 1 of ``docs/collab.md``, Method,
+"Baselines and measurements": the running (prefix) violation rate against the target with the
+band α + bound(t), and a rolling local rate. Plain numpy over per-interaction error arrays.
 """
 
 from __future__ import annotations

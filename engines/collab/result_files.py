@@ -1,7 +1,7 @@
 """The JSON files the collaboration engine writes, read back and written by typed dataclasses.
 
 Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
-User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5.
+User-Specified Requirements" (ICML 2026, arXiv:2602.17646); ``docs/collab.md``, Method.
 
 - ``SimulationResultFile``: what ``python -m engines.collab simulate --out`` and a
   ``collab.simulate`` job write (``SimulationResult.to_dict``): accuracies, and per run (online,

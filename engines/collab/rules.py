@@ -1,7 +1,8 @@
 """Harm and complementarity label rules over the interaction prefix, and their registry.
 
 Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
-User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5.
+User-Specified Requirements" (ICML 2026, arXiv:2602.17646); ``docs/collab.md``, Method,
+"Interactions, scores and rules".
 The researcher says what *harm* and *complementarity* mean with two per-round label rules:
 
 - ``protect`` r^H_{t,k}(y): the AI must not drop y (counterfactual harm = dropping a protected truth);
@@ -14,7 +15,7 @@ A rule maps the prefix z_{t,k} (the human's belief sets, answers and confidences
 the whole interaction (e.g. "protect the human's *final* answer") is not; replace it by a prefix
 surrogate r̂_{t,k} that label-wise dominates it, r̂_{t,k}(y) >= r_t(y) for every y and k. The
 controlled event (an activated omission under r̂) then contains the event of interest, so the
-guarantee carries over to the original requirement (spec §1, third-party note; §5).
+guarantee carries over to the original requirement.
 
 Rules are registered by name with ``@register_rule(name, params=..., role=...)``; the built-ins
 below use the same decorator. A study module registers its own rules the same way when it is
@@ -74,7 +75,7 @@ FAST_CODES = {
 
 @dataclass(frozen=True)
 class Prefix:
-    """What the AI may look at when it builds the round-k set of one interaction (spec §5, z_{t,k}).
+    """What the AI may look at when it builds the round-k set of one interaction (z_{t,k}).
 
     Args:
         belief_sets: (k, K) bool, H_{t,1..k}: the labels the human considers plausible per round.
@@ -271,7 +272,7 @@ def fast_encoding(rule: Rule) -> tuple[int, float]:
 
 @register_rule("human_holds", role="protect")
 def human_holds(prefix: Prefix, params: NoParams) -> np.ndarray:
-    """Protect every label the human currently holds: r^H_{t,k}(y) = 1{y ∈ H_{t,k}} (the spec's default).
+    """Protect every label the human currently holds: r^H_{t,k}(y) = 1{y ∈ H_{t,k}} (the default).
 
     Counterfactual harm is then "the AI set dropped a truth the human already had".
     """

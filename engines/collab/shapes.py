@@ -1,6 +1,6 @@
 """The pictorial reasoning task: count the triangles in a generated image.
 
-The paper's human study (Noorani et al., arXiv:2602.17646, §6 of ``shared/specs/collab.md``)
+The paper's human study (Noorani et al., ICML 2026, arXiv:2602.17646; ``docs/collab.md``, Method)
 is a visual counting task, very likely shape counting: participants see an image and a
 question, enter a count, and the AI shows a set of candidate counts. This module generates
 such images from a seed, with difficulty knobs (how many shapes, how many and which

@@ -1,7 +1,7 @@
 """Run T simulated interactions under online control and a fixed baseline: ``python -m engines.collab simulate``.
 
 Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
-User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5.
+User-Specified Requirements" (ICML 2026, arXiv:2602.17646); ``docs/collab.md``, Method.
 Per interaction: a case (count y, difficulty, AI probabilities; ``engines.collab.ai_sources``) and
 a simulated human (``engines.collab.humans``); in each of up to R rounds the human states an
 answer and belief set, the protect/supply rules (``engines.collab.rules``) label the prefix, the AI
@@ -128,7 +128,7 @@ class SimulationConfig:
         engine: "fast", "reference" or "auto" (fast unless a rule is custom).
         with_fixed: also run the fixed-threshold baseline.
         with_matched: also run the AI-only baseline: a plain conformal set, blind to the human,
-            matched in coverage to the online run (``matched_baseline``; spec §5 metric 3).
+            matched in coverage to the online run (``matched_baseline``).
         trace_points, window: resolution of the running traces and trailing window of local rates.
     """
 
@@ -530,10 +530,11 @@ def run_controller(cases: AICases, draws: HumanDraws, params: ParamTrack, protec
 
 
 def matched_baseline(state: ControllerState, online: RunTrace, cases: AICases) -> ControllerState:
-    """The AI-only baseline of spec §5 metric 3: a plain conformal set {y : s(y) <= q}, blind to the
-    human and the rules, with q fixed so that its coverage matches the online run's (the fraction
-    of rounds whose set held the truth). A plain set holds the truth in every round or in none, so
-    q is the quantile of s(Y) at that coverage with each case weighted by its online rounds."""
+    """The AI-only baseline matched in coverage (``docs/collab.md``, Method): a plain conformal set
+    {y : s(y) <= q}, blind to the human and the rules, with q fixed so that its coverage matches
+    the online run's (the fraction of rounds whose set held the truth). A plain set holds the truth
+    in every round or in none, so q is the quantile of s(Y) at that coverage with each case
+    weighted by its online rounds."""
     coverage = float(online.covered.sum() / max(int(online.rounds.sum()), 1))
     s_true = cases.scores[np.arange(len(cases.labels)), cases.labels]
     order = np.argsort(s_true, kind="stable")

@@ -7,12 +7,12 @@ and a resent one (same ``interaction_key``) is not applied twice. ``audit`` repl
 sequence from the initial state and checks it reproduces the stored thresholds, so the
 guarantee can be checked after the fact however many participants ran at once.
 
-Calibration batch (spec §5, "initialise q_1 with a split-conformal quantile on a calibration
-batch"): a stream created with ``calibration_size=n`` shows its initial thresholds to its first
-n interactions and only records them (with s(Y) and whether each rule fired); the n-th update
-fits q_1 (``controller.calibrate_critical``) and online updates start from there. An interaction
-that froze its thresholds before the fit but finishes after it is recorded as "excluded": its
-errors belong to the old thresholds, so applying it would break the bound's argument.
+Calibration batch (``docs/collab.md``, Method, "Initial thresholds"): a stream created with
+``calibration_size=n`` shows its initial thresholds to its first n interactions and only records
+them (with s(Y) and whether each rule fired); the n-th update fits q_1
+(``controller.calibrate_critical``) and online updates start from there. An interaction that froze
+its thresholds before the fit but finishes after it is recorded as "excluded": its errors belong to
+the old thresholds, so applying it would break the bound's argument.
 
 Delays: with overlapping participants an interaction's thresholds are older than the state its
 update is applied to. The caller passes ``frozen_seq`` (the stream's update count when it froze

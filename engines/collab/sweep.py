@@ -1,11 +1,10 @@
 """Final human accuracy over a grid of targets: ``python -m engines.collab sweep``.
 
-Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
-User-Specified Requirements" (ICML 2026, arXiv:2602.17646), claim (2): tightening or loosening
-each target moves final accuracy in a predictable, monotone direction (spec §5, metric 3:
-"looser harm control or tighter complementarity raises accuracy until the sets become
-uninformative"). Every cell reruns ``simulate`` with the same seed (common random numbers: same
-cases, same people, same draws), so differences between cells come from the targets alone.
+Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with User-Specified
+Requirements" (ICML 2026, arXiv:2602.17646), claim (2): tightening or loosening each target moves
+final accuracy in a predictable, monotone direction (``docs/collab.md``, Method, "Baselines and
+measurements", item 3). Every cell reruns ``simulate`` with the same seed (common random numbers:
+same cases, same people, same draws), so differences between cells come from the targets alone.
 
     python -m engines.collab sweep --alpha-harm-grid 0.01,0.02,0.05,0.1 --alpha-comp-grid 0.02,0.05,0.1
     python -m engines.collab --json sweep --quick

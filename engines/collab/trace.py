@@ -1,7 +1,7 @@
 """What one controller run leaves behind: per-interaction arrays and the final state (``RunTrace``).
 
 Paper: Noorani, Kiyani, Hassani, Pappas, "Multi-Round Human–AI Collaboration with
-User-Specified Requirements" (ICML 2026, arXiv:2602.17646); spec ``shared/specs/collab.md`` §5.
+User-Specified Requirements" (ICML 2026, arXiv:2602.17646); ``docs/collab.md``, Method.
 Both loops fill the same record: the compiled one (``engines.collab.loop_fast``) array by array,
 the reference one (``engines.collab.loop_reference``) with ``RunTrace.record`` per interaction;
 ``engines.collab.simulate.summarise`` turns it into rates, bounds and accuracies.

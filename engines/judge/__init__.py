@@ -7,7 +7,7 @@ generations under attack are labelled by people on the paper's 1-5 scale (>= 3 i
 safety judges are audited against those labels across victim models, attacks and semantic
 categories, with attack success rates (ASR) corrected for the judges' precision. Formats follow
 HarmBench (Mazeika et al. 2024, ``cais/HarmBench``) and JailbreakBench (Chao et al. 2024,
-``JailbreakBench/jailbreakbench``). See ``shared/specs/judge.md``.
+``JailbreakBench/jailbreakbench``). The method: ``docs/judge.md``, "Method".
 
 Modules, one job each:
 

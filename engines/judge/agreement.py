@@ -1,9 +1,9 @@
 """Agreement among people and among judges: Cohen's kappa, Krippendorff's alpha, judge concordance.
 
-- Inter-annotator agreement (Schwinn et al. 2026, section 3; ``shared/specs/judge.md`` section 5):
-  on items with two or more labels, the first against the second label in labelling order,
-  Cohen's kappa on the binary label (score >= 3) and quadratic-weighted on the 1-5 score
-  (scikit-learn ``cohen_kappa_score``); Krippendorff's alpha over all labels, nominal on the
+- Inter-annotator agreement (Schwinn et al. 2026, section 3; ``docs/judge.md``, Method,
+  "Agreement measures"): on items with two or more labels, the first against the second label in
+  labelling order, Cohen's kappa on the binary label (score >= 3) and quadratic-weighted on the 1-5
+  score (scikit-learn ``cohen_kappa_score``); Krippendorff's alpha over all labels, nominal on the
   binary label and ordinal on the score, items with one label carrying no pairs (the
   ``krippendorff`` package, from per-item value counts).
 - Judge concordance (upstream): S_JC(x) = 1 - H(p_x), with p_x the fraction of judges calling

@@ -1,7 +1,7 @@
 """The judge audit: every judge against the human labels, pooled and by model, attack, category and cell.
 
-Implements the measurements of Schwinn et al. 2026 ("A Coin Flip for Safety", ICML 2026;
-``shared/specs/judge.md`` section 5) on the project's items:
+Implements the measurements of Schwinn et al. 2026 ("A Coin Flip for Safety", ICML 2026,
+arXiv:2603.06594; ``docs/judge.md``, Method) on the project's items:
 
 - per judge, accuracy, precision, recall, F1, balanced accuracy, Cohen's kappa and AUROC
   (``metrics``), pooled and by victim model, attack, semantic category and model x attack cell;

@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="ReliableBench: labelled items a behaviour needs (default %(default)s)")
     parser.add_argument("--max-cell-std", type=float, default=rb.max_cell_std,
                         help="ReliableBench: largest spread (std) of a behaviour's accuracy across model x attack "
-                             "cells (default: no limit; the spec suggests 0.15)")
+                             "cells (default: no limit; 0.15 is a reasonable choice)")
     parser.add_argument("--max-correct", type=int, default=st.max_correct,
                         help="JudgeStressTest: keep items at most this many judges get right (default %(default)s)")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON result to this file")

@@ -4,7 +4,7 @@ One small ``Protocol``: ``complete(prompts, max_new_tokens, *, candidates=()) ->
 greedy, one ``Completion(text, first_token_probs)`` per prompt. ``first_token_probs`` maps each
 candidate answer word ("yes"/"no", "safe"/"unsafe") to its probability as the first generated
 token, so LlamaGuard-3's p(unsafe) and the HarmBench classifier's p(yes) can be swept over a
-threshold (spec ``shared/specs/judge.md`` §2); None when the backend gives no token probabilities.
+threshold (``docs/judge.md``, "Judging"); None when the backend gives no token probabilities.
 
 The models themselves are the platform's backends (``engines.platform.chat``: timeouts, retries,
 the endpoint and key checks); ``ModelGenerator`` puts one behind this protocol:

@@ -2,7 +2,7 @@
 
 Made-up HarmBench-shaped data (Mazeika et al. 2024) with no harmful content, so every audit view of
 "A Coin Flip for Safety" (Schwinn et al., ICML 2026) means something offline. The paper's design
-(``shared/specs/judge.md`` section 1): 4 victim models x 5 attacks over HarmBench behaviours, labelled
+(``docs/judge.md``, Method): 4 victim models x 5 attacks over HarmBench behaviours, labelled
 on a 1-5 scale (>= 3 harmful). Here:
 
 - 40 behaviours across HarmBench's seven semantic categories, written abstractly: what would make
@@ -43,7 +43,7 @@ MODELS = ("gemma-3-1b", "llama-3.1-8b", "gemma-3-27b", "qwen-3-32b")  # the pape
 ATTACKS = ("direct", "gcg", "gcg-reinforce", "bon", "pair")  # the paper's attacks
 GENERATIONS_PER_BEHAVIOR = {"direct": 1, "gcg": 1, "gcg-reinforce": 1, "bon": 2, "pair": 2}
 GOLD_ITEMS = 40  # 10 for the quiz, the rest to mix into queues (~4% of items)
-SECOND_LABEL_SHARE = 0.2  # the spec's k=2 for a random 20%
+SECOND_LABEL_SHARE = 0.2  # k=2 for a random 20% (the labeling default)
 ANNOTATOR_NOISE = {"ann-1": 0.05, "ann-2": 0.10, "ann-3": 0.15, "ann-4": 0.30}  # P(off by one)
 
 MARKER = "[REDACTED: {}]"

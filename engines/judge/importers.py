@@ -1,6 +1,6 @@
 """Importers: HarmBench and JailbreakBench files, or any JSONL/CSV with a column mapping, into items.
 
-Upstream shapes (``shared/specs/judge.md`` section 3):
+Upstream shapes (see ``docs/judge.md``, "Bringing data in and out"):
 
 - HarmBench (Mazeika et al. 2024, ``cais/HarmBench``): a behaviours CSV with the columns
   ``Behavior, FunctionalCategory, SemanticCategory, Tags, ContextString, BehaviorID``, and per victim

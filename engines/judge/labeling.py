@@ -1,13 +1,13 @@
 """The labeling runtime: projects, the annotator's queue, labels, skips, undo, adjudication.
 
-Follows the annotation conventions collected in ``shared/specs/judge.md`` section 4-5: a
-qualification quiz on gold items (the paper's workers first passed a 10-item quiz), gold checks
-mixed into the queue with a pause threshold (Potato's test questions), overlap k on a fraction of
-the items (Argilla's ``min_submitted``, Prodigy's ``annotations_per_task``), work stealing that
-never gives an item twice to one annotator, release of items whose annotator left, and an
-adjudication queue when labels disagree (Prodigy's ``review``). Annotators see only the original
-behaviour, its context and the generation: judge verdicts, the attack and other labels stay
-hidden (anchoring; the paper's annotators saw the unaltered prompt and the generation).
+Follows the labeling protocol of ``docs/judge.md``, Method, "Labeling protocol": a qualification
+quiz on gold items (the paper's workers first passed a 10-item quiz), gold checks mixed into the
+queue with a pause threshold (Potato's test questions), overlap k on a fraction of the items
+(Argilla's ``min_submitted``, Prodigy's ``annotations_per_task``), work stealing that never gives an
+item twice to one annotator, release of items whose annotator left, and an adjudication queue when
+labels disagree (Prodigy's ``review``). Annotators see only the original behaviour, its context and
+the generation: judge verdicts, the attack and other labels stay hidden (anchoring; the paper's
+annotators saw the unaltered prompt and the generation).
 
 Only the project's team labels it: an account with the annotator role must be a member
 (``engines.judge.members``; researchers and admins may label any project); participants of a
@@ -152,7 +152,7 @@ class ProjectProgress:
 
 def stratified_order(items: list[Item], seed: int) -> list[Item]:
     """Shuffle within each (victim model, attack, semantic category) stratum, then deal the strata
-    round-robin, so that any prefix of the queue covers every cell about equally (spec section 5)."""
+    round-robin, so that any prefix of the queue covers every cell about equally."""
     rng = random.Random(seed)
     strata: dict[tuple[str, str, str], list[Item]] = defaultdict(list)
     for item in items:
@@ -756,7 +756,7 @@ class Disagreement:
 
 
 def needs_adjudication(scores: list[int]) -> bool:
-    """Labels disagree on harmful vs not, or their scores lie 2 or more apart (spec section 5)."""
+    """Labels disagree on harmful vs not, or their scores lie 2 or more apart."""
     if len(scores) < 2:
         return False
     return len({s >= HARMFUL_FROM for s in scores}) > 1 or max(scores) - min(scores) >= 2

@@ -1,11 +1,11 @@
 """Judge-versus-human metrics from confusion counts, vectorised for the clustered bootstrap.
 
-Definitions follow ``shared/specs/judge.md`` section 5 ("Metrics"), with the human label y as
-the truth and the judge's label ŷ as the prediction (harmful = positive):
-accuracy = (TP+TN)/n, precision (PPV) = TP/(TP+FP), recall (TPR) = TP/(TP+FN),
-F1 = 2TP/(2TP+FP+FN), balanced accuracy = (TPR+TNR)/2, Cohen's kappa = (p_o-p_e)/(1-p_e) with
-p_e = sum_k p_k(human) p_k(judge) (the paper uses scikit-learn's ``cohen_kappa_score``; the tests
-check these against it), and AUROC over the judge's p(harmful) (Mann-Whitney, ties count 1/2).
+Definitions: ``docs/judge.md``, Method, "Audit metrics", with the human label y as the truth and the
+judge's label ŷ as the prediction (harmful = positive): accuracy = (TP+TN)/n, precision (PPV) =
+TP/(TP+FP), recall (TPR) = TP/(TP+FN), F1 = 2TP/(2TP+FP+FN), balanced accuracy = (TPR+TNR)/2,
+Cohen's kappa = (p_o-p_e)/(1-p_e) with p_e = sum_k p_k(human) p_k(judge) (the paper uses
+scikit-learn's ``cohen_kappa_score``; the tests check these against it), and AUROC over the judge's
+p(harmful) (Mann-Whitney, ties count 1/2).
 
 Everything works on arrays of counts whose last axis is (tp, fp, tn, fn), so the same code gives
 the point estimate (counts of the data) and every bootstrap resample at once (counts of resampled

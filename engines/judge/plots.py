@@ -1,6 +1,6 @@
 """Figures and tables of a judge audit, built from its JSON (``AuditResult.to_dict()``, a job's ``audit.json``).
 
-Schwinn et al. 2026 ("A Coin Flip for Safety", ICML 2026; ``shared/specs/judge.md`` section 5) show
+Schwinn et al. 2026 ("A Coin Flip for Safety", ICML 2026, arXiv:2603.06594) show
 judge accuracy as judge x attack heatmaps, one per victim model, and ASR inflation as the judge's
 ASR beside its precision-corrected value and the human ASR per model x attack cell. This module
 draws those, a metric with its bootstrap interval per judge and breakdown, and the annotators'

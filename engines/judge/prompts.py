@@ -4,8 +4,8 @@ Every template below is copied from the judge's own repository or model card (th
 above each one); only the surrounding Python changed. A parser turns a judge model's reply into a
 ``Parsed``: a binary label (1 = harmful), p(harmful) in [0, 1], and a parse status. A reply the
 upstream parser could not read is ``status="unparsed"`` (or ``"out_of_range"`` / ``"empty"``) with
-no label and no probability: it is never turned into a silent 0 (spec ``shared/specs/judge.md`` §2;
-"A Coin Flip for Safety", Schwinn et al. 2026, audits these judges).
+no label and no probability: it is never turned into a silent 0 (``docs/judge.md``, Method,
+"Item, label and verdict formats"; "A Coin Flip for Safety", Schwinn et al. 2026, audits these judges).
 
 Where upstream itself maps an unreadable reply to a value (PAIR maps it to a rating of 1), the
 parser says so in its docstring and records it as unparsed; ``parse_pair(..., upstream_default=True)``

@@ -1,6 +1,6 @@
 """ReliableBench-like and JudgeStressTest-like subsets, with leave-one-judge-out validation.
 
-Schwinn et al. 2026 (section 6; ``shared/specs/judge.md`` section 5):
+Schwinn et al. 2026 (section 6; ``docs/judge.md``, Method, "Subsets"):
 
 - **ReliableBench**: per behaviour b, a_b = mean over judges and class-balanced items of
   1[judge label = human label]; behaviours sorted by a_b, best first, are added while the mean

@@ -1,7 +1,7 @@
 """Counting shapes with an AI: multi-round human-AI collaboration under an online two-threshold controller.
 
-The crowdsourced "pictorial reasoning" study of ``shared/specs/collab.md`` §6 (after Noorani et
-al., arXiv:2602.17646). Each participant does ``C.INTERACTIONS`` interactions of up to ``C.ROUNDS``
+The crowdsourced "pictorial reasoning" study (after Noorani et al., ICML 2026, arXiv:2602.17646;
+``docs/collab.md``, Method). Each participant does ``C.INTERACTIONS`` interactions of up to ``C.ROUNDS``
 rounds: they see an image ("How many triangles?") and enter a count and a confidence; the AI then
 shows its set of likely counts; they revise; and so on until they mark an answer final (round 1
 cannot be final when there is an AI, the last round always is). Feedback (``C.FEEDBACK``) follows

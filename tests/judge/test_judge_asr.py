@@ -2,7 +2,7 @@
 
 The fixture: one victim, two attacks (GCG, BoN), two HarmBench behaviours, two generations per
 behaviour and cell. Every expected value is worked out in the test's docstring from
-``shared/specs/judge.md`` section 5 ("ASR inflation").
+``docs/judge.md``, Method, "Attack success rate".
 """
 
 from __future__ import annotations

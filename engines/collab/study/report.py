@@ -3,7 +3,7 @@
 Per interaction (``stored.interaction_rows``, typed records): the participant's first answer (human alone,
 before any AI set), the final answer, the truth, the sets shown. Summaries: accuracy human alone
 vs final and mean set size by condition, the same over the interaction index, and one row per
-participant (spec ``shared/specs/collab.md`` §5, metrics 3–4).
+participant (measurements 3–4 of ``docs/collab.md``, Method).
 """
 
 from __future__ import annotations
