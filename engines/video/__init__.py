@@ -6,7 +6,7 @@ inspector looks at the frames of the time spans the planner chooses and alone ho
 authority; the final answer is gated on frame-level verification. Temporal and semantic
 groundedness say whether a correct answer is supported by the evidence that was looked at.
 Formats follow LVBench (``THUDM/LVBench``), LongVideoBench, Video-MME, MLVU and EgoSchema. See
-``shared/specs/video.md``.
+docs/video.md, "Method".
 
 Modules, one job each:
 

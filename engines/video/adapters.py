@@ -3,7 +3,7 @@
 - **LLM planner** (``llm-endpoint``, ``llm-transformers``): any chat model behind
   ``engines.platform.chat`` (an OpenAI-compatible endpoint such as vLLM or Ollama, or a local
   transformers causal LM) plans with upstream's three tools (``visual_retrieve``,
-  ``visual_inspect``, finish; spec §1), answering with one JSON object per step. A reply that does
+  ``visual_inspect``, finish; docs/video.md, "Method"), answering with one JSON object per step. A reply that does
   not parse, or names a span outside the video, is recorded and replaced by the heuristic
   planner's step, so a weak model still finishes a run.
 - **CLIP / SigLIP scoring inspector** (``clip``): a contrastive image-text model

@@ -1,6 +1,6 @@
 """The planner–inspector loop: the gated agent (VideoSEAL) and the coupled baseline.
 
-Gated (``shared/specs/video.md`` §4): each step the planner searches, inspects spans, or stops;
+Gated (VideoSEAL's loop; docs/video.md, "Method: the planner–inspector loop"): each step the planner searches, inspects spans, or stops;
 an inspection's verdict becomes the answer only if it passes the gate (``engines.video.gate``: an
 option letter, confidence at least tau or a fixed-range question, every cited time inside the
 inspected spans). At the last step with nothing accepted, an inspection of the best spans found

@@ -1,16 +1,18 @@
 """Frame-accurate frames of a video at given times, with PyAV.
 
-The frame shown at time t is frame ``floor(t * fps)``: the last one whose presentation time is
-at or before t. Seeking with OpenCV's ``CAP_PROP_POS_FRAMES`` can land on a neighbouring frame
-(opencv/opencv #9053, #4890, #26827; upstream VideoSEAL seeks about a second early and reads
-forward), so this module seeks the demuxer to the keyframe at or before the target and decodes
-forward until the target's presentation time: exact also just before and after keyframes and for
-streams with B-frames, since the decoder hands frames out in presentation order.
+The frame shown at time t is the last one whose presentation time is at or before t: frame
+``floor(t * fps)`` at a constant frame rate, and at a variable one (frames at irregular times) the
+earlier frame of the gap a time falls in, never the next one. Seeking with OpenCV's
+``CAP_PROP_POS_FRAMES`` can land on a neighbouring frame (opencv/opencv #9053, #4890, #26827;
+upstream VideoSEAL seeks about a second early and reads forward), so this module seeks the demuxer
+to the keyframe at or before the target and decodes forward past the target's presentation time:
+exact also just before and after keyframes and for streams with B-frames, since the decoder hands
+frames out in presentation order.
 
 Many times at once (:meth:`VideoReader.frames_at`) are grouped by the keyframe before them (a
 keyframe index read from the packets, without decoding), so that each group of pictures is decoded
 once, and the groups are decoded in threads, each with its own container (PyAV containers are not
-thread-safe; FFmpeg's decoding releases the GIL). ``shared/specs/video.md`` §3.
+thread-safe; FFmpeg's decoding releases the GIL). docs/video.md, "Frames".
 
 A stream whose frames hold more than ``HAI_MAX_FRAME_PIXELS`` pixels (width x height; default
 3840 x 2160) is refused when it is opened, before any frame is decoded: one 8192 x 8192 frame is
@@ -90,19 +92,32 @@ class VideoReader:
         container = self._container()
         stream = container.streams.video[0]
         self._check_frame_size(stream.codec_context.width, stream.codec_context.height)
-        rate = stream.average_rate or stream.guessed_rate
-        if not rate:
-            raise VideoError(f"{self.path}: the video stream has no frame rate")
-        self._stream = _Stream(Fraction(rate), Fraction(stream.time_base), stream.start_time or 0)
         # MP4 and MOV store the frame count; other containers (MPEG-TS, Matroska) are counted from
         # their packets, which also gives the keyframes (otherwise read only when asked for).
         self._keyframe_pts: list[int] | None = None
-        n_frames = stream.frames
+        n_frames, rate, span = stream.frames, stream.average_rate, None
+        time_base = Fraction(stream.time_base)
         if n_frames <= 0:
-            self._keyframe_pts, n_frames = self._scan_packets()
+            self._keyframe_pts, n_frames, (first, last) = self._scan_packets()
+            if n_frames > 1 and last > first:
+                span = (first, last)
+                if not rate:
+                    # No average rate stored (MPEG-TS): the packets' own, between the first frame
+                    # and the last (the guessed rate of a variable-rate stream is its fastest).
+                    rate = Fraction(n_frames - 1) / ((last - first) * time_base)
+        rate = rate or stream.guessed_rate
+        if not rate:
+            raise VideoError(f"{self.path}: the video stream has no frame rate")
+        self._stream = _Stream(Fraction(rate), time_base, stream.start_time or 0)
         if n_frames == 0:
             raise VideoError(f"{self.path}: the video stream holds no frames")
-        self.info = VideoInfo(self.path, n_frames / float(self._stream.fps), float(self._stream.fps), n_frames,
+        duration = Fraction(n_frames) / self._stream.fps
+        if span is not None and (span[1] - self._stream.start_pts) * time_base >= duration:
+            # A variable rate whose stored rate is not its average (Matroska stores the nominal
+            # one): the frames run past n / fps; the last is shown for an average frame's time.
+            duration = (span[1] - self._stream.start_pts) * time_base + (span[1] - span[0]) * time_base / (n_frames - 1)
+        self._duration = duration
+        self.info = VideoInfo(self.path, float(duration), float(self._stream.fps), n_frames,
                               stream.codec_context.width, stream.codec_context.height, stream.codec_context.name)
 
     def _check_frame_size(self, width: int, height: int) -> None:
@@ -132,27 +147,30 @@ class VideoReader:
                 self._containers.append(container)
         return container
 
-    def _scan_packets(self) -> tuple[list[int], int]:
-        """Keyframe presentation times and the number of frames, from the packets (no decoding)."""
+    def _scan_packets(self) -> tuple[list[int], int, tuple[int, int]]:
+        """Keyframe presentation times, the number of frames and the first and last presentation
+        times, from the packets (no decoding)."""
         container = self._container()
         stream = container.streams.video[0]
-        keyframes, count = [], 0
+        keyframes, count, first, last = [], 0, None, None
         try:
             for packet in container.demux(stream):
                 if packet.size == 0 or packet.pts is None:
                     continue  # the flush packet at the end, or a packet without a time
                 count += 1
+                first = packet.pts if first is None else min(first, packet.pts)
+                last = packet.pts if last is None else max(last, packet.pts)
                 if packet.is_keyframe:
                     keyframes.append(packet.pts)
         except av.error.FFmpegError as error:
             raise VideoError(f"{self.path}: the file is corrupt after {count} frames ({error})") from error
         container.seek(0, stream=stream)  # back to the start for the first decode
-        return sorted(keyframes), count
+        return sorted(keyframes), count, (first or 0, last or 0)
 
     def keyframe_times(self) -> list[float]:
         """Presentation times (s) of the keyframes, read from the packets on first use."""
         if self._keyframe_pts is None:
-            self._keyframe_pts, _ = self._scan_packets()
+            self._keyframe_pts, _, _ = self._scan_packets()
         return [float((pts - self._stream.start_pts) * self._stream.time_base) for pts in self._keyframe_pts]
 
     def close(self) -> None:
@@ -171,21 +189,37 @@ class VideoReader:
     # ------------------------------------------------------------------ times and frame numbers
 
     def index_at(self, t: float) -> int:
-        """The number of the frame shown at ``t`` seconds: ``floor(t * fps)``."""
+        """The nominal number of the frame shown at ``t`` seconds, ``floor(t * fps)`` at the stream's
+        average rate (the frame's number itself at a constant rate); raises :class:`VideoError` for
+        a time that is not in the video."""
         if not math.isfinite(t) or t < 0:
             raise VideoError(f"{self.path}: time {t!r} is not a time in the video (seconds, 0 or more)")
         index = math.floor(t * self._stream.fps + _EPSILON_FRAMES)
-        if index >= self.info.n_frames:
+        if Fraction(t) + Fraction(_EPSILON_FRAMES) / self._stream.fps >= self._duration:
             raise VideoError(f"{self.path}: time {t:.3f} s lies beyond the end of the video "
                              f"({self.info.n_frames} frames, {self.info.duration_s:.3f} s)")
         return index
 
-    def _pts_of(self, index: int) -> int:
-        seconds = Fraction(index) / self._stream.fps
-        return self._stream.start_pts + round(seconds / self._stream.time_base)
+    def _target(self, t: float) -> Fraction:
+        """The latest presentation time (s, from the stream's start) a frame shown at ``t`` may have:
+        ``t`` itself, plus a millionth of a frame for a time meant to be exactly a frame boundary."""
+        self.index_at(t)  # refuses a time outside the video
+        return Fraction(t) + Fraction(_EPSILON_FRAMES) / self._stream.fps
 
-    def _index_of(self, pts: int) -> int:
-        return round((pts - self._stream.start_pts) * self._stream.time_base * self._stream.fps)
+    def _time_of(self, pts: int) -> Fraction:
+        """The presentation time (s, from the stream's start) of a frame or packet.
+
+        Timestamps are whole ticks of the time base, so a frame of a constant-rate stream in a
+        coarse time base (Matroska's milliseconds) sits up to half a tick off its nominal time k /
+        fps (frame 2 at 30 fps: 67 ms for 66.67 ms); a time within half a tick of the nominal grid
+        is taken to be on it. Any other time (a variable frame rate) is taken as it is."""
+        seconds = (pts - self._stream.start_pts) * self._stream.time_base
+        nominal = Fraction(round(seconds * self._stream.fps)) / self._stream.fps
+        return nominal if abs(seconds - nominal) <= self._stream.time_base / 2 else seconds
+
+    def _pts_at(self, seconds: Fraction) -> int:
+        """The last timestamp at or before ``seconds`` (from the stream's start)."""
+        return self._stream.start_pts + math.floor(seconds / self._stream.time_base)
 
     # ------------------------------------------------------------------ frames
 
@@ -194,42 +228,45 @@ class VideoReader:
         return self.frames_at([t], size=size)[0]
 
     def frames_at(self, times: Sequence[float], *, size: tuple[int, int] | None = None) -> list[np.ndarray]:
-        """The frames shown at each of ``times`` (any order, repeats allowed), in that order.
+        """The frames shown at each of ``times`` (any order, repeats allowed), in that order: for each
+        time, the last frame whose presentation time is at or before it, also when the frames come
+        at irregular times (a variable frame rate) and the time falls in a gap between two.
 
         Targets are grouped by the keyframe before them; each group is one seek and one forward
         decode, and groups run in threads."""
-        indices = [self.index_at(t) for t in times]
-        runs = self._runs(sorted(set(indices)))
+        targets = [self._target(t) for t in times]
+        runs = self._runs(sorted(set(targets)))
         if len(runs) == 1 or self._threads == 1:
             decoded = [self._decode_run(keyframe, wanted, size) for keyframe, wanted in runs]
         else:
             with ThreadPoolExecutor(max_workers=min(self._threads, len(runs))) as pool:
                 decoded = list(pool.map(lambda run: self._decode_run(run[0], run[1], size), runs))
-        frames = {index: frame for part in decoded for index, frame in part.items()}
-        return [frames[index] for index in indices]
+        frames = {target: frame for part in decoded for target, frame in part.items()}
+        return [frames[target] for target in targets]
 
-    def _runs(self, wanted: list[int]) -> list[tuple[int, list[int]]]:
-        """Sorted frame numbers grouped into runs, each (where to seek, its frames): by the keyframe
-        before them when the keyframes are known; else a frame less than two seconds after the
-        previous one is decoded on to rather than sought (a keyframe is rarely closer)."""
-        runs: list[tuple[int, list[int]]] = []
+    def _runs(self, wanted: list[Fraction]) -> list[tuple[int, list[Fraction]]]:
+        """Sorted target times grouped into runs, each (where to seek, its targets): by the keyframe
+        at or before them when the keyframes are known; else a target less than two seconds after
+        the previous one is decoded on to rather than sought (a keyframe is rarely closer)."""
+        runs: list[tuple[int, list[Fraction]]] = []
         if self._keyframe_pts is not None:
-            groups: dict[int, list[int]] = {}
-            for index in wanted:
-                position = bisect.bisect_right(self._keyframe_pts, self._pts_of(index)) - 1
-                groups.setdefault(self._keyframe_pts[max(position, 0)], []).append(index)
+            keyframe_times = [self._time_of(pts) for pts in self._keyframe_pts]
+            groups: dict[int, list[Fraction]] = {}
+            for target in wanted:
+                position = bisect.bisect_right(keyframe_times, target) - 1
+                groups.setdefault(self._keyframe_pts[max(position, 0)], []).append(target)
             return list(groups.items())
-        near = max(1, round(2 * float(self._stream.fps)))
-        for index in wanted:
-            if runs and index - runs[-1][1][-1] <= near:
-                runs[-1][1].append(index)
+        for target in wanted:
+            if runs and target - runs[-1][1][-1] <= 2:
+                runs[-1][1].append(target)
             else:
-                runs.append((self._pts_of(index), [index]))
+                runs.append((self._pts_at(target), [target]))
         return runs
 
-    def _decode_run(self, keyframe_pts: int, wanted: list[int], size: tuple[int, int] | None) -> dict[int, np.ndarray]:
-        """Seek to the keyframe at or before ``keyframe_pts`` and decode forward, keeping the
-        ``wanted`` frame numbers (sorted).
+    def _decode_run(self, keyframe_pts: int, wanted: list[Fraction],
+                    size: tuple[int, int] | None) -> dict[Fraction, np.ndarray]:
+        """Seek to the keyframe at or before ``keyframe_pts`` and decode forward, keeping the frames
+        shown at the ``wanted`` target times (sorted).
 
         Some demuxers (MPEG-TS) cannot seek by a stream's time and land at the end, or past the
         target; then the run starts again from the beginning of the file, slower but exact."""
@@ -238,11 +275,11 @@ class VideoReader:
         except _MissedSeek:
             return self._decode_from(None, wanted, size)
 
-    def _decode_from(self, keyframe_pts: int | None, wanted: list[int],
-                     size: tuple[int, int] | None) -> dict[int, np.ndarray]:
+    def _decode_from(self, keyframe_pts: int | None, wanted: list[Fraction],
+                     size: tuple[int, int] | None) -> dict[Fraction, np.ndarray]:
         container = self._container()
         stream = container.streams.video[0]
-        found: dict[int, np.ndarray] = {}
+        found: dict[Fraction, np.ndarray] = {}
         position, last = 0, None
         try:
             if keyframe_pts is None:
@@ -252,34 +289,31 @@ class VideoReader:
             for frame in container.decode(stream):
                 if frame.pts is None:
                     continue
-                index = self._index_of(frame.pts)
-                # Frames up to each wanted one: the frame shown at the wanted time is the last one
-                # whose time is at or before it (a missing frame number shows its predecessor).
-                while position < len(wanted) and index > wanted[position]:
+                shown = self._time_of(frame.pts)
+                # The frame shown at a wanted time is the last one whose time is at or before it: the
+                # one before the first frame that comes after it (never that later frame, which is
+                # not on screen yet, however close, nor an earlier one, however far back).
+                while position < len(wanted) and shown > wanted[position]:
                     if last is None:
                         if keyframe_pts is None:
-                            raise VideoError(f"{self.path}: the stream starts after frame {wanted[position]}")
+                            raise VideoError(f"{self.path}: the stream starts after "
+                                             f"{float(wanted[position]):.3f} s")
                         raise _MissedSeek
                     found[wanted[position]] = self._picture(last, size)
                     position += 1
                 if position == len(wanted):
                     break
                 last = frame
-                if index == wanted[position]:
-                    found[index] = self._picture(frame, size)
-                    position += 1
-                    if position == len(wanted):
-                        break
         except av.error.FFmpegError as error:
-            raise VideoError(f"{self.path}: decoding failed near frame {wanted[position]} ({error}); "
+            raise VideoError(f"{self.path}: decoding failed near {float(wanted[position]):.3f} s ({error}); "
                              "the file may be truncated or corrupt") from error
-        while position < len(wanted) and last is not None and self._index_of(last.pts) <= wanted[position]:
-            found[wanted[position]] = self._picture(last, size)  # the stream ended: its last frame stays shown
-            position += 1
         if last is None and keyframe_pts is not None:
             raise _MissedSeek
+        while position < len(wanted) and last is not None:
+            found[wanted[position]] = self._picture(last, size)  # the stream ended: its last frame stays shown
+            position += 1
         if position < len(wanted):
-            raise VideoError(f"{self.path}: the stream ends before frame {wanted[position]}; "
+            raise VideoError(f"{self.path}: the stream ends before {float(wanted[position]):.3f} s; "
                              "the file is shorter than its packets say (truncated?)")
         return found
 

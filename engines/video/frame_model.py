@@ -9,7 +9,7 @@ the word box at the top is read at full resolution from the first frame, where a
 is legible. Trained by ``python -m engines.video train-inspector`` on frames that went through the
 same H.264 encoding as the benchmark; weights in ``assets/video/frame_model.pt``.
 
-It stands in for a VLM (spec §3: Qwen2.5-VL, SmolVLM) so that the agent and its metrics run with no
+It stands in for a VLM (Qwen2.5-VL, SmolVLM) so that the agent and its metrics run with no
 download; ``engines.video.backends`` wraps it as an inspector and as a captioner.
 """
 

@@ -1,6 +1,7 @@
 """The answer gate: only a verified, confident, time-cited inspector verdict may answer.
 
-``shared/specs/video.md`` §4: a verdict ``v`` of an inspection of spans S passes iff
+VideoSEAL's rule (docs/video.md, "Method: the frame-level verification gate"): a verdict ``v`` of
+an inspection of spans S passes iff
 
     v.status == "ANSWER"  and  v.answer in the option letters
     and  (v.confidence >= tau (0.95)  or  the question names a fixed time range)
@@ -11,7 +12,7 @@ This is the rule the upstream inspector prompt states (``build_visual_inspect_pr
 always answered, evidence cited as HH:MM:SS from the shown spans). Upstream does not parse the
 verdict at inference time to enforce it (its training reward does); here the agent does.
 
-Choice (the spec is silent): an ANSWER that cites no time at all fails, with the reason "the verdict
+Choice (upstream is silent): an ANSWER that cites no time at all fails, with the reason "the verdict
 cites no time in the inspected spans" -- the prompt demands HH:MM:SS citations in Evidence, and an
 uncited answer gives the groundedness metrics nothing to check.
 
@@ -38,7 +39,7 @@ UNPARSABLE = "unparsable inspector reply"
 class GateResult:
     """Whether the verdict may answer, and why (the first failed condition in plain words, or "passed").
 
-    Truthy exactly when it passed, so ``if gate(v, letters, spans):`` reads as the spec's loop.
+    Truthy exactly when it passed, so ``if gate(v, letters, spans):`` reads as the loop in docs/video.md.
     """
 
     passed: bool

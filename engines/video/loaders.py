@@ -1,6 +1,6 @@
 """Readers of the long-video QA benchmark formats, each returning :class:`~engines.video.questions.Question`.
 
-Upstream shapes (``shared/specs/video.md`` section 2):
+Upstream shapes (each benchmark's own files and loader; docs/video.md, "Method: benchmark formats"):
 
 - LVBench (Wang et al. 2024, ``THUDM/LVBench``; scored by ``scripts/test_acc.py`` through
   ``lvbench/metrics/compute_accuracy.py``): ``video_info.meta.jsonl``, one video per line,

@@ -1,4 +1,5 @@
-"""Accuracy and groundedness of long-video QA trajectories (``shared/specs/video.md`` §4 "Metrics").
+"""Accuracy and groundedness of long-video QA trajectories (docs/video.md, "Method: temporal
+and semantic groundedness"; VideoSEAL's groundedness, with upstream's reward code for the formulas).
 
 Span sets (|S| = length of the merged union, :mod:`engines.video.spans`):
 
@@ -20,7 +21,7 @@ retrieval_recall    |R ∩ G| / |G|
 best_span_f1        max over every retrieved or inspected span P of the F1 of |P ∩ G|/|P| and
                     |P ∩ G|/|G|, = 2|P ∩ G| / (|P| + |G|) (upstream ``tool_time_f1_best``)
 TG                  tIoU >= 0.05, upstream's hard gate ``1[IoU_max >= 0.05]``; TG_soft = clip(tIoU /
-                    0.05, 0, 1), its soft gate. (The spec's |A ∩ G| > 0 would call an answer
+                    0.05, 0, 1), its soft gate. (Any overlap, |A ∩ G| > 0, would call an answer
                     from an inspection of the whole video grounded whatever it looked at.)
 SG                  the judge finds the authorising verdict's evidence supports "answer = option
                     text", the evidence cites a time inside A (± 1 s), and the final answer is the

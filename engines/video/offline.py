@@ -407,7 +407,8 @@ class HeuristicPlanner:
     video ("at 04:10", "around the two-minute mark", "near the end") is inspected there first; "after
     the blue square disappears" searches for the blue square and inspects the end of its stretch and
     what follows; "how many separate times" inspects every stretch whose captions name the object
-    and the gaps between them; "which appears first" the earliest stretch of each option's object."""
+    and the gaps between them; "which appears first (last)" the start of the first two stretches
+    where each option's object is named."""
 
     name = "heuristic"
 
@@ -502,17 +503,15 @@ class HeuristicPlanner:
             return None
         spans = []
         for colour, shape in objects:
-            named = sorted((hit.span for hit in _hits(history) if _mentions(hit.text, colour, shape)),
-                           key=lambda s: s.start, reverse=ask.last)
-            if named:
-                runs = _runs(named)
-                run = runs[-1] if ask.last else runs[0]
-                spans.append(Span(max(0.0, run.end - 16.0), run.end + 4.0) if ask.last
-                             else Span(max(0.0, run.start - 4.0), run.start + 16.0))
+            named = [hit.span for hit in _hits(history) if _mentions(hit.text, colour, shape)]
+            # Which appears first or last is a matter of when each first appears: look where each
+            # option's object is first named, from a little before, and where it is named next
+            # (a caption that names it wrongly early on does not hide where it really is).
+            for run in _runs(named)[:2]:
+                spans.append(Span(max(0.0, run.start - 4.0), run.start + 16.0))
         if not spans:
             return None
-        return Inspect(tuple(sorted(spans)), "", f"Look where each option's object is {'last' if ask.last else 'first'} "
-                                                 "named.")
+        return Inspect(tuple(sorted(spans)), "", "Look where each option's object is first named.")
 
 
 def _with_gaps(runs: Sequence[Span], duration: float | None) -> list[Span]:

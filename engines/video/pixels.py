@@ -46,6 +46,9 @@ PAIR_GAP_S = 0.5  # motion: a frame and the one this much later
 FIRST_SEEN = 4  # "after X disappears": the first frames that show the object asked about
 TEXT_FRAMES = 3  # frames read by OCR for a text question
 GAP_S = 5.0  # a lapse shorter than this between frames showing an object is not a separate appearance
+FLASH_S = 2.0  # an object seen for less than this, with frames without it on both sides, is a misdetection
+STEP_S = 0.75  # probes narrow the time of an appearance or disappearance down to this
+PROBE_SHARE = 3  # repeat and order questions keep a third of an inspection's frames for probes
 MIN_RELEVANT = 2  # frames that must show what is asked before the inspector answers with confidence
 COLOUR_FLOOR = 0.3  # a seen colour fits no option below this (colour_match)
 
@@ -73,6 +76,34 @@ def look(reader: VideoReader, times: Sequence[float], *, pairs: bool = False) ->
     frames = reader.frames_at(wanted, size=size) if wanted else []
     views = [find_objects(frame) for frame in frames]
     return Seen(list(times), views[:len(times)], views[len(times):])
+
+
+class Probe:
+    """More frames for an inspection that needs them, at most ``budget``, only inside its spans:
+    where an object appears or disappears between two of the frames already seen, a frame between
+    them settles which (see :func:`appearances` and :func:`answer_order`)."""
+
+    def __init__(self, reader: VideoReader, spans: Sequence[Span], budget: int) -> None:
+        self.reader, self.spans, self.budget = reader, list(spans), budget
+        self.times: list[float] = []
+
+    def between(self, a: float, b: float) -> float | None:
+        """A time half way between ``a`` and ``b`` inside the spans (in the longest piece of that
+        stretch that lies in them), None when too little of it does."""
+        pieces = [(max(a, s.start), min(b, s.end)) for s in self.spans if s.start < b and s.end > a]
+        pieces = [(x, y) for x, y in pieces if y - x > STEP_S / 2]
+        if not pieces:
+            return None
+        x, y = max(pieces, key=lambda piece: piece[1] - piece[0])
+        return _midpoint(x, y)
+
+    def look(self, times: Sequence[float]) -> list[tuple[float, FrameView]]:
+        """What the frames at ``times`` show (as many as the budget allows)."""
+        wanted = [t for t in dict.fromkeys(times) if t not in self.times][:max(0, self.budget - len(self.times))]
+        if not wanted:
+            return []
+        self.times += wanted
+        return list(zip(wanted, look(self.reader, wanted).views, strict=True))
 
 
 def ocr_size(reader: VideoReader) -> tuple[int, int] | None:
@@ -353,15 +384,99 @@ def answer_count(ask: Ask, seen: Seen, frames: Sequence[int]) -> Finding:
                                    f"on screen (counted {', '.join(map(str, counts[:6]))}).", relevant=len(frames))
 
 
-def answer_repeat(ask: Ask, seen: Seen, frames: Sequence[int]) -> Finding:
-    """Separate appearances: runs of frames showing the object, split by frames that do not."""
-    order = sorted(frames, key=lambda i: seen.times[i])
-    present = [bool(_targets(ask, seen.views[i])) for i in order]
-    if not any(present):
+def _midpoint(before: float, after: float) -> float:
+    return round((before + after) / 2, 3)
+
+
+def appearances(timeline: dict[float, bool], probe: _TargetProbe | None = None) -> list[tuple[float, float]]:
+    """Separate appearances in a timeline of frames (time -> whether the object is seen), as (first,
+    last) times seen; ``probe`` adds frames where the timeline leaves it open.
+
+    Perception misses an object now and then (a frame where it touches another region, a keyframe
+    whose texture hides its edge) and mistakes something else for it in a stray frame; sampled
+    sparsely, either looks like a disappearance and a return. So a lapse between frames showing the
+    object is a separate appearance only when it lasts ``GAP_S`` or more, and a sighting counts only
+    when it lasts ``FLASH_S`` or more. Where the frames seen leave that open (a lapse or a sighting
+    whose bounds lie too far apart to tell), a probe looks half way between the last frame on one
+    side and the first on the other, until it is settled or the probes run out; unsettled, a lapse
+    of two frames or more without the object over at least ``GAP_S`` splits, and a sighting in a
+    single frame counts."""
+    timeline = dict(timeline)
+    while probe is not None:
+        wanted = _unsettled(timeline, _runs_of(timeline), probe.between)
+        seen = probe.look(wanted) if wanted else []
+        if not seen:
+            break
+        for t, present in seen:
+            timeline[t] = present
+    return _decide(timeline, _runs_of(timeline))
+
+
+def _runs_of(timeline: dict[float, bool]) -> list[list[float]]:
+    """Times of the frames, grouped into runs of frames that all show the object or all do not."""
+    runs: list[list[float]] = []
+    previous = None
+    for t in sorted(timeline):
+        if runs and timeline[t] == previous:
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+        previous = timeline[t]
+    return runs
+
+
+def _bounds(runs: list[list[float]], k: int) -> tuple[float | None, float | None]:
+    """The last time before run ``k`` and the first after it (None at the ends)."""
+    return (runs[k - 1][-1] if k > 0 else None), (runs[k + 1][0] if k + 1 < len(runs) else None)
+
+
+def _unsettled(timeline: dict[float, bool], runs: list[list[float]], between) -> list[float]:
+    """Probe times for the lapses and sightings the frames do not settle (see :func:`appearances`)."""
+    wanted = []
+    for k, run in enumerate(runs):
+        before, after = _bounds(runs, k)
+        if before is None or after is None:
+            continue  # open at an end of the frames seen: nothing to narrow down
+        if timeline[run[0]]:  # a sighting: long enough, or too short to count?
+            if run[-1] - run[0] >= FLASH_S or after - before < FLASH_S:
+                continue
+        elif run[-1] - run[0] >= GAP_S or after - before < GAP_S:  # a lapse: long enough, or too short?
+            continue
+        for a, b in ((before, run[0]), (run[-1], after)):
+            t = between(a, b) if b - a > STEP_S else None
+            if t is not None:
+                wanted.append(t)
+    return wanted
+
+
+def _decide(timeline: dict[float, bool], runs: list[list[float]]) -> list[tuple[float, float]]:
+    kept: list[list[float]] = []
+    for k, run in enumerate(runs):
+        if not timeline[run[0]]:
+            continue
+        before, after = _bounds(runs, k)
+        if before is not None and after is not None and after - before < FLASH_S:
+            continue  # seen too briefly, between frames without it on both sides: a stray detection
+        kept.append(run)
+    merged: list[tuple[float, float]] = []
+    for run in kept:
+        if merged:
+            lapse = [t for t in timeline if merged[-1][1] < t < run[0]]
+            long_enough = run[0] - merged[-1][1] >= GAP_S and (len(lapse) >= 2 or run[0] - merged[-1][1] >= 2 * GAP_S)
+            if not long_enough:
+                merged[-1] = (merged[-1][0], run[-1])
+                continue
+        merged.append((run[0], run[-1]))
+    return merged
+
+
+def answer_repeat(ask: Ask, seen: Seen, frames: Sequence[int], probe: Probe | None = None) -> Finding:
+    """Separate appearances (:func:`appearances`) of the object asked about in the frames."""
+    timeline = {seen.times[i]: bool(_targets(ask, seen.views[i])) for i in frames}
+    if not any(timeline.values()):
         return Finding(missing=f"no {ask.target} seen in these frames")
-    present = _fill_blinks(present, [seen.times[i] for i in order])
-    starts = [seen.times[order[k]] for k in range(len(order)) if present[k] and (k == 0 or not present[k - 1])]
-    runs = len(starts)
+    spans = appearances(timeline, None if probe is None else _TargetProbe(probe, ask))
+    runs = len(spans)
     letters = [chr(ord("A") + k) for k in range(len(ask.options))]
     support = {letter: 1.0 if count_option(option) == runs else 0.0
                for letter, option in zip(letters, ask.options, strict=True)}
@@ -369,50 +484,97 @@ def answer_repeat(ask: Ask, seen: Seen, frames: Sequence[int]) -> Finding:
         return Finding(missing=f"the {ask.target} appears {runs} separate times here, which no option says",
                        missing_type="PARTIAL_EVIDENCE")
     # Bounded at both ends by frames without it: every appearance in these spans was seen whole.
-    closed = not present[0] and not present[-1]
+    ordered = sorted(timeline)
+    closed = bool(spans) and ordered[0] < spans[0][0] and ordered[-1] > spans[-1][1]
     if not closed:
         support = {letter: value * 0.9 for letter, value in support.items()}
     best = max(support, key=support.get)
+    starts = [start for start, _ in spans]
+    stretches = ", ".join(f"{format_time(a)}-{format_time(b)}" for a, b in spans[:6])
     return Finding(support, starts[:6], f"The {ask.target} appears {ask.options[ord(best) - 65]} separate times: "
-                                        f"from {_times_label(starts[:6])}, with frames without it in between.",
-                   relevant=sum(present))
+                                        f"{stretches}, with frames without it in between.",
+                   relevant=sum(timeline.values()))
 
 
-def _fill_blinks(present: list[bool], times: list[float], gap_s: float = GAP_S) -> list[bool]:
-    """Presence with short lapses filled: a single frame without the object, less than ``gap_s``
-    after the last one with it and before the next one with it, is a frame where it was missed
-    (a lapse of perception), not a separate appearance."""
-    filled = list(present)
-    for k in range(1, len(present) - 1):
-        if not present[k] and present[k - 1] and present[k + 1] and times[k + 1] - times[k - 1] < gap_s:
-            filled[k] = True
-    return filled
+class _TargetProbe:
+    """A :class:`Probe` that answers whether the frames show the object a question asks about."""
+
+    def __init__(self, probe: Probe, ask: Ask, colour: str | None = None, shape: str | None = None,
+                 anchorless: bool = False) -> None:
+        self.probe, self.ask, self.colour, self.shape, self.anchorless = probe, ask, colour, shape, anchorless
+
+    def shows(self, view: FrameView) -> bool:
+        if self.anchorless:
+            return any(_fits(r, Ask(None), colour=self.colour, shape=self.shape) for r in view.objects)
+        return bool(_targets(self.ask, view))
+
+    def between(self, a: float, b: float) -> float | None:
+        return self.probe.between(a, b)
+
+    def look(self, times: Sequence[float]) -> list[tuple[float, bool]]:
+        return [(t, self.shows(view)) for t, view in self.probe.look(times)]
 
 
-def answer_order(ask: Ask, seen: Seen, frames: Sequence[int]) -> Finding:
-    """Which option's object is seen first (or last): the earliest (latest) frame showing each."""
+def answer_order(ask: Ask, seen: Seen, frames: Sequence[int], probe: Probe | None = None) -> Finding:
+    """Which option's object appears first (or last): the times each option's object first appears
+    in the frames are compared, stray detections left out as for a repeat question
+    (:func:`appearances`); where two options' first appearances fall between the same two frames,
+    so that the frames leave their order open, ``probe`` looks between them until it is settled
+    (unsettled, the options share the support)."""
     letters = [chr(ord("A") + k) for k in range(len(ask.options))]
-    when: dict[str, float] = {}
-    for letter, option in zip(letters, ask.options, strict=True):
-        colour, shape = object_option(option)
-        if colour is None and shape is None:
-            continue
-        shown = [seen.times[i] for i in frames
-                 if any(_fits(r, Ask(None), colour=colour, shape=shape) for r in seen.views[i].objects)]
-        if shown:
-            when[letter] = max(shown) if ask.last else min(shown)
-    if not when:
+    wanted = {letter: object_option(option) for letter, option in zip(letters, ask.options, strict=True)}
+    wanted = {letter: words for letter, words in wanted.items() if words != (None, None)}
+
+    def shows(letter: str, view: FrameView) -> bool:
+        colour, shape = wanted[letter]
+        return any(_fits(r, Ask(None), colour=colour, shape=shape) for r in view.objects)
+
+    timelines = {letter: {seen.times[i]: shows(letter, seen.views[i]) for i in frames} for letter in wanted}
+    timelines = {letter: line for letter, line in timelines.items() if any(line.values())}
+    if not timelines:
         return Finding(missing="none of the options' objects is seen in these frames")
-    pick = (max if ask.last else min)(when, key=when.get)
+    while True:
+        when = {letter: _moment(line) for letter, line in timelines.items()}
+        pick = _earliest(when, ask.last)
+        rivals = [letter for letter in when if letter != pick and _overlap(when[letter], when[pick])]
+        if probe is None or not rivals:
+            break
+        times = [probe.between(*when[letter]) for letter in [pick, *rivals] if when[letter][1] - when[letter][0] > STEP_S]
+        looked = probe.look([t for t in times if t is not None])
+        if not looked:
+            break
+        for t, view in looked:  # one frame tells about every option's object
+            for letter, line in timelines.items():
+                line[t] = shows(letter, view)
+    tied = [letter for letter in when if letter != pick and _overlap(when[letter], when[pick])]
     located = len(when) / len(letters)
-    support = {letter: (located if letter == pick else 0.0) for letter in letters}
+    support = {letter: (located / (1 + len(tied)) if letter == pick or letter in tied else 0.0) for letter in letters}
     word = "last" if ask.last else "first"
+    moment = {letter: bounds[1] for letter, bounds in when.items()}
     listed = "; ".join(f"{ask.options[ord(letter) - 65]} at {format_time(t)}" for letter, t in sorted(
-        when.items(), key=lambda item: item[1]))
+        moment.items(), key=lambda item: item[1]))
     missing = [ask.options[ord(letter) - 65] for letter in letters if letter not in when]
-    evidence = f"{ask.options[ord(pick) - 65]} is seen {word}: {listed}."
-    return Finding(support, [when[pick]], evidence, missing=("not seen: " + ", ".join(missing)) if missing else "",
+    evidence = f"{ask.options[ord(pick) - 65]} appears {word}; each first seen: {listed}."
+    return Finding(support, [moment[pick]], evidence, missing=("not seen: " + ", ".join(missing)) if missing else "",
                    missing_type="PARTIAL_EVIDENCE", relevant=len(when))
+
+
+def _moment(line: dict[float, bool]) -> tuple[float, float]:
+    """When an object first appears in a timeline, as the frames bound it: (the last frame without
+    it, the first with it); without a frame before, the first with it twice."""
+    spans = appearances(line) or [(t, t) for t in sorted(line) if line[t]][:1]
+    moment = spans[0][0]
+    return next((t for t in sorted(line, reverse=True) if t < moment), moment), moment
+
+
+def _earliest(when: dict[str, tuple[float, float]], last: bool) -> str:
+    """The option whose object appears first (``last``: last) by the frames, ties to the earlier letter."""
+    return (max if last else min)(when, key=lambda letter: when[letter][1])
+
+
+def _overlap(first: tuple[float, float], second: tuple[float, float]) -> bool:
+    """Whether two moments' bounds (a, b] leave their order open."""
+    return first[0] < second[1] and second[0] < first[1]
 
 
 def answer_text(ask: Ask, reader: VideoReader, seen: Seen, frames: Sequence[int]) -> Finding:
@@ -497,7 +659,8 @@ class PixelsInspector:
         if question.duration_s is None:
             question = dataclasses.replace(question, duration_s=duration)
         ask = read_question(question)
-        times = inspection_times(ask, spans, fps, max_frames, duration)
+        probes = max_frames // PROBE_SHARE if ask.kind in {"repeat", "order"} and max_frames >= 6 else 0
+        times = inspection_times(ask, spans, fps, max_frames - probes, duration)
         frames = [FrameRef(t, None) for t in times]
         if ask.kind is None:
             return self._unsure(frames, question, answer_only, "VISUAL_UNCLEAR",
@@ -517,6 +680,10 @@ class PixelsInspector:
             return self._unsure(frames, question, answer_only, "SPAN_MISMATCH", why)
         if ask.kind == "text":
             found = answer_text(ask, reader, seen, focus)
+        elif probes:
+            probe = Probe(reader, spans, max(0, max_frames - len(times)))
+            found = ANSWERS[ask.kind](ask, seen, focus, probe)
+            frames = [FrameRef(t, None) for t in sorted([*times, *probe.times])]
         else:
             found = ANSWERS[ask.kind](ask, seen, focus)
         return self._verdict(found, frames, question, answer_only)

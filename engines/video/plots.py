@@ -1,7 +1,7 @@
 """Figures of the video area, built from trajectories and metric summaries (no files, no Streamlit).
 
-The timeline replays an agent's search over the whole video (spec §4, "long-video inspector"
-page): a lane for the ground-truth evidence (green), then one lane per step: the hits of a search
+The timeline replays an agent's search over the whole video (docs/video.md, "The
+page"): a lane for the ground-truth evidence (green), then one lane per step: the hits of a search
 (grey, more opaque the better they scored) or the spans of an inspection (blue; outlined red when
 the inspector asked to search more; gold for the inspection that authorised the answer). Every
 span is a horizontal bar carrying ``[start, end]`` as customdata, so a click can seek the player.

@@ -3,7 +3,7 @@ groundedness metrics are made of.
 
 Times are seconds (floats). A span is closed-open ``[start, end)`` with ``end >= start``; a zero-
 width span is a point in time, as LVBench's 263 references of the form ``"12:34-12:34"`` are
-(``shared/specs/video.md`` §2). Metrics widen points to a window first (:func:`widen`), as the
+(docs/video.md, "Method: benchmark formats"). Metrics widen points to a window first (:func:`widen`), as the
 upstream inspector widens every span to at least 15 s (``normalize_window_min_width``).
 """
 

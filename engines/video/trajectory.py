@@ -1,6 +1,6 @@
 """The run record of the long-video agent: one trajectory per question, one JSON object per line.
 
-Schema ``"lvqa-traj/1"`` (``shared/specs/video.md`` §4 "Trajectory record"), modelled on the
+Schema ``"lvqa-traj/1"`` (docs/video.md, "Method: the trajectory record"), modelled on the
 upstream VideoSEAL record (``videoseal/utils/agent/trajectory.py``: a trajectory of steps, each an
 action and its observation) but flattened to what the viewer and the metrics read: the question
 and its ground truth, the budget, every planner action with what it returned (retrieval hits,
@@ -55,7 +55,7 @@ SEARCH_MORE_TYPES = ("SPAN_MISMATCH", "PARTIAL_EVIDENCE", "VISUAL_UNCLEAR", "IDE
 # inspection whose verdict it had last seen, or is null when it answered from the text alone); none: no answer.
 FINAL_MODES = ("gated", "forced_last_step", "full_video_fallback", "coupled", "none")
 AGENTS = ("gated", "coupled")
-HIT_SOURCES = ("caption", "ocr", "frame")  # the values the spec names; any string is accepted
+HIT_SOURCES = ("caption", "ocr", "frame")  # the values docs/video.md names; any string is accepted
 
 
 class TrajectoryFormatError(ValueError):

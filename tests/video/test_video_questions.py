@@ -1,6 +1,6 @@
 """Tests of ``engines.video.questions`` and ``engines.video.loaders``: each benchmark reader on a tiny file in its upstream shape.
 
-The fixture records are written by hand in the shapes of ``shared/specs/video.md`` section 2
+The fixture records are written by hand in the shapes of each benchmark's upstream files (docs/video.md, "Method: benchmark formats")
 (LVBench ``video_info.meta.jsonl``, LongVideoBench ``lvb_val.json``, Video-MME parquet, MLVU task
 JSON, EgoSchema ``questions.json`` + ``subset_answers.json``); texts are invented. Expected values
 are written out by hand too. Line numbers of the JSONL fixtures are relied on (one record a line).

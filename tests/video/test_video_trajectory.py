@@ -67,7 +67,7 @@ def full_trajectory(uid: str = "lvb-0001") -> Trajectory:
 # --- round trips -------------------------------------------------------------------------------------
 
 
-def test_to_json_layout_follows_the_spec():
+def test_to_json_layout_follows_the_documented_record():
     obj = to_json(full_trajectory())
     assert list(obj)[0] == "schema" and obj["schema"] == SCHEMA == "lvqa-traj/1"
     assert obj["gt_spans"] == [[15.0, 30.0], [100.0, 100.0]]
