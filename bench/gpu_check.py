@@ -194,8 +194,8 @@ def half_precision(device, ratios: dict) -> dict:
     from PIL import Image
 
     import engines.hoi.generation  # noqa: F401 - registers the diffusers roles
+    from engines.hoi.offline.tiny_pipelines import save_tiny, tiny_config
     from engines.hoi.roles import make
-    from engines.hoi.tiny_pipelines import save_tiny, tiny_config
 
     source = Image.new("RGB", (40, 30), (200, 30, 30))
     source.paste((20, 20, 220), (0, 0, 20, 30))

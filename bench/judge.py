@@ -56,7 +56,7 @@ MODELS = ("gemma-3-1b", "llama-3.1-8b", "gemma-3-27b", "qwen-3-32b")  # the pape
 ATTACKS = ("Direct", "GCG", "GCG-REINFORCE", "BoN", "PAIR")  # the paper's attacks
 CATEGORIES = ("chemical_biological", "illegal", "misinformation_disinformation", "harmful", "harassment_bullying",
               "cybercrime_intrusion", "copyright")  # HarmBench's semantic categories
-SECOND_LABEL_SHARE = 0.2  # items with a second label (the spec's overlap)
+SECOND_LABEL_SHARE = 0.2  # items with a second label (the labeling protocol's overlap, docs/judge.md)
 UNPARSED_SHARE = 0.01
 
 

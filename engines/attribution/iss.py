@@ -96,7 +96,7 @@ def upsample(keeps: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
 
 def divergence(actions: torch.Tensor, reference: torch.Tensor, scale: torch.Tensor | None = None) -> torch.Tensor:
     """Mean squared action change per sample over all non-batch axes; ``scale`` (dim,) divides each
-    action dimension first (the spec's per-dimension std; upstream uses 1)."""
+    action dimension first (the paper's per-dimension std; upstream's code uses 1)."""
     change = actions - reference
     if scale is not None:
         change = change / scale.to(change.device, change.dtype)

@@ -22,20 +22,17 @@ Modules, one job each:
   as upstream ``evaluation/compute_scoring_final_scores.py``;
 - ``adapters``: the judge ``openai`` (an OpenAI-compatible multimodal endpoint) and the grounder
   ``transformers`` (Grounding DINO or OWLv2 from a local folder);
-- ``generation``, ``tiny_pipelines`` and ``serve``: image editors and I2V models through diffusers
-  pipelines chosen by a checked config, tiny random pipelines for offline tests, and
-  ``python -m engines.hoi serve`` with the ``gradio`` roles that call it;
+- ``generation`` and ``serve``: image editors and I2V models through diffusers pipelines chosen by
+  a checked config, and ``python -m engines.hoi serve`` with the ``gradio`` roles that call it;
 - ``playbook`` and ``scpe``: SCPE's prompt playbook (merge without repeats, normalize) and its
   learning epochs, final generation, frame sampling and selection, traces (``run_scpe``);
-- ``scenes`` and ``scene_edits``: the drawn demo world (scenes, drawing, reading them back) and how
-  a scene changes (instruction language, HOI-Eval's questions, motion, an editor's mistakes);
-- ``offline_reading``, ``offline`` and ``offline_generation``: the offline defaults on the drawn
-  scenes (reading pixels; grounder and judge; editors, I2V and refiner);
+- ``offline``: the offline stand-ins, fenced off (only ``backends`` imports them): the drawn demo
+  world, the offline default roles on it, tiny random diffusers pipelines, the synthetic demo
+  benchmark and ``python -m engines.hoi demo``;
 - ``methods``: a benchmark folder's methods (``<method>_frames`` and ``methods.json``), also read
   over the result folders of the jobs run on it (``method_sources``);
 - ``folders``: which folders the area reads benchmarks and files from and writes outputs to (the
   platform's path policy);
-- ``demo_data`` and ``demo``: the synthetic benchmark in upstream's format and the shipped demo;
 - ``arena``, ``votes`` and ``ratings``: the arena's anonymous side-swapped pairs for participants
   (``studies/hoi_arena``), the vote log and its reader; Elo and Bradley–Terry ratings with bootstrap intervals
   and the win-rate matrix, as GenAI-Arena's ``arena_elo/elo_rating/elo_analysis.py``;

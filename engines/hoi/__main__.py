@@ -23,7 +23,7 @@ COMMANDS = {
              "SCPE: learn a prompt playbook, generate each item's video with an I2V model, keep the selected frame"),
     "arena-votes": ("engines.hoi.cli", "add_arena_votes_arguments", "run_arena_votes",
                     "every stored vote of an arena study as JSONL, for ratings --votes"),
-    "demo": ("engines.hoi.demo", "add_arguments", "run",
+    "demo": ("engines.hoi.offline.demo", "add_arguments", "run",
              "the shipped synthetic demo: benchmark, offline methods, SCPE, HOI-Eval records, simulated votes"),
     "ratings": ("engines.hoi.cli", "add_ratings_arguments", "run_ratings",
                 "Elo or Bradley-Terry ratings from arena votes, with bootstrap intervals and win rates"),

@@ -52,7 +52,7 @@ and with half-precision matrix products reducing in float32 for a half one
 ``"gradio"`` for a model served by ``python -m engines.hoi serve``, ``"offline"`` for the
 deterministic default) and checks it, naming the file and the field on any problem; ``make_role``
 turns it into the role. The diffusers roles are registered as ``i2v``/``editor`` ``"diffusers"``
-in ``engines.hoi.roles``; ``engines.hoi.tiny_pipelines`` builds tiny random pipelines that this
+in ``engines.hoi.roles``; ``engines.hoi.offline.tiny_pipelines`` builds tiny random pipelines that this
 module loads exactly like real checkpoints (the tests do).
 """
 
@@ -353,7 +353,7 @@ GenerationConfig = DiffusersConfig | GradioConfig | OfflineConfig
 _CONFIG_CLASSES = {"diffusers": DiffusersConfig, "gradio": GradioConfig, "offline": OfflineConfig}
 # The module that registers each role name (imported by make_role, so a config alone is enough).
 _ROLE_MODULES = {"diffusers": "engines.hoi.generation", "gradio": "engines.hoi.serve",
-                 "offline": "engines.hoi.offline_generation"}
+                 "offline": "engines.hoi.backends"}  # the registry names the offline stand-ins
 
 
 def load_generation_config(source: str | Path | Mapping[str, Any], *, task: str | None = None) -> GenerationConfig:

@@ -24,6 +24,7 @@ the endpoint, is an error naming its URL.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import tempfile
 from pathlib import Path
@@ -32,9 +33,6 @@ from typing import Any
 from PIL import Image
 
 from engines.hoi.generation import (
-    DiffusersConfig,
-    DiffusersImageEditor,
-    DiffusersVideoGenerator,
     GradioConfig,
     load_generation_config,
     make_role,
@@ -42,7 +40,8 @@ from engines.hoi.generation import (
 )
 from engines.hoi.roles import register
 
-TINY_CHOICES = ("wan", "svd", "instruct-pix2pix")
+TINY_CHOICES = ("wan", "svd", "instruct-pix2pix")  # the tiny stand-ins' TINY_NAMES (tests/hoi check it)
+REGISTRY = "engines.hoi.backends"  # the role registry, which names the stand-ins (tiny_role)
 
 
 class GradioEndpointError(ConnectionError):
@@ -108,18 +107,6 @@ def build_app(role: Any, task: str, *, title: str | None = None, note: str = "",
     return app
 
 
-def tiny_role(name: str):
-    """A tiny random pipeline's role, built in memory (``engines.hoi.tiny_pipelines``)."""
-    from engines.hoi.tiny_pipelines import TINY_SETTINGS, build_tiny, tiny_config
-
-    if name not in TINY_SETTINGS:
-        raise ValueError(f"no tiny pipeline {name!r}; choose one of {', '.join(TINY_CHOICES)}")
-    config = DiffusersConfig.from_dict({key: value for key, value in tiny_config(name, f"tiny-{name}").items()
-                                        if key != "role"}, f"tiny {name}")
-    role_class = DiffusersVideoGenerator if config.task == "i2v" else DiffusersImageEditor
-    return role_class(build_tiny(name), config), config.task
-
-
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--config", type=Path,
@@ -135,7 +122,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 def app_from_arguments(args: argparse.Namespace):
     """The app ``serve`` would launch, and what it serves: ``(app, {"task", "model"})``."""
     if args.tiny:
-        role, task = tiny_role(args.tiny)
+        # The tiny pipelines are offline stand-ins, named in the role registry (imported by name: it imports this module).
+        role, task = importlib.import_module(REGISTRY).tiny_role(args.tiny)
         note = "A tiny randomly initialised pipeline: its frames are noise (synthetic, for trying the service)."
         default_frames = 9
     else:

@@ -47,7 +47,7 @@ def test_overlapping_supply_enters_through_the_comp_threshold():
     scores = np.array([0.4, 0.4])
     protect = np.array([T_, T_])
     supply = np.array([T_, F_])  # label 0 is both protected and supplied
-    np.testing.assert_array_equal(prediction_set(scores, protect, 0.1, 0.5), [F_, F_])  # spec's set
+    np.testing.assert_array_equal(prediction_set(scores, protect, 0.1, 0.5), [F_, F_])  # the paper's set
     np.testing.assert_array_equal(prediction_set(scores, protect, 0.1, 0.5, supply), [T_, F_])
 
 
@@ -316,7 +316,7 @@ def test_plain_variant_lower_bound_when_the_rule_fires_every_time(cfg, data):
 
 
 def test_plain_variant_has_no_lower_bound_when_the_rule_never_fires():
-    """The spec's two-sided statement fails: a human who never holds the truth makes harm impossible."""
+    """The two-sided form of the guarantee fails: a human who never holds the truth makes harm impossible."""
     cfg = ControllerConfig(alpha_harm=0.1, eta_harm=0.1)
     ctl = OnlineController(cfg)
     for _ in range(1000):

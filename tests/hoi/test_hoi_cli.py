@@ -84,7 +84,7 @@ def test_records_and_votes_files_outside_the_owned_folders_are_refused(dataset, 
 
 
 def test_the_shipped_demo_is_scored_by_its_shown_name(data_dir, capsys):
-    from engines.hoi.demo import DEMO_DIR
+    from engines.hoi.offline.demo import DEMO_DIR
 
     if not DEMO_DIR.is_dir():
         pytest.skip("the shipped demo is written by `python -m engines.hoi demo`")
@@ -94,7 +94,7 @@ def test_the_shipped_demo_is_scored_by_its_shown_name(data_dir, capsys):
 
 
 def test_the_demo_replaces_only_the_shipped_demo_or_a_new_folder_of_the_data_folder(data_dir, tmp_path):
-    from engines.hoi.demo import DEMO_DIR, demo_folder
+    from engines.hoi.offline.demo import DEMO_DIR, demo_folder
     from engines.platform.files import FileRefused
 
     assert demo_folder(DEMO_DIR) == DEMO_DIR  # the regeneration command

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from engines.hoi import browse
-from engines.hoi.demo import DEMO_DIR, SCPE_METHOD, simulated_votes
+from engines.hoi.offline.demo import DEMO_DIR, SCPE_METHOD, simulated_votes
 from engines.hoi.ratings import rate
 from engines.hoi.votes import WINNERS, read_votes
 
@@ -57,9 +57,9 @@ def test_the_shipped_editor_outputs_are_the_generators_and_identical_edits_are_o
     identical pair is one whose seeded draws asked both editors for that same clean edit."""
     import random
 
-    from engines.hoi.demo_data import _open, _read_items
-    from engines.hoi.offline_generation import EDITORS, OfflineEditor
-    from engines.hoi.offline_reading import image_digest
+    from engines.hoi.offline.demo_data import _open, _read_items
+    from engines.hoi.offline.generation import EDITORS, OfflineEditor
+    from engines.hoi.offline.reading import image_digest
 
     root = DEMO_DIR
     editors = {name: OfflineEditor(name) for name in ("offline-faithful", "offline-drift")}

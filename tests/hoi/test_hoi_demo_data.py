@@ -1,4 +1,4 @@
-"""Tests of ``engines.hoi.demo_data``: the synthetic demo benchmark reads as upstream's and carries
+"""Tests of ``engines.hoi.offline.demo_data``: the synthetic demo benchmark reads as upstream's and carries
 every method's outputs where the layout says.
 
 One item per recipe keeps it quick: 10 L1/L2 recipes and 4 L3 recipes (see ``RECIPES``), so 10 and 4
@@ -12,8 +12,8 @@ import json
 import pytest
 from PIL import Image
 
-from engines.hoi import demo_data
 from engines.hoi.benchmark import ANNOTATION_FILES, TAGS, load_benchmark
+from engines.hoi.offline import demo_data
 
 
 @pytest.fixture(scope="module")

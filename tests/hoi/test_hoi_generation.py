@@ -19,8 +19,8 @@ from engines.hoi.generation import (
     load_generation_config,
     make_role,
 )
+from engines.hoi.offline.tiny_pipelines import save_tiny
 from engines.hoi.roles import make
-from engines.hoi.tiny_pipelines import save_tiny
 
 PROMPT = "the person picks up the cup"
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from engines.hoi import browse
-from engines.hoi.demo import DEMO_DIR
 from engines.hoi.jobs import EVALUATE, SCPE, hoi_jobs, jobs_frame, result_layers
+from engines.hoi.offline.demo import DEMO_DIR
 from engines.platform import jobqueue
 from engines.platform.settings import REPO_ROOT
 

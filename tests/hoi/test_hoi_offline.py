@@ -13,12 +13,12 @@ import random
 
 import pytest
 
-from engines.hoi import offline, offline_generation, scene_edits, scenes
 from engines.hoi.drawing import AFTER_TITLE, BEFORE_TITLE, add_title, annotate
 from engines.hoi.evaluate import match_images
 from engines.hoi.judge_replies import parse_match, parse_yes_no
+from engines.hoi.offline import generation, grounder_judge, scene_edits, scenes
+from engines.hoi.offline.scenes import Scene, Thing
 from engines.hoi.roles import make, names
-from engines.hoi.scenes import Scene, Thing
 
 ROOM = {"wall": "sage", "floor": "steel", "person_x": 64, "outfit": "navy"}
 
@@ -187,9 +187,9 @@ def test_a_prompt_that_asks_for_the_end_state_and_a_still_camera_completes_more_
     scene = Scene(**ROOM, things=(Thing("ball", "table", 1),))
     source = scenes.render(scene).image
     instruction = "Make the person pick up the ball"
-    good = " ".join([instruction + "."] + [device.sentence for device in offline_generation.DEVICES.values()])
-    assert offline_generation.prompt_cues(good) == {"completion": True, "camera": True, "appearance": True}
-    assert offline_generation.prompt_cues(instruction) == {"completion": False, "camera": False, "appearance": False}
+    good = " ".join([instruction + "."] + [device.sentence for device in generation.DEVICES.values()])
+    assert generation.prompt_cues(good) == {"completion": True, "camera": True, "appearance": True}
+    assert generation.prompt_cues(instruction) == {"completion": False, "camera": False, "appearance": False}
     i2v, judge = make("i2v", "offline"), make("judge", "offline")
     bare_ok, good_ok = [], []
     for seed in range(10):
@@ -207,10 +207,10 @@ def test_the_analyzer_says_what_went_wrong():
     source = scenes.render(scene).image
     instruction = "Make the person pick up the cup"
     judge = make("judge", "offline")
-    perfect = offline_generation.OfflineI2V(offline_generation.I2VHabits(stall=(0, 0), camera=(0, 0), drift=(0, 0)))
+    perfect = generation.OfflineI2V(generation.I2VHabits(stall=(0, 0), camera=(0, 0), drift=(0, 0)))
     report = judge.analyze_video(source, perfect.generate(source, instruction, num_frames=9), instruction, instruction)
     assert report.success and json.loads(report.raw)["success"] is True
-    clumsy = offline_generation.OfflineI2V(offline_generation.I2VHabits(stall=(1, 1), camera=(1, 1), drift=(1, 1)))
+    clumsy = generation.OfflineI2V(generation.I2VHabits(stall=(1, 1), camera=(1, 1), drift=(1, 1)))
     report = judge.analyze_video(source, clumsy.generate(source, instruction, num_frames=9), instruction, instruction)
     assert not report.success
     assert "not carried through" in report.critique and "camera moves" in report.critique
@@ -220,7 +220,7 @@ def test_the_analyzer_says_what_went_wrong():
 def test_the_refiner_learns_abstract_insights_once_and_uses_them():
     refiner = make("refiner", "offline")
     image = scenes.render(Scene(**ROOM, things=(Thing("cup", "table", 0),))).image
-    report = offline.VideoReport(False, "The action is not carried through: at the end the hand does not touch the "
+    report = grounder_judge.VideoReport(False, "The action is not carried through: at the end the hand does not touch the "
                                         "cup. The camera moves during the clip (the background shifts).")
     insight = refiner.reflect(report, "Make the person pick up the cup", "Make the person pick up the cup")
     words = (insight.root_cause + " " + insight.key_insight).lower()
@@ -231,7 +231,7 @@ def test_the_refiner_learns_abstract_insights_once_and_uses_them():
     assert refiner.curate(insight, playbook) == []  # already there: nothing added twice
     prompt = refiner.generate(image, "Make the person pick up the cup", playbook).enhanced_prompt
     assert prompt.startswith("Make the person pick up the cup.")
-    assert offline_generation.prompt_cues(prompt) == {"completion": True, "camera": True, "appearance": False}
+    assert generation.prompt_cues(prompt) == {"completion": True, "camera": True, "appearance": False}
     # A pitfall is no strategy: it does not make the prompt say the camera is fixed.
     pitfall = json.dumps({"strategies": [], "pitfalls": ["Pitfall: say the camera is fixed."]}, indent=2)
     assert refiner.generate(image, "Make the person pick up the cup", pitfall).enhanced_prompt == (
@@ -253,7 +253,7 @@ def test_the_editors_have_their_own_habits(judge, grounder):
         if name != "offline-drift":
             done[name] = sum(ask(judge, grounder, source, edit, scene, instruction)["answer"] == "yes"
                              for edit in edits)
-        drifted[name] = sum(offline._outfit(offline.Reading(edit)) != scene.outfit for edit in edits)
+        drifted[name] = sum(grounder_judge._outfit(grounder_judge.Reading(edit)) != scene.outfit for edit in edits)
     assert done["offline-faithful"] >= 9 and done["offline-timid"] <= 6
     assert drifted["offline-drift"] >= 8 and drifted["offline-faithful"] <= 1
     with pytest.raises(scenes.NotAScene):

@@ -82,7 +82,7 @@ def test_a_folder_the_app_does_not_own_is_refused_and_an_owned_one_must_read(sql
 
 
 def test_the_page_opens_on_the_shipped_demo(sqlite_db):
-    from engines.hoi.demo import DEMO_DIR
+    from engines.hoi.offline.demo import DEMO_DIR
 
     if not DEMO_DIR.is_dir():
         pytest.skip("the shipped demo is written by `python -m engines.hoi demo`")

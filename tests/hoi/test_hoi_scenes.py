@@ -1,4 +1,4 @@
-"""Tests of ``engines.hoi.scenes``: the drawn scenes, their instruction language and their mistakes.
+"""Tests of ``engines.hoi.offline.scenes``: the drawn scenes, their instruction language and their mistakes.
 
 Expected boxes and positions are worked out by hand from the drawing's constants: the person at
 ``person_x`` = 60 puts the table at x = 92, so table slot s is centred at 92 + 14 + 24 s, an
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from engines.hoi import scene_edits, scenes
-from engines.hoi.scenes import NotAScene, Scene, Thing
+from engines.hoi.offline import scene_edits, scenes
+from engines.hoi.offline.scenes import NotAScene, Scene, Thing
 
 ROOM = {"wall": "sky", "floor": "slate", "person_x": 60, "outfit": "crimson"}
 

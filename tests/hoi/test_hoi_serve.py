@@ -12,8 +12,9 @@ import pytest
 import torch
 from PIL import Image, ImageOps
 
+from engines.hoi.backends import tiny_role
 from engines.hoi.roles import make
-from engines.hoi.serve import GradioEndpointError, add_serve_arguments, app_from_arguments, build_app, tiny_role
+from engines.hoi.serve import GradioEndpointError, add_serve_arguments, app_from_arguments, build_app
 
 
 def free_port() -> int:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from engines.hoi import browse
-from engines.hoi.demo import DEMO_DIR
 from engines.hoi.folders import benchmark_folder
+from engines.hoi.offline.demo import DEMO_DIR
 from engines.platform.settings import REPO_ROOT
 
 SHIPPED = REPO_ROOT / "assets" / "hoi"

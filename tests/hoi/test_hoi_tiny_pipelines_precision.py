@@ -17,8 +17,8 @@ import torch
 from PIL import Image
 
 from engines.hoi.generation import _float32_step  # importing it registers the diffusers roles
+from engines.hoi.offline.tiny_pipelines import tiny_config
 from engines.hoi.roles import make
-from engines.hoi.tiny_pipelines import tiny_config
 from engines.platform.torch_device import tf32_enabled
 
 PROMPT = "the person picks up the cup"
@@ -37,7 +37,7 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
-    from engines.hoi.tiny_pipelines import save_tiny
+    from engines.hoi.offline.tiny_pipelines import save_tiny
 
     root = tmp_path_factory.mktemp("tiny-precision")
     return {name: save_tiny(name, root / name) for name in ("wan", "svd", "instruct-pix2pix")}

@@ -4,7 +4,7 @@ Every view of the page works offline on it. In order, all with the project's off
 (``engines.hoi.offline``), seeded:
 
 1. the synthetic benchmark and the image editors' and the plain I2V's outputs
-   (:func:`engines.hoi.demo_data.generate_demo`);
+   (:func:`engines.hoi.offline.demo_data.generate_demo`);
 2. SCPE (``engines.hoi.scpe``) on the plain I2V: one learning epoch from the plain videos, then
    the final pass with the learned playbook, as method ``offline-i2v-scpe`` with its frame strips
    and traces;
@@ -26,7 +26,7 @@ import random
 import time
 from pathlib import Path
 
-from engines.hoi import demo_data
+from engines.hoi.offline import demo_data
 from engines.platform.settings import REPO_ROOT
 
 DEMO_DIR = REPO_ROOT / "assets" / "hoi" / "demo"

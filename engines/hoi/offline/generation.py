@@ -2,11 +2,11 @@
 
 HOI-Edit (ICML 2026; ``docs/hoi.md``, "Method: SCPE") compares image editors and Wan2.2 (I2V)
 steered by SCPE, whose generator, reflector and curator run on Gemini 2.5 Pro. Offline, on the
-synthetic scenes of ``engines.hoi.scenes`` (labelled as such; no models of the real benchmark):
+synthetic scenes of ``engines.hoi.offline.scenes`` (labelled as such; no models of the real benchmark):
 
 - ``editor "offline-faithful" | "offline-drift" | "offline-timid" | "offline-noisy"`` (and
   ``"offline"``, the faithful one): each reads the scene back from the source image
-  (:func:`engines.hoi.scenes.read_scene`), works out the scene the instruction asks for, and redraws
+  (:func:`engines.hoi.offline.scenes.read_scene`), works out the scene the instruction asks for, and redraws
   it with its own seeded habits (:data:`EDITORS`): half-done interactions, another outfit, a lost
   object, noise, blur or smear.
 - ``i2v "offline"`` (:class:`OfflineI2V`): frames moving from the source toward the instruction's
@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from PIL import Image
 
-from engines.hoi import scene_edits, scenes
-from engines.hoi.offline_reading import image_digest
+from engines.hoi.offline import scene_edits, scenes
+from engines.hoi.offline.reading import image_digest
 from engines.hoi.roles import (
     EnhancedPrompt,
     Insight,
@@ -75,7 +75,7 @@ class OfflineEditor:
         """The edited image.
 
         Raises:
-            engines.hoi.scenes.NotAScene: the source is not a drawn scene.
+            engines.hoi.offline.scenes.NotAScene: the source is not a drawn scene.
             ValueError: the instruction is none of the drawn world's, or names what the scene lacks.
         """
         scene = scenes.read_scene(image)
@@ -168,7 +168,7 @@ class OfflineI2V:
         instruction in ``prompt`` (nothing moves when there is none).
 
         Raises:
-            engines.hoi.scenes.NotAScene: the source is not a drawn scene.
+            engines.hoi.offline.scenes.NotAScene: the source is not a drawn scene.
         """
         if num_frames < 2:
             raise ValueError(f"num_frames must be at least 2, got {num_frames}")

@@ -1,8 +1,8 @@
 """Reading the drawn demo scenes from pixels: what the offline grounder and judge see.
 
-The offline roles of ``engines.hoi.offline`` stand in for GroundingDINO, SAM2.1 and a VLM judge
+The offline roles of ``engines.hoi.offline.grounder_judge`` stand in for GroundingDINO, SAM2.1 and a VLM judge
 (HOI-Edit, ICML 2026; ``docs/hoi.md``, "Method: HOI-Eval scores") on the synthetic scenes of
-``engines.hoi.scenes``. They know the scenes' palette the way a trained detector knows its classes:
+``engines.hoi.offline.scenes``. They know the scenes' palette the way a trained detector knows its classes:
 a :class:`Reading` of an image finds the boxes the evaluator drew on it (pure red, blue, yellow or
 green, with their labels and the BEFORE/AFTER title band) and paints them out, then segments the
 palette colours (after a 3 x 3 median, so noise does not break it) into regions of the person and
@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image, ImageFilter
 from scipy import ndimage
 
-from engines.hoi import scene_edits, scenes
+from engines.hoi.offline import scene_edits, scenes
 from engines.hoi.roles import (
     Box,
 )

@@ -2,7 +2,7 @@
 an action, and the mistakes an editor makes.
 
 HOI-Edit (ICML 2026; ``docs/hoi.md``, "Method: Task and benchmark format") instructions are, offline, sentences of a
-small language (:data:`ACTIONS`) over the scenes of ``engines.hoi.scenes``: ``parse_instruction``
+small language (:data:`ACTIONS`) over the scenes of ``engines.hoi.offline.scenes``: ``parse_instruction``
 reads them, ``apply_instruction`` gives the scene the instruction asks for (rendering it gives the
 ideal edit); :func:`expectation` and :func:`read_question` say what HOI-Eval's interaction and extra
 questions check; :func:`motion` and :func:`pose_at` give the in-between poses of the action (for
@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from PIL import Image, ImageFilter
 
-from engines.hoi.scenes import (
+from engines.hoi.offline.scenes import (
     HELD,
     OBJECTS,
     OUTFITS,

@@ -20,7 +20,9 @@ enters through the VAE latents only). The frames they produce are noise; what th
 a pipeline is loaded, called and read back the way a real checkpoint is.
 
 :func:`save_tiny` writes one with ``save_pretrained`` and returns the generation config that loads
-it from that folder (``local_files_only``), as a user's downloaded checkpoint would be.
+it from that folder (``local_files_only``), as a user's downloaded checkpoint would be;
+:func:`tiny_role` wraps one built in memory in the diffusers role (``serve --tiny``, reached through
+the registry ``engines.hoi.backends``).
 """
 
 from __future__ import annotations
@@ -189,3 +191,16 @@ def save_tiny(name: str, folder: str | Path, seed: int = 0) -> dict[str, Any]:
     folder = Path(folder)
     build_tiny(name, seed).save_pretrained(folder)
     return tiny_config(name, folder)
+
+
+def tiny_role(name: str):
+    """The tiny ``name`` built in memory, as the diffusers role a saved one would load into:
+    ``(role, task)`` (``python -m engines.hoi serve --tiny NAME``)."""
+    from engines.hoi.generation import DiffusersConfig, DiffusersImageEditor, DiffusersVideoGenerator
+
+    if name not in TINY_SETTINGS:
+        raise ValueError(f"no tiny pipeline {name!r}; choose one of {', '.join(TINY_NAMES)}")
+    config = DiffusersConfig.from_dict({key: value for key, value in tiny_config(name, f"tiny-{name}").items()
+                                        if key != "role"}, f"tiny {name}")
+    role_class = DiffusersVideoGenerator if config.task == "i2v" else DiffusersImageEditor
+    return role_class(build_tiny(name), config), config.task

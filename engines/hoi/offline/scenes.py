@@ -6,7 +6,7 @@ of a person interacting with objects. Offline, this module stands in for the pho
 beside a table, with one to three objects (cup, ball, book, box, bottle, can; each its own shape
 and colour), sometimes a tool (stick, ruler), a shelf and a basket, over a striped wall and a
 checked floor. Everything is drawn in flat colours from :data:`PALETTE`, so a reader that knows the
-palette (``engines.hoi.offline``) can find every part from pixels, the way a trained detector knows
+palette (``engines.hoi.offline.grounder_judge``) can find every part from pixels, the way a trained detector knows
 its classes.
 
 A :class:`Scene` holds where everything is; its **state** is where the objects are (table, shelf,
@@ -22,7 +22,7 @@ and what the right hand touches. The three HOI-Edit levels are changes of that s
 
 This module holds the scenes, their drawing and :func:`read_scene`, which reads a rendered scene
 back from its pixels (so an offline editor or video generator works from the source image alone).
-How a scene changes, under an instruction or by an editor's mistake, is ``engines.hoi.scene_edits``.
+How a scene changes, under an instruction or by an editor's mistake, is ``engines.hoi.offline.scene_edits``.
 Synthetic demo data, labelled as such; not a model of the real benchmark.
 """
 

@@ -2,7 +2,7 @@
 
 HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; ``docs/hoi.md``, "Method: Task and benchmark format") ships two
 annotation files and the images they name. This module writes a small synthetic benchmark of the
-same shape from the drawn scenes of :mod:`engines.hoi.scenes` (synthetic, labelled as such: it
+same shape from the drawn scenes of :mod:`engines.hoi.offline.scenes` (synthetic, labelled as such: it
 exercises the pipeline, it is not the benchmark), laid out as upstream's repository so that a
 user can point every command at the real benchmark folder instead::
 
@@ -25,7 +25,7 @@ The steps are separate functions so that later steps can add to a demo folder: t
 the bare instruction as the prompt, frames chosen by the offline judge's ``select_frame``) and
 ``methods.json`` (:func:`add_method`); :func:`generate_demo` runs them in order. HOI-Eval's
 records (``engines.hoi.evaluate`` with the offline grounder and judge) and an SCPE method
-(``engines.hoi.scpe`` with the offline roles) are added afterwards; ``engines.hoi.demo`` does the
+(``engines.hoi.scpe`` with the offline roles) are added afterwards; ``engines.hoi.offline.demo`` does the
 whole of it::
 
     python -m engines.hoi demo --out assets/hoi/demo --items-per-tag 3 --seed 0
@@ -42,9 +42,9 @@ from pathlib import Path
 
 from PIL import Image
 
-from engines.hoi import offline, offline_generation, scene_edits, scenes  # noqa: F401  (they register the offline roles)
 from engines.hoi.benchmark import ANNOTATION_FILES, SPLITS
 from engines.hoi.methods import write_method
+from engines.hoi.offline import generation, grounder_judge, scene_edits, scenes  # noqa: F401  (generation and grounder_judge register the offline roles)
 from engines.hoi.roles import make
 
 OCCUR = "L1-interaction-relation_occur"

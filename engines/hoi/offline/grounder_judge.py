@@ -2,8 +2,8 @@
 
 HOI-Edit (ICML 2026; ``oceanflowlab/HOI-Edit``; ``docs/hoi.md``, "Method") runs
 GroundingDINO + SAM2.1 (grounder), Gemini 2.5 Pro (VLM judge, SCPE's generator, reflector and
-curator), image editors and Wan2.2 (I2V). The classes here and in ``engines.hoi.offline_generation`` take those roles with no network and no
-GPU, on the synthetic scenes of :mod:`engines.hoi.scenes`, so that HOI-Eval, SCPE and the pages run
+curator), image editors and Wan2.2 (I2V). The classes here and in ``engines.hoi.offline.generation`` take those roles with no network and no
+GPU, on the synthetic scenes of :mod:`engines.hoi.offline.scenes`, so that HOI-Eval, SCPE and the pages run
 end to end on the shipped demo data. They are offline defaults, labelled as such: they read the
 drawn scenes' pixels (they know the palette, the way a trained detector knows its classes) and are
 no models of the real benchmark's photographs.
@@ -21,8 +21,8 @@ no models of the real benchmark's photographs.
   Replies are JSON text, as a VLM's; boxes drawn on the images in pure red, blue, yellow or green
   (upstream draws red and blue, width 2-3) are found, read and painted out before anything else.
 
-Pixels are read by ``engines.hoi.offline_reading``; the offline editors, I2V generator and SCPE
-refiner are ``engines.hoi.offline_generation``.
+Pixels are read by ``engines.hoi.offline.reading``; the offline editors, I2V generator and SCPE
+refiner are ``engines.hoi.offline.generation``.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
-from engines.hoi import scene_edits, scenes
-from engines.hoi.offline_reading import (
+from engines.hoi.offline import scene_edits, scenes
+from engines.hoi.offline.reading import (
     ANNOTATION_COLOURS,
     OBJECT_CLASSES,
     PALETTE_INDEX,
