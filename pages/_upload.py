@@ -3,6 +3,9 @@
 - ``file_input`` shows a file picker whose help text states the size limit from the settings, and
   returns the upload stored through ``store_upload`` (never under the browser's file name), or None
   with the refusal shown beside the picker.
+- ``refuse_upload`` is for an upload the area could not read after all (weights of another model):
+  its stored file is removed at once and the reason is shown again on every rerun while the same
+  file stays chosen, so refused files never pile up on the server's disk.
 - ``install_upload_quota`` makes the web server refuse (HTTP 413) an upload beyond the per-session
   and total quotas before it holds the bytes in memory; ``app.py`` calls it once per process.
 """
@@ -14,9 +17,10 @@ import threading
 import streamlit as st
 
 from engines.platform.settings import get_settings
-from engines.platform.uploads import KINDS, StoredUpload, UploadRefused, quota_problem, store_upload
+from engines.platform.uploads import KINDS, StoredUpload, UploadRefused, quota_problem, remove_stored, store_upload
 
 _STORED = "hai_stored_uploads"  # session state: widget file id -> StoredUpload (a rerun does not copy again)
+_REFUSED = "hai_refused_uploads"  # session state: widget file id -> why the area could not read it
 _INSTALL_LOCK = threading.Lock()
 
 
@@ -32,6 +36,10 @@ def file_input(label: str, *, kind: str, area: str, key: str, help: str | None =
                                      help=" ".join(part for part in (help, limit_text()) if part))
     if chosen is None:
         return None
+    refused: dict = st.session_state.setdefault(_REFUSED, {})
+    if chosen.file_id in refused:
+        container.error(refused[chosen.file_id])
+        return None
     stored: dict = st.session_state.setdefault(_STORED, {})
     if chosen.file_id in stored:
         return stored[chosen.file_id]
@@ -42,6 +50,17 @@ def file_input(label: str, *, kind: str, area: str, key: str, help: str | None =
         return None
     stored[chosen.file_id] = upload
     return upload
+
+
+def refuse_upload(upload: StoredUpload, reason: str, *, container=st) -> None:
+    """The area could not read ``upload``: remove its stored file and show ``reason`` (again on reruns)."""
+    remove_stored(upload)
+    stored: dict = st.session_state.setdefault(_STORED, {})
+    for file_id, kept in list(stored.items()):
+        if kept == upload:
+            del stored[file_id]
+            st.session_state.setdefault(_REFUSED, {})[file_id] = reason
+    container.error(reason)
 
 
 def install_upload_quota() -> bool:
@@ -77,4 +96,4 @@ def install_upload_quota() -> bool:
     return True
 
 
-__all__ = ["UploadRefused", "file_input", "install_upload_quota", "limit_text"]
+__all__ = ["UploadRefused", "file_input", "install_upload_quota", "limit_text", "refuse_upload"]

@@ -22,7 +22,7 @@ from engines.platform.files import FileRefused
 from engines.platform.torch_device import resolve_device
 from pages import _access as access
 from pages import _research_widgets as widgets
-from pages._upload import file_input
+from pages._upload import file_input, refuse_upload
 
 PAGE = {"title": "Attribution heatmaps", "group": "Research", "roles": ["researcher"],
         "icon": ":material/center_focus_strong:", "order": 60}
@@ -97,7 +97,7 @@ else:
         try:  # the upload is kept under a server-chosen name; loading it is still weights_only
             model, meta = load_policy(upload.path, label=upload.label, device=resolve_device())
         except (FileRefused, PolicyFileError) as exc:
-            st.error(str(exc))
+            refuse_upload(upload, str(exc))
         else:
             policy_key = f"upload:{upload.sha256}"
 rho_trained = float((meta or {}).get("train", {}).get("rho", 0.95))
