@@ -24,6 +24,7 @@ every check is ok. The result is also printed as one JSON line.
 
     python bench/gpu_check.py                 # the GPU when there is one
     python bench/gpu_check.py --device cpu    # the CPU path on any machine
+    python bench/gpu_check.py --device cpu --quick   # every check at smaller sizes (the test suite's run)
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ GOAL_ISS_RATIO = 0.8  # ISS mask evaluations per second / raw forward passes of 
 GOAL_SCALING = 0.8  # ISS's rate at the most masks / at 500: no fall as the mask count grows
 HALF_BOUNDS = {"float16": 1.0, "bfloat16": 2.0}  # mean |half - float32| per pixel, in 1/255
 PROMPT = "the person picks up the cup"
+# Mask counts, bootstrap resamples and timing repeats: the full run's, and --quick's (every check still runs,
+# on fewer masks and one timing repeat; the suite's test runs it so).
+FULL = {"iss_masks": 500, "baseline_masks": 200, "frame_masks": 200, "boot": 50, "episode_masks": 100, "repeats": 5,
+        "scaling_counts": (500, 2000)}
+QUICK = {"iss_masks": 100, "baseline_masks": 50, "frame_masks": 50, "boot": 10, "episode_masks": 25, "repeats": 1,
+         "scaling_counts": (500, 1000)}
 
 
 def check(name: str, checks: dict, work: Callable[[], dict]) -> None:
@@ -117,21 +124,21 @@ def _frame():
     return torch.from_numpy(scene_frame(1.0, 5).image)[None]  # on the CPU, as a caller makes it
 
 
-def iss_matches_cpu(device) -> dict:
+def iss_matches_cpu(device, sizes: dict = FULL) -> dict:
     from engines.attribution.iss import iss
     from engines.attribution.policies import torch_policy
     from engines.platform.torch_device import exact_float32
 
     cpu, here = _policies(device)
     with exact_float32():
-        reference = iss(torch_policy(cpu), _frame(), n_masks=500, seed=1)
-        measured = iss(torch_policy(here), _frame(), n_masks=500, seed=1)
+        reference = iss(torch_policy(cpu), _frame(), n_masks=sizes["iss_masks"], seed=1)
+        measured = iss(torch_policy(here), _frame(), n_masks=sizes["iss_masks"], seed=1)
     errors = {name: _relative(getattr(measured, name), getattr(reference, name))
               for name in ("pixel_map", "contrast_pixel_map", "divergences")}
     return {"ok": max(errors.values()) <= ISS_RELATIVE, "relative_error": errors, "bound": ISS_RELATIVE}
 
 
-def attribution_baselines(device) -> dict:
+def attribution_baselines(device, sizes: dict = FULL) -> dict:
     import torch
 
     from engines.attribution.baselines import METHODS, attribute
@@ -141,30 +148,31 @@ def attribution_baselines(device) -> dict:
     errors, finite = {}, {}
     with exact_float32():
         for method in METHODS:
-            measured = attribute(method, here, _frame(), n_masks=200, seed=2)
+            measured = attribute(method, here, _frame(), n_masks=sizes["baseline_masks"], seed=2)
             finite[method] = bool(torch.isfinite(measured).all()) and measured.device.type == "cpu"
-            errors[method] = _relative(measured, attribute(method, cpu, _frame(), n_masks=200, seed=2))
+            errors[method] = _relative(measured, attribute(method, cpu, _frame(), n_masks=sizes["baseline_masks"], seed=2))
     return {"ok": all(finite.values()) and max(errors.values()) <= BASELINE_RELATIVE, "methods": list(METHODS),
             "relative_error_vs_cpu": errors, "bound": BASELINE_RELATIVE}
 
 
-def explain_paths(device) -> dict:
+def explain_paths(device, sizes: dict = FULL) -> dict:
     import numpy as np
 
     from engines.attribution import explain
     from engines.attribution.env import TaskConfig, sample_scene
 
     _, here = _policies(device)
-    frame = explain.explain_frame(here, explain.scene_frame(1.0, 7), baselines=("occlusion", "rise"), n_masks=200,
-                                  n_boot=50)
-    episode = explain.explain_episode(here, sample_scene(np.random.default_rng(0), TaskConfig(), 1.0), n_masks=100)
+    frame = explain.explain_frame(here, explain.scene_frame(1.0, 7), baselines=("occlusion", "rise"),
+                                  n_masks=sizes["frame_masks"], n_boot=sizes["boot"])
+    episode = explain.explain_episode(here, sample_scene(np.random.default_rng(0), TaskConfig(), 1.0),
+                                      n_masks=sizes["episode_masks"])
     ok = bool(np.isfinite(frame.iss_map).all() and np.isfinite(episode.pixel_maps).all()
               and set(frame.curves) == {"iss", "occlusion", "rise"})
     return {"ok": ok, "frame_nmr_mass": frame.nmr_mass.value, "frame_seconds": frame.seconds,
             "episode_steps": episode.steps}
 
 
-def iss_throughput(device, ratios: dict) -> dict:
+def iss_throughput(device, ratios: dict, sizes: dict = FULL) -> dict:
     from bench.attribution import (
         against_feature_ablation,
         round_robin_medians,
@@ -175,9 +183,9 @@ def iss_throughput(device, ratios: dict) -> dict:
 
     _, here = _policies(device)
     image = _frame().to(device)
-    seconds = round_robin_medians(timed_works(here, image, device), repeats=5)
+    seconds = round_robin_medians(timed_works(here, image, device), repeats=sizes["repeats"])
     speed, versus = throughput(seconds), against_feature_ablation(seconds)
-    counts = (500, 2000, 8000) if device.type == "cuda" else (500, 2000)
+    counts = (*sizes["scaling_counts"], 8000) if device.type == "cuda" else sizes["scaling_counts"]
     scaled = scaling(here, image, counts)
     ratios["iss_vs_raw_forward"] = speed["ratio"]
     ratios["feature_ablation_vs_raw_forward"] = round(
@@ -278,20 +286,21 @@ def run(args: argparse.Namespace) -> dict:
     load_before = round(os.getloadavg()[0], 2)
     device = resolve_device(args.device or "auto")
     on_gpu = device.type == "cuda"
+    sizes = QUICK if args.quick else FULL
     checks: dict = {}
     ratios: dict = {}
     check("cuda_tests", checks, lambda: cuda_tests(torch.cuda.is_available()))
-    check("iss_matches_cpu", checks, lambda: iss_matches_cpu(device))
-    check("attribution_baselines", checks, lambda: attribution_baselines(device))
-    check("explain", checks, lambda: explain_paths(device))
-    check("iss_throughput", checks, lambda: iss_throughput(device, ratios))
+    check("iss_matches_cpu", checks, lambda: iss_matches_cpu(device, sizes))
+    check("attribution_baselines", checks, lambda: attribution_baselines(device, sizes))
+    check("explain", checks, lambda: explain_paths(device, sizes))
+    check("iss_throughput", checks, lambda: iss_throughput(device, ratios, sizes))
     check("half_precision", checks, lambda: half_precision(device, ratios))
     check("counter", checks, lambda: counter(device, ratios))
     failed = [name for name, result in checks.items() if not result["ok"]]
     return {
         "benchmark": "gpu_check", "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "device": describe_device(device), "device_detail": no_cuda_reason() if not on_gpu else None,
-        "torch": torch.__version__, "torch_cuda": torch.version.cuda, "ok": not failed,
+        "torch": torch.__version__, "torch_cuda": torch.version.cuda, "ok": not failed, "quick": bool(args.quick),
         "summary": (f"{len(checks) - len(failed)} of {len(checks)} checks ok on {describe_device(device)}"
                     + (f"; failed: {', '.join(failed)}" if failed else "")),
         "checks": checks, "ratios": ratios, "seconds": round(time.perf_counter() - started, 1),
@@ -303,6 +312,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default=None, help="cuda, cuda:N, cpu or auto (default auto: CUDA when present)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--quick", action="store_true",
+                        help="every check at smaller sizes: fewer masks, fewer resamples, one timing repeat")
     return parser.parse_args(argv)
 
 

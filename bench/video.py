@@ -23,7 +23,7 @@ Median of ``--repeats`` timings after a warm-up. Prints one JSON line, writes th
 ``bench/results/video.json`` (or ``--out``), progress on stderr.
 
     python bench/video.py            # the hour-long video, 5 repeats, 20 questions per agent
-    python bench/video.py --quick    # a 10-minute video, 1 repeat, 3 questions, small accuracy sets (checks the script)
+    python bench/video.py --quick    # a 5-minute video, 1 repeat, 3 questions, small accuracy sets (checks the script)
     python bench/video.py --only accuracy   # the accuracy part alone
 """
 
@@ -54,7 +54,7 @@ GOAL_VS_OPENCV = 1.0  # seek-and-decode time / OpenCV seeking time, at most
 FRAMES = 48
 FULL = {"minutes": 60.0, "repeats": 5, "questions": 20, "tuning_minutes": 20.0, "tuning_videos": 3,
         "budgets": (2, 4, 8)}
-QUICK = {"minutes": 10.0, "repeats": 1, "questions": 3, "tuning_minutes": 4.0, "tuning_videos": 1, "budgets": (2, 8)}
+QUICK = {"minutes": 5.0, "repeats": 1, "questions": 3, "tuning_minutes": 4.0, "tuning_videos": 1, "budgets": (2, 8)}
 GOAL_HELDOUT = 0.8  # held-out accuracy of every question kind, at least
 TUNING_SEED = 41
 
@@ -314,7 +314,7 @@ def run(args: argparse.Namespace) -> dict:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a 10-minute video, 1 repeat, 3 questions")
+    parser.add_argument("--quick", action="store_true", help="a 5-minute video, 1 repeat, 3 questions")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--only", choices=("seeking", "accuracy"), default=None, help="one part of the benchmark")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)

@@ -101,9 +101,23 @@ def _group_of(path: Path) -> str | None:
     return None
 
 
+def _uses_a_module_fixture(item) -> bool:
+    """Whether the test uses a module-scoped fixture (a generated video, a quick benchmark run, a trained
+    tiny model): the tests of its file then stay on one worker, so the fixture is built once, not once on
+    every worker the file's tests were spread over."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(definition.scope == "module" for definitions in info.name2fixturedefs.values()
+               for definition in definitions)
+
+
 def _group_shared_resources(items) -> None:
     for item in items:
-        group = _group_of(Path(str(item.fspath)))
+        path = Path(str(item.fspath))
+        group = _group_of(path)
+        if group is None and _uses_a_module_fixture(item):
+            group = f"module-{path.parent.name}-{path.stem}"
         if group and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(group))
 
@@ -212,7 +226,24 @@ def other_engine(sqlite_db, migrated_sqlite_template, tmp_path):
     engine.dispose()
 
 
-def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest hook
+def _name_groups_in_test_ids(config, items) -> None:
+    """On an xdist worker under ``--dist loadgroup``: a grouped test's id ends in ``@group``, which is how the
+    scheduler keeps a group on one worker. xdist 3.8 writes that suffix into ``item._nodeid``, which pytest 9
+    no longer reads (the id comes from ``item._id``), so every group was ignored: a file's tests spread over
+    both workers, each starting the file's servers and building its module fixtures. Written here the way
+    pytest 9 reads it; nothing is done where the id already has its suffix (an xdist that does it itself)."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                        for mark in item.iter_markers("xdist_group")})
+        if names and "@" not in item.nodeid and hasattr(item, "_id"):
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")  # noqa: SLF001 - see the docstring
+
+
+def pytest_collection_modifyitems(config, items):
     """xdist groups for shared resources; under ``make mutation``, a mutant's tests cheapest first, so a killed mutant stops early.
 
     mutmut passes the tests covering a mutant in no particular order and stops at the first
@@ -221,6 +252,7 @@ def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest hook
     PostgreSQL variants (slower: a server round trip per statement) after all the others.
     """
     _group_shared_resources(items)
+    _name_groups_in_test_ids(config, items)
     order = os.environ.get("HAI_MUTATION_TEST_ORDER")
     if not order:
         return

@@ -37,10 +37,11 @@ def test_the_gpu_check_runs_its_checks_on_the_cpu_without_a_gpu_and_says_so(tmp_
     import torch
 
     out = tmp_path / "gpu.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_check.py"), "--device", "cpu", "--out", str(out)],
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_check.py"), "--device", "cpu", "--quick", "--out", str(out)],
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     line = json.loads(proc.stdout)
     assert json.loads(out.read_text()) == line and proc.returncode == (0 if line["ok"] else 1)
+    assert line["quick"] is True  # every check, at the smaller sizes
     if not torch.cuda.is_available():
         assert line["device"] == "cpu (no CUDA device)" and line["device_detail"]
     assert set(line["checks"]) == {"cuda_tests", "iss_matches_cpu", "attribution_baselines", "explain",

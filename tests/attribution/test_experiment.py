@@ -53,10 +53,14 @@ def test_the_quick_experiment_runs_end_to_end(data_dir):
 
 @pytest.mark.parametrize(("option", "value"), [("--out", "/etc/experiment.json"), ("--out", "../experiment.json"),
                                                ("--policy-dir", "/etc"), ("--policy-dir", "datasets/..")])
-def test_the_experiment_refuses_paths_outside_the_owned_folders_before_it_runs(data_dir, option, value):
-    proc = subprocess.run([sys.executable, "-m", "engines.attribution", "experiment", option, value, "--rhos", "0.5",
-                           "1", "--seeds", "0", "1", "--methods", "iss"], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2 and proc.stderr.startswith(f"error: {option}: "), proc.stderr[-2000:]
+def test_the_experiment_refuses_paths_outside_the_owned_folders_before_it_runs(data_dir, option, value, capsys):
+    # In process through the command line's main(argv); the quick run above is its subprocess smoke test.
+    from engines.attribution.__main__ import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["experiment", option, value, "--rhos", "0.5", "1", "--seeds", "0", "1", "--methods", "iss"])
+    stderr = capsys.readouterr().err
+    assert exited.value.code == 2 and stderr.startswith(f"error: {option}: "), stderr[-2000:]
     assert not (data_dir.parent / "experiment.json").exists()
 
 

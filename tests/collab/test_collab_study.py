@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from engines.collab.study.images import interaction_difficulty, interaction_seed
 from engines.collab.study.record import InteractionLog
 from engines.collab.study.sets import labels_of, mask_of, round_masks
 from engines.collab.study.stored import interaction_rows, participant_interactions
-from engines.platform import runtime, study_admin
+from engines.platform import db, runtime, settings, study_admin
 from engines.platform.bots import run_bot, stored_responses
 from engines.platform.db import read_session
 from engines.platform.models import Participant
@@ -56,14 +57,42 @@ def study(sqlite_db):
     return SLUG
 
 
+@pytest.fixture(scope="module")
+def six_bots_database(migrated_sqlite_template, tmp_path_factory):
+    """The six bots' run, once per module: its database file and the bots' reports (running them was most
+    of this file's time when each test ran them again); ``six_bots`` gives each test a copy of the file."""
+    folder = tmp_path_factory.mktemp("six-bots")
+    path = folder / "hai.db"
+    shutil.copy(migrated_sqlite_template, path)
+    url = f"sqlite:///{path}"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HAI_DATABASE_URL", url)
+        patch.setenv("HAI_DATA_DIR", str(folder / "data"))
+        patch.setenv("HAI_RUN_JOBS_IN_APP", "false")
+        settings.reset_settings()
+        try:
+            study_admin.create_study(SLUG, "collab_shapes",
+                                     config={"constants": {"CONDITIONS": with_calibration(CALIBRATION)}})
+            reports = []
+            for n, case in enumerate(["follows_ai", "ignores_ai"] * 3):
+                bot = PlayerBot(case)
+                reports.append((run_bot(SLUG, bot, f"p{n}"), bot))
+        finally:
+            db.get_engine(url).dispose()
+            settings.reset_settings()
+    return path, reports
+
+
 @pytest.fixture
-def six_bots(study):
-    """Six participants, two per condition (least filled, ties in C.CONDITIONS order)."""
-    reports = []
-    for n, case in enumerate(["follows_ai", "ignores_ai"] * 3):
-        bot = PlayerBot(case)
-        reports.append((run_bot(study, bot, f"p{n}"), bot))
-    return reports
+def six_bots(six_bots_database, use_database, tmp_path):
+    """Six participants, two per condition (least filled, ties in C.CONDITIONS order), on the test's own
+    copy of the module's run."""
+    path, reports = six_bots_database
+    copy = tmp_path / "hai.db"
+    shutil.copy(path, copy)
+    url = use_database(f"sqlite:///{copy}")
+    yield reports
+    db.get_engine(url).dispose()
 
 
 def test_conditions_are_balanced(six_bots):

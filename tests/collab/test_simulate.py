@@ -291,17 +291,32 @@ def test_cli_simulate_quick_json(tmp_path):
     assert result["online"]["within_bound"] == {"harm": True, "comp": True}
 
 
-def test_cli_sweep_quick_json():
-    proc = _run_cli("--json", "sweep", "--quick")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout)
+def _main_in_process(capsys, *argv: str) -> tuple[int, str, str]:
+    """``python -m engines.collab`` through its ``main(argv)`` in this process (``test_cli_simulate_quick_json``
+    and ``test_cli_knows_the_rules_a_study_registers`` run it as a subprocess): exit status, stdout, stderr."""
+    from engines.collab.__main__ import main
+
+    capsys.readouterr()
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_cli_sweep_quick_json(capsys):
+    code, out, err = _main_in_process(capsys, "--json", "sweep", "--quick")
+    assert code == 0, err[-3000:]
+    result = json.loads(out)
     assert np.array(result["accuracy"]).shape == (len(sweep_mod.QUICK_HARM_GRID), len(sweep_mod.QUICK_COMP_GRID))
 
 
-def test_cli_errors_exit_2_with_the_message():
-    proc = _run_cli("simulate", "--quick", "--task", "chemistry")
-    assert proc.returncode == 2
-    assert "task 'chemistry' is not available (known: shapes, medical)" in proc.stderr
+def test_cli_errors_exit_2_with_the_message(capsys):
+    code, _, err = _main_in_process(capsys, "simulate", "--quick", "--task", "chemistry")
+    assert code == 2
+    assert "task 'chemistry' is not available (known: shapes, medical)" in err
 
 
 def test_run_functions_take_parsed_arguments(tmp_path):
