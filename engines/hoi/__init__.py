@@ -37,7 +37,7 @@ Modules, one job each:
   (``studies/hoi_arena``), the vote log and its reader; Elo and Bradley–Terry ratings with bootstrap intervals
   and the win-rate matrix, as GenAI-Arena's ``arena_elo/elo_rating/elo_analysis.py``;
 - ``browse`` and ``plots``: what the page shows (workspace, items, thumbnails) and its figures;
-- ``jobs``: ``hoi.evaluate`` and ``hoi.scpe``; ``cli`` and ``__main__``: ``python -m engines.hoi``.
+- ``jobs``: ``hoi.evaluate`` and ``hoi.scpe``; ``cli``, ``scpe_cli`` and ``__main__``: ``python -m engines.hoi``.
 
 Upstream's release reads ``tags_v4``, which its JSONs lack (every item skipped); ``tags_v6`` is
 used here.

@@ -19,7 +19,7 @@ COMMANDS = {
               "HOI-Eval's scores of methods' evaluation records: per tag, per level and the paper's table"),
     "evaluate": ("engines.hoi.evaluate", "add_evaluate_arguments", "run_evaluate",
                  "HOI-Eval: judge a method's edited images and write its records (resumable)"),
-    "scpe": ("engines.hoi.scpe", "add_scpe_arguments", "run_scpe_command",
+    "scpe": ("engines.hoi.scpe_cli", "add_scpe_arguments", "run_scpe_command",
              "SCPE: learn a prompt playbook, generate each item's video with an I2V model, keep the selected frame"),
     "arena-votes": ("engines.hoi.cli", "add_arena_votes_arguments", "run_arena_votes",
                     "every stored vote of an arena study as JSONL, for ratings --votes"),

@@ -42,8 +42,6 @@ seed, prompt and stages) and ``epochs`` (one upstream-shaped record per learning
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import json
 import re
 import time
@@ -56,7 +54,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from engines.hoi.benchmark import SPLITS, Benchmark, BenchmarkItem
+from engines.hoi.benchmark import Benchmark, BenchmarkItem
 from engines.hoi.playbook import MergeResult, NormalizeStats, Playbook, PlaybookFormatError, load_playbook
 from engines.hoi.roles import (
     EnhancedPrompt,
@@ -67,7 +65,6 @@ from engines.hoi.roles import (
     PromptRefiner,
     VideoReport,
     VLMJudge,
-    make,
 )
 from engines.platform.files import echo
 
@@ -77,7 +74,6 @@ WRAP_PREFIX = "The camera is fixed and the person is the only one in the frame. 
 WRAP_SUFFIX = " With no other person's additional movements."
 # What upstream tells the analyzer and the reflector for a video made without an enhanced prompt.
 ORIGINAL_VIDEO = "N/A (Original Video)"
-ROLE_MODULES = ("engines.hoi.backends",)  # the modules that register role names
 _METHOD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 Progress = Callable[[int, int, str], None]
@@ -592,114 +588,3 @@ def _write_run(result: SCPEResult, roles: dict[str, str], benchmark: Benchmark, 
                     "total": result.seconds},
     }
     result.run_path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-# ---------------------------------------------------------------- command line
-
-
-def add_scpe_arguments(parser: argparse.ArgumentParser) -> None:
-    defaults = SCPEConfig()
-    parser.add_argument("--benchmark", type=Path, required=True,
-                        help="the folder with the upstream annotation JSONs and images/<split>/<key>: "
-                             "datasets/hoi/<name> of the data folder, or shipped/hoi/demo")
-    parser.add_argument("--i2v", type=Path, required=True,
-                        help='a JSON file naming the I2V role and its options, e.g. {"role": "offline"} or '
-                             '{"role": "gradio", "url": "http://gpu-box:7860"}')
-    parser.add_argument("--out", type=Path, required=True,
-                        help="where <method>_frames, _strips, _traces, playbook.json and scpe_run.json go: a "
-                             "folder under datasets/hoi/ of the data folder (the benchmark's own folder adds the "
-                             "method to it)")
-    parser.add_argument("--epochs", type=int, default=defaults.epochs,
-                        help="learning epochs before the final pass (upstream README: 1; full_pipeline: 2)")
-    parser.add_argument("--retries", type=int, default=defaults.retries,
-                        help="tries per item while the analyzer says the video fails (1 = upstream, no retry)")
-    parser.add_argument("--judge", default="offline", help="the VLM judge's registered name (analyzer and selector)")
-    parser.add_argument("--refiner", default="offline", help="the prompt refiner's registered name")
-    parser.add_argument("--playbook", type=Path, default=None,
-                        help="the seed playbook (default assets/hoi/playbook_seed.json; upstream's "
-                             "scpe/data/playbook_seed_en.json works as is)")
-    parser.add_argument("--split", choices=SPLITS, default=None, help="one split only (default: every split found)")
-    parser.add_argument("--limit", type=int, default=None, help="the first N items only")
-    parser.add_argument("--method", default=defaults.method_name, help="the name the outputs are written under")
-    parser.add_argument("--baseline", default=None, metavar="METHOD",
-                        help="epoch 0 learns from this method's strips in the benchmark folder (plain I2V videos)")
-    parser.add_argument("--num-frames", type=int, default=defaults.num_frames, help="frames per generated video")
-    parser.add_argument("--seed", type=int, default=defaults.seed, help="base seed; item idx uses seed + idx")
-    parser.add_argument("--no-progress", action="store_true")
-
-
-def read_role_config(path: str | Path) -> tuple[str, dict[str, Any]]:
-    """The role name and options of a JSON file ``{"role": NAME, ...options}``.
-
-    Raises:
-        ValueError: the file is missing, not JSON, not an object, or has no ``role`` text; naming the file.
-    """
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read the role config ({exc.strerror or exc})") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f'{path}: expected a JSON object such as {{"role": "offline"}}, got {type(data).__name__}')
-    role = data.get("role")
-    if not isinstance(role, str) or not role.strip():
-        raise ValueError(f'{path}: "role" must name a registered I2V role, got {echo(role)}')
-    return role.strip(), {key: value for key, value in data.items() if key != "role"}
-
-
-def _register_roles() -> None:
-    """Import the modules that register the area's role names (``engines.hoi.backends``)."""
-    for name in ROLE_MODULES:
-        importlib.import_module(name)
-
-
-def run_scpe_command(args: argparse.Namespace) -> dict:
-    """Learn an SCPE playbook on a benchmark and edit its items with an I2V model and frame selection."""
-    from engines.hoi.benchmark import load_benchmark
-    from engines.hoi.folders import benchmark_folder, input_file, output_path
-
-    _register_roles()
-    config = SCPEConfig(epochs=args.epochs, retries=args.retries, num_frames=args.num_frames, seed=args.seed,
-                        method_name=args.method, limit=args.limit, baseline_method=args.baseline)
-    benchmark = load_benchmark(benchmark_folder(args.benchmark))
-    out = output_path(args.out, what="--out")
-    role, options = read_role_config(input_file(args.i2v, what="--i2v", suffixes=(".json",)))
-    i2v = make("i2v", role, **options)
-    judge = make("judge", args.judge)
-    refiner = make("refiner", args.refiner)
-    seed_playbook = load_playbook(None if args.playbook is None else
-                                  input_file(args.playbook, what="--playbook", suffixes=(".json",)))
-    items = benchmark.items(args.split)
-    bar = None
-    if not args.no_progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(items[:config.limit] if config.limit else items) * (config.epochs + 1),
-                   desc="SCPE", unit="item")
-
-    def progress(done: int, total: int, message: str) -> None:
-        if bar is not None:
-            bar.update(done - bar.n)
-            bar.set_postfix_str(message[-60:])
-
-    result = run_scpe(benchmark, items, i2v, judge, refiner, config, out, playbook=seed_playbook,
-                      progress=progress)
-    if bar is not None:
-        bar.close()
-    counts = result.counts()
-    learned = sum(summary.added for summary in result.epochs)
-    return {
-        "out": str(result.out_dir), "method": config.method_name, "config": asdict(config),
-        "roles": {"i2v": role, "judge": args.judge, "refiner": args.refiner}, "counts": counts,
-        "epochs": [asdict(summary) for summary in result.epochs], "normalize": asdict(result.normalize),
-        "playbook": result.playbook.counts(), "seconds": result.seconds,
-        "items": [{"key": item.key, "split": item.split, "status": item.status, "tries": item.tries,
-                   "frame": str(item.frame_path) if item.frame_path else None, "frame_index": item.frame_index}
-                  for item in result.items],
-        "summary": (f"SCPE {config.method_name}: {counts['written']}/{counts['items']} frames written to "
-                    f"{result.out_dir} ({counts.get('ok_pass', 0)} passed the analyzer); {learned} playbook "
-                    f"entries learned in {config.epochs} epoch(s), {result.normalize.moved_to_pitfalls} moved to "
-                    f"pitfalls; {result.seconds:.1f} s"),
-    }

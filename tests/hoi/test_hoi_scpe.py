@@ -17,13 +17,11 @@ from engines.hoi.scpe import (
     WRAP_PREFIX,
     WRAP_SUFFIX,
     SCPEConfig,
-    add_scpe_arguments,
-    read_role_config,
     run_scpe,
-    run_scpe_command,
     uniform_indices,
     wrap_prompt,
 )
+from engines.hoi.scpe_cli import add_scpe_arguments, read_role_config, run_scpe_command
 
 LESSON = "Make the hand reach the object before the motion ends."
 KEYS = ("pick.jpg", "drop.png", "wave.jpg")  # "pick" passes the stub analyzer, the others fail
