@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engines.video import adapters, offline, pixels  # noqa: F401  (register the adapters and the offline roles)
+from engines.video import adapters, offline, pixels, pixels_inspector  # noqa: F401  (register the adapters and the offline roles)
 from engines.video.roles import CAPTIONERS, INSPECTORS, PLANNERS, Captioner, Inspector, Planner, Roles
 
 
