@@ -29,10 +29,14 @@ from engines.platform import jobqueue, settings
 from engines.platform.fanout import map_cells
 from engines.platform.ray_executor import RayExecutor
 
+# Task slots of the test cluster (logical, not cores): more than two, so that a task an earlier test
+# left running (a job stopped by force) cannot make two cells that must run side by side take turns.
+RAY_SLOTS = 4
+
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=RAY_SLOTS, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
@@ -41,7 +45,7 @@ def ray_cluster():
 def on_ray(ray_cluster, sqlite_db, monkeypatch):
     """Jobs and sweeps configured to run on Ray (Ray itself back up, should a test have shut it down)."""
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        ray.init(num_cpus=RAY_SLOTS, include_dashboard=False, log_to_driver=False)
     monkeypatch.setenv("HAI_JOB_EXECUTOR", "ray")
     settings.reset_settings()
     return sqlite_db
