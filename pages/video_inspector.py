@@ -14,11 +14,13 @@ from pathlib import Path
 import streamlit as st
 
 from engines.platform import jobqueue
+from engines.platform.config_schema import field_info
 from engines.platform.files import FileRefused
 from engines.platform.settings import get_settings
 from engines.platform.uploads import UploadRefused
 from engines.video import browse, library, plots
 from engines.video import jobs as video_jobs
+from engines.video.agent import AGENTS
 from engines.video.metrics import summarise
 from engines.video.trajectory import TrajectoryFormatError, to_json
 from pages import _access as access
@@ -201,9 +203,14 @@ with st.form("video-ask"):
                              placeholder="What colour are the diamonds on screen while the narrator talks about the kiln?")
     options = st.text_area("Options, one per line (2 to 5)", key="video-ask-options", placeholder="red\nblue\ngreen")
     left, middle, right = st.columns(3)
-    agent = left.radio("Agent", ["gated", "coupled"], key="video-ask-agent", horizontal=True)
-    steps = middle.number_input("Step budget", 1, 32, 8, key="video-ask-steps")
-    frames = right.number_input("Frames per inspection", 4, 256, 48, key="video-ask-frames")
+    # The job's own bounds and defaults (declared once, in AgentConfig): the form cannot offer what the job refuses.
+    ask = field_info(video_jobs.AskParams)
+    agent = left.radio("Agent", list(AGENTS), index=AGENTS.index(ask["agent"].default), key="video-ask-agent",
+                       horizontal=True)
+    steps = middle.number_input("Step budget", int(ask["max_steps"].ge), int(ask["max_steps"].le),
+                                ask["max_steps"].default, key="video-ask-steps")
+    frames = right.number_input("Frames per inspection", int(ask["max_frames"].ge), int(ask["max_frames"].le),
+                                ask["max_frames"].default, key="video-ask-frames")
     if st.form_submit_button("Ask"):
         if video_path is None:
             st.error("Choose a demo video or upload one first.")

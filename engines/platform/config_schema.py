@@ -23,7 +23,10 @@ Metadata keys (all optional):
 
 ``argparse_options`` adds the options (dest = the field name, with ``prefix``), ``option_values``
 reads them back, and ``job_model`` builds the pydantic model of a job's parameters
-(``extra="forbid"``: a misspelt or unknown parameter is refused, not ignored).
+(``extra="forbid"``: a misspelt or unknown parameter is refused, not ignored), which builds the
+config from the job's values, so a job meets the config's own checks. ``check_fields``, called from
+a config's ``__post_init__``, enforces the metadata's bounds and static choices on every caller (the
+command line, a script, a job) with one wording, so the bounds are declared once, in the metadata.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from engines.platform.files import echo
 
@@ -57,6 +60,51 @@ def _fields(cls: type, only: Iterable[str] | None, exclude: Iterable[str], flag:
         raise ValueError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
     return [f for f in dataclasses.fields(cls)
             if f.name in wanted and f.name not in set(exclude) and f.metadata.get(flag, True) is not False]
+
+
+def _shown(value: Any) -> str:
+    return format(value, "g") if isinstance(value, float) else str(value)
+
+
+def _range_text(meta: Mapping) -> str:
+    """"from 1 to 64", "above 0 and at most 30", "at least 1": the metadata's bounds in words."""
+    if "min" in meta and "max" in meta:
+        return f"from {_shown(meta['min'])} to {_shown(meta['max'])}"
+    low = (f"at least {_shown(meta['min'])}" if "min" in meta else
+           f"above {_shown(meta['gt'])}" if "gt" in meta else None)
+    high = (f"at most {_shown(meta['max'])}" if "max" in meta else
+            f"below {_shown(meta['lt'])}" if "lt" in meta else None)
+    return " and ".join(part for part in (low, high) if part)
+
+
+def _outside(value: Any, meta: Mapping) -> bool:
+    return (("min" in meta and value < meta["min"]) or ("max" in meta and value > meta["max"])
+            or ("gt" in meta and value <= meta["gt"]) or ("lt" in meta and value >= meta["lt"]))
+
+
+def check_fields(config: Any) -> None:
+    """Refuse a field of the config dataclass ``config`` outside its metadata's bounds or static choices.
+
+    Call it first in ``__post_init__``; ``None`` (an optional field left unset) passes. Choices given
+    as a callable (a registry that may grow) are left to the config's own checks.
+
+    Raises:
+        ValueError: "max_steps must be from 1 to 64, got 0", "agent must be one of gated, coupled, got 'solo'".
+    """
+    for f in dataclasses.fields(config):
+        value, meta = getattr(config, f.name), f.metadata
+        if value is None:
+            continue
+        choices = meta.get("choices")
+        if isinstance(choices, (tuple, list)) and value not in choices:
+            raise ValueError(f"{f.name} must be one of {', '.join(map(str, choices))}, got {value!r}")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and _outside(value, meta):
+            raise ValueError(f"{f.name} must be {_range_text(meta)}, got {_shown(value)}")
+        if isinstance(value, (tuple, list, str)):
+            if "min_length" in meta and len(value) < meta["min_length"]:
+                raise ValueError(f"{f.name} needs at least {meta['min_length']} item(s), got {value!r}")
+            if "max_length" in meta and len(value) > meta["max_length"]:
+                raise ValueError(f"{f.name} takes at most {meta['max_length']} item(s), got {len(value)}")
 
 
 def _default(f: dataclasses.Field) -> Any:
@@ -158,7 +206,9 @@ def job_model(cls: type, *, name: str, base: type[JobParams] = JobParams, only: 
 
     Each field keeps its type (a ``Literal`` of static ``choices``), its default (or the one in
     ``defaults``: jobs often run smaller than the command line), its bounds and a title from its
-    help. Subclass the result to add methods and validators; ``base`` must derive from ``JobParams``.
+    help. The model then builds ``cls`` from the job's values (the others at their defaults), so
+    the config's ``__post_init__`` refuses what it refuses anywhere else, with its own message.
+    Subclass the result to add methods and validators; ``base`` must derive from ``JobParams``.
     """
     if not issubclass(base, JobParams):
         raise TypeError(f"base must derive from JobParams (extra='forbid'), got {base.__name__}")
@@ -178,7 +228,14 @@ def job_model(cls: type, *, name: str, base: type[JobParams] = JobParams, only: 
             fields[f.name] = (hint, Field(default=value, title=title, **bounds))
     if defaults:
         raise ValueError(f"defaults for field(s) that {name} does not have: {sorted(defaults)}")
-    model = create_model(name, __base__=base, __module__=base.__module__, **fields)
+    names = tuple(fields)
+
+    def config_checks(params: JobParams) -> JobParams:
+        cls(**{field_name: getattr(params, field_name) for field_name in names})  # ValueError -> ValidationError
+        return params
+
+    model = create_model(name, __base__=base, __module__=base.__module__,
+                         __validators__={"_config_checks": model_validator(mode="after")(config_checks)}, **fields)
     model.__doc__ = doc or base.__doc__
     return model
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
+from engines.platform.config_schema import check_fields
 from engines.video.decode import VideoReader
 from engines.video.gate import gate
 from engines.video.questions import Question
@@ -38,27 +39,26 @@ MAX_FORCED_SPANS = 10  # upstream: the forced last inspection merges at most 10 
 
 @dataclass(frozen=True)
 class AgentConfig:
-    """One run's budget and gate. ``max_frames`` caps each inspection (upstream ``INSPECT_MAX_TOTAL_IMAGES``)."""
+    """One run's budget and gate. ``max_frames`` caps each inspection (upstream ``INSPECT_MAX_TOTAL_IMAGES``).
 
-    agent: str = "gated"
-    max_steps: int = 8  # upstream run() default; the runner script uses 16
-    max_frames: int = 48
-    fps: float = 2.0  # upstream INSPECT_FPS
-    tau: float = 0.95
-    min_width_s: float = 15.0
-    top_k: int = 30
+    Each field's metadata (``engines.platform.config_schema``) is its one declaration: the command
+    line's option, the ``video.ask`` job's parameter and the bounds every caller meets.
+    """
+
+    agent: str = field(default="gated", metadata={"help": "gated (VideoSEAL) or the coupled baseline",
+                                                  "choices": AGENTS})
+    # Upstream run()'s default is 8; its runner script uses 16.
+    max_steps: int = field(default=8, metadata={"help": "planner steps before the forced last inspection",
+                                                "min": 1, "max": 64})
+    max_frames: int = field(default=48, metadata={"help": "frames one inspection may look at", "min": 1, "max": 512})
+    fps: float = field(default=2.0, metadata={  # upstream INSPECT_FPS
+        "help": "frames per second an inspection samples", "gt": 0, "max": 30})
+    tau: float = field(default=0.95, metadata={"help": "the gate's confidence threshold", "min": 0, "max": 1})
+    min_width_s: float = field(default=15.0, metadata={"cli": False, "job": False})
+    top_k: int = field(default=30, metadata={"cli": False, "job": False})
 
     def __post_init__(self) -> None:
-        if self.agent not in AGENTS:
-            raise ValueError(f"agent must be one of {', '.join(AGENTS)}, got {self.agent!r}")
-        if not 1 <= self.max_steps <= 64:
-            raise ValueError(f"max_steps must be from 1 to 64, got {self.max_steps}")
-        if not 1 <= self.max_frames <= 512:
-            raise ValueError(f"max_frames must be from 1 to 512, got {self.max_frames}")
-        if not 0 < self.fps <= 30:
-            raise ValueError(f"fps must be above 0 and at most 30, got {self.fps}")
-        if not 0 <= self.tau <= 1:
-            raise ValueError(f"tau must be from 0 to 1, got {self.tau}")
+        check_fields(self)
 
     @property
     def budget(self) -> dict:

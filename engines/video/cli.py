@@ -1,6 +1,10 @@
 """The video area's commands: generate a benchmark, train the inspector, run the agent, score runs.
 
 Each is ``add_*_arguments(parser)`` / ``run_*(args) -> dict`` for ``engines.platform.area_cli``.
+The options of a command's parameters come from its config dataclass (``SyntheticConfig``,
+``InspectorTrainConfig``, ``AgentConfig``, ``SweepConfig``; ``engines.platform.config_schema``),
+where each is declared once, with the jobs' parameters; this module adds what only a command line
+has: files, ``--quick``, ``--resume``, the roles by name, ``--no-progress``.
 """
 
 from __future__ import annotations
@@ -10,8 +14,9 @@ import functools
 from dataclasses import asdict
 from pathlib import Path
 
+from engines.platform.config_schema import argparse_options, option_values
 from engines.platform.files import echo
-from engines.video.agent import AGENTS, AgentConfig
+from engines.video.agent import AgentConfig
 from engines.video.backends import roles_for
 
 
@@ -40,12 +45,8 @@ class _Bar:
 def add_generate_arguments(parser: argparse.ArgumentParser) -> None:
     from engines.video.synthetic import SyntheticConfig
 
-    defaults = SyntheticConfig()
     parser.add_argument("--out", type=Path, required=True, help="folder to write the videos and questions.jsonl into")
-    parser.add_argument("--minutes", type=float, default=defaults.minutes, help="length of each video")
-    parser.add_argument("--videos", type=int, default=defaults.videos)
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--questions-per-video", type=int, default=None, help="default: one per key event")
+    argparse_options(SyntheticConfig, parser)
     parser.add_argument("--no-progress", action="store_true")
 
 
@@ -53,8 +54,7 @@ def run_generate(args: argparse.Namespace) -> dict:
     """Write a synthetic long-video benchmark: videos, subtitles, scripts and LVBench questions."""
     from engines.video.synthetic import SyntheticConfig, generate
 
-    config = SyntheticConfig(minutes=args.minutes, videos=args.videos, seed=args.seed,
-                             questions_per_video=args.questions_per_video)
+    config = SyntheticConfig(**option_values(SyntheticConfig, args))
     frames_per_video = int(config.minutes * 60 * config.fps)
     bar = _Bar(not args.no_progress, config.videos * frames_per_video, "rendering", "frame")
     finished: list[str] = []
@@ -74,17 +74,17 @@ def run_generate(args: argparse.Namespace) -> dict:
 
 # ------------------------------------------------------------------ train-inspector
 
+QUICK_TRAIN = {"clips": 120, "held_out_clips": 40, "epochs": 1}  # --quick: a small run for tests
+
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     from engines.video.roles import FRAME_MODEL
     from engines.video.train_inspector import InspectorTrainConfig
 
-    defaults = InspectorTrainConfig()
     parser.add_argument("--out", type=Path, default=FRAME_MODEL, help="weights file (REPORT.md is written beside it)")
-    parser.add_argument("--clips", type=int, default=defaults.clips)
-    parser.add_argument("--epochs", type=int, default=defaults.epochs)
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--quick", action="store_true", help="a small run for tests: 120 clips, 1 epoch")
+    argparse_options(InspectorTrainConfig, parser)
+    parser.add_argument("--quick", action="store_true", help=f"a small run for tests: {QUICK_TRAIN['clips']} clips, "
+                        f"{QUICK_TRAIN['epochs']} epoch")
     parser.add_argument("--no-progress", action="store_true")
 
 
@@ -92,8 +92,7 @@ def run_train(args: argparse.Namespace) -> dict:
     """Train the offline inspector's frame model on clips through the benchmark's codec."""
     from engines.video.train_inspector import InspectorTrainConfig, train_and_save
 
-    config = InspectorTrainConfig(clips=120 if args.quick else args.clips, held_out_clips=40 if args.quick else 300,
-                                  epochs=1 if args.quick else args.epochs, seed=args.seed)
+    config = InspectorTrainConfig(**{**option_values(InspectorTrainConfig, args), **(QUICK_TRAIN if args.quick else {})})
     bar = _Bar(not args.no_progress, config.epochs, "training the frame model", "epoch")
     report = train_and_save(config, args.out, lambda stage, done, total, loss: bar.to(done))
     bar.close()
@@ -107,16 +106,11 @@ def run_train(args: argparse.Namespace) -> dict:
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     from engines.video.index import SEARCH_MODES
 
-    defaults = AgentConfig()
     parser.add_argument("--videos", type=Path, required=True, help="folder of <video_key>.mp4 (and .srt) files")
     parser.add_argument("--questions", type=Path, required=True,
                         help="questions, one per line in LVBench's flat shape (uid, question, answer, "
                              "question_type, time_reference, video_key)")
-    parser.add_argument("--agent", choices=AGENTS, default=defaults.agent)
-    parser.add_argument("--max-steps", type=int, default=defaults.max_steps)
-    parser.add_argument("--max-frames", type=int, default=defaults.max_frames)
-    parser.add_argument("--fps", type=float, default=defaults.fps, help="frames per second an inspection samples")
-    parser.add_argument("--tau", type=float, default=defaults.tau, help="the gate's confidence threshold")
+    argparse_options(AgentConfig, parser)
     parser.add_argument("--planner", default=None, help="default: heuristic (coupled-heuristic for --agent coupled); "
                         "llm-endpoint or llm-transformers with --planner-arg")
     parser.add_argument("--planner-arg", action="append", default=[], metavar="KEY=VALUE",
@@ -163,8 +157,7 @@ def run_agent(args: argparse.Namespace) -> dict:
     from engines.video.metrics import summarise, with_metrics
     from engines.video.trajectory import append_jsonl, read_jsonl
 
-    config = AgentConfig(agent=args.agent, max_steps=args.max_steps, max_frames=args.max_frames, fps=args.fps,
-                         tau=args.tau)
+    config = AgentConfig(**option_values(AgentConfig, args))
     questions = read_questions(args.questions)[:args.limit]
     _check_video_keys(questions, args.questions)
     missing = sorted({q.video_id for q in questions if not (args.videos / f"{q.video_id}.mp4").is_file()})
@@ -220,21 +213,12 @@ def _line(summary: dict, head: str) -> str:
 # ------------------------------------------------------------------ sweep and the shipped demo
 
 
-def _budgets(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"budgets are step counts joined by commas, e.g. 2,4,8 (got {text!r})") from None
-
-
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     from engines.video.sweep import SweepConfig
 
-    defaults = SweepConfig()
     parser.add_argument("--videos", type=Path, required=True, help="folder of <video_key>.mp4 (and .srt) files")
     parser.add_argument("--questions", type=Path, required=True, help="questions in LVBench's flat shape")
-    parser.add_argument("--budgets", type=_budgets, default=defaults.budgets, help="step budgets, e.g. 2,4,8")
-    parser.add_argument("--max-frames", type=int, default=defaults.max_frames)
+    argparse_options(SweepConfig, parser)
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument("--out", type=Path, required=True, help="folder for the run files and summary.json")
     parser.add_argument("--offline", choices=("pixels", "frame-model"), default="pixels",
@@ -285,7 +269,7 @@ def run_sweep_command(args: argparse.Namespace) -> dict:
     """Run both agents at several step budgets and check the paper's claims."""
     from engines.video.sweep import SweepConfig
 
-    config = SweepConfig(budgets=args.budgets, max_frames=args.max_frames)
+    config = SweepConfig(**option_values(SweepConfig, args))
     offline = "frame-model" if args.frame_model is not None else args.offline
     summary = _sweep(args.videos, args.questions, config, args.out, args.limit, args.frame_model,
                      not args.no_progress, offline)

@@ -6,15 +6,17 @@ trajectory lands in the job's folder as ``trajectory.jsonl``, a sweep's run file
 ``sweep/``. A job's video must be a video file inside the folders the app owns
 (``library.video_file``): it is checked when the job is submitted and again when it runs, and the
 result paths read back from the database are resolved inside the jobs folder before they are listed.
+The agent's and the sweep's parameters are derived from ``AgentConfig`` and ``SweepConfig``, as the
+command line's options are (``engines.platform.config_schema``): declared once, checked alike.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from engines.platform.config_schema import JobParams, job_model
 from engines.platform.files import FileRefused, owned_path
 from engines.platform.jobqueue import JobContext, list_jobs, register_job
 from engines.platform.models import Job
@@ -31,15 +33,12 @@ ASK, SWEEP = "video.ask", "video.sweep"
 PLANNERS = {"gated": "heuristic", "coupled": "coupled-heuristic"}
 
 
-class AskParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Question(JobParams):
+    """What a ``video.ask`` job asks, and of which video; the agent's budget follows (``AgentConfig``)."""
 
     video: str = Field(title="A shipped demo video or an uploaded one", max_length=4096)
     question: str = Field(min_length=3, max_length=1000)
     options: list[str] = Field(min_length=2, max_length=5)
-    agent: Literal["gated", "coupled"] = "gated"
-    max_steps: int = Field(default=8, ge=1, le=32)
-    max_frames: int = Field(default=48, ge=4, le=256)
 
     @field_validator("options")
     @classmethod
@@ -54,6 +53,10 @@ class AskParams(BaseModel):
     def _owned(cls, value: str) -> str:
         """A video inside the owned folders, resolved (a FileRefused is a ValueError: the job is refused)."""
         return str(video_file(value, what="the job's video"))
+
+
+class AskParams(job_model(AgentConfig, name="AskFields", base=_Question, only=("agent", "max_steps", "max_frames"))):
+    """Parameters of a ``video.ask`` job: the question, its video, and the agent's budget."""
 
 
 def _roles(agent: str):
@@ -81,18 +84,17 @@ def ask_job(ctx: JobContext, **params) -> dict:
             "summary": f"{said}, {trajectory.final.mode.replace('_', ' ')}, after {len(trajectory.steps)} steps"}
 
 
-class SweepParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    budgets: list[int] = Field(default=[2, 4, 8], min_length=1, max_length=6)
+class _DemoQuestions(JobParams):
     limit: int | None = Field(default=None, ge=1, le=1000, title="Only the first N demo questions")
+
+
+class SweepParams(job_model(SweepConfig, name="SweepFields", base=_DemoQuestions, only=("budgets",))):
+    """Parameters of a ``video.sweep`` job: the step budgets (``SweepConfig``) over the demo's questions."""
 
     @field_validator("budgets")
     @classmethod
-    def _steps(cls, value: list[int]) -> list[int]:
-        if any(not 1 <= b <= 32 for b in value):
-            raise ValueError("every budget is a number of steps from 1 to 32")
-        return sorted(set(value))
+    def _in_order(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(sorted(set(value)))  # each budget once, smallest first, as the summary lists them
 
 
 @register_job(SWEEP, title="Video: both agents at several step budgets", params=SweepParams)
@@ -101,7 +103,7 @@ def sweep_job(ctx: JobContext, **params) -> dict:
     p = SweepParams(**params)
     questions = read_questions(DEMO / "questions.jsonl")[:p.limit]
     summary = run_sweep(questions, lambda q: str(DEMO / f"{q.video_id}.mp4"), _roles,
-                        SweepConfig(budgets=tuple(p.budgets)), ctx.result_dir / "sweep",
+                        SweepConfig(budgets=p.budgets), ctx.result_dir / "sweep",
                         lambda done, total, label: ctx.progress(0.98 * done / total, label))
     return {"result_path": str(ctx.result_dir / "sweep"), "claims": summary["claims"],
             "summary": f"{len(questions)} questions at budgets {', '.join(map(str, p.budgets))}"}

@@ -15,9 +15,10 @@ import functools
 import json
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from engines.platform.config_schema import check_fields, cli_type
 from engines.platform.fanout import map_cells
 from engines.video.agent import AGENTS, AgentConfig, run_all
 from engines.video.metrics import summarise, with_metrics
@@ -25,16 +26,30 @@ from engines.video.questions import Question
 from engines.video.trajectory import Trajectory, write_jsonl
 
 
+def step_budgets(text: str) -> tuple[int, ...]:
+    """``"2,4,8"`` -> (2, 4, 8): the command line's form of ``SweepConfig.budgets``."""
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(f"budgets are step counts joined by commas, e.g. 2,4,8 (got {text!r})") from None
+
+
 @dataclass(frozen=True)
 class SweepConfig:
-    budgets: tuple[int, ...] = (2, 4, 8)
-    agents: tuple[str, ...] = AGENTS
-    max_frames: int = 48
-    search: str = "bm25"
+    """A sweep's grid: each agent at each step budget. Each field's metadata is its one declaration
+    (``engines.platform.config_schema``): the ``sweep`` command's option and the ``video.sweep`` job's parameter."""
+
+    budgets: tuple[int, ...] = field(default=(2, 4, 8), metadata={
+        "help": "step budgets, e.g. 2,4,8", "min_length": 1, "max_length": 6,
+        "cli": {"type": cli_type(step_budgets)}})
+    agents: tuple[str, ...] = field(default=AGENTS, metadata={"cli": False, "job": False})
+    max_frames: int = field(default=48, metadata={"help": "frames one inspection may look at", "min": 1, "max": 512})
+    search: str = field(default="bm25", metadata={"cli": False, "job": False})
 
     def __post_init__(self) -> None:
         if not self.budgets or any(not 1 <= b <= 64 for b in self.budgets):
             raise ValueError(f"budgets must be step counts from 1 to 64, got {self.budgets}")
+        check_fields(self)
         unknown = [a for a in self.agents if a not in AGENTS]
         if unknown or not self.agents:
             raise ValueError(f"agents must be some of {', '.join(AGENTS)}, got {self.agents}")

@@ -30,6 +30,7 @@ from pathlib import Path
 import av
 import numpy as np
 
+from engines.platform.config_schema import check_fields
 from engines.video.render import (
     COLOURS,
     DIRECTIONS,
@@ -65,26 +66,26 @@ SCRIPT_VERSION = 1
 
 @dataclass(frozen=True)
 class SyntheticConfig:
-    """Settings of one benchmark. The defaults make an hour-long video in about a minute."""
+    """Settings of one benchmark. The defaults make an hour-long video in about a minute. Each field's
+    metadata is its one declaration (``engines.platform.config_schema``): the ``generate`` command's option."""
 
-    minutes: float = 10.0
-    videos: int = 1
-    seed: int = 0
-    fps: int = 4
-    keyframe_interval_s: float = 4.0  # a keyframe every 4 s: seeking decodes at most 16 frames
-    b_frames: int = 2
-    crf: int = 30
-    questions_per_video: int | None = None  # None: one per key event
-    fixed_range_share: float = 0.2  # questions that name their time instead of a topic
-    more_kinds: bool = False  # also position, order, repeat and anchored questions, with times in words
+    minutes: float = field(default=10.0, metadata={"help": "length of each video", "min": 1.0, "max": 180.0})
+    videos: int = field(default=1, metadata={"help": "how many videos", "min": 1, "max": 1000})
+    seed: int = field(default=0, metadata={"help": "seed of every draw (scenes, events, questions)", "min": 0})
+    fps: int = field(default=4, metadata={"help": "frames per second", "min": 1, "max": 30, "cli": False})
+    # A keyframe every 4 s: seeking decodes at most 16 frames.
+    keyframe_interval_s: float = field(default=4.0, metadata={"gt": 0, "cli": False})
+    b_frames: int = field(default=2, metadata={"min": 0, "cli": False})
+    crf: int = field(default=30, metadata={"min": 0, "max": 51, "cli": False})
+    questions_per_video: int | None = field(default=None, metadata={
+        "help": "questions per video (default: one per key event)", "min": 1})
+    # Questions that name their time instead of a topic.
+    fixed_range_share: float = field(default=0.2, metadata={"min": 0, "max": 1, "cli": False})
+    # Also position, order, repeat and anchored questions, with times in words.
+    more_kinds: bool = field(default=False, metadata={"cli": False})
 
     def __post_init__(self) -> None:
-        if not 1.0 <= self.minutes <= 180.0:
-            raise ValueError(f"minutes must be from 1 to 180, got {self.minutes}")
-        if not 1 <= self.videos <= 1000:
-            raise ValueError(f"videos must be from 1 to 1000, got {self.videos}")
-        if not 1 <= self.fps <= 30:
-            raise ValueError(f"fps must be from 1 to 30, got {self.fps}")
+        check_fields(self)
 
 
 @dataclass(frozen=True)

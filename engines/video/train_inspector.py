@@ -17,7 +17,7 @@ import random
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import av
@@ -25,6 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from engines.platform.config_schema import check_fields
 from engines.video.frame_model import HEADS, FrameModel, FrameModelConfig, predict, save, to_inputs
 from engines.video.render import COLOURS, DIRECTIONS, SHAPES, WORDS, Objects, Scene, render
 from engines.video.synthetic import SyntheticConfig, encode_frames
@@ -35,20 +36,19 @@ FRAMES_PER_CLIP = 4  # one second; pairs (0, 2) and (1, 3) are half a second apa
 
 @dataclass(frozen=True)
 class InspectorTrainConfig:
-    clips: int = 3000
-    held_out_clips: int = 300
-    epochs: int = 14
-    batch_size: int = 64
-    learning_rate: float = 2e-3
-    seed: int = 0
-    width: int = 16
+    """How the frame model is trained; each field's metadata is its one declaration
+    (``engines.platform.config_schema``): the ``train-inspector`` command's option."""
+
+    clips: int = field(default=3000, metadata={"help": "training clips", "min": 1})
+    held_out_clips: int = field(default=300, metadata={"min": 1, "cli": False})
+    epochs: int = field(default=14, metadata={"help": "passes over the clips", "min": 1})
+    batch_size: int = field(default=64, metadata={"min": 1, "cli": False})
+    learning_rate: float = field(default=2e-3, metadata={"gt": 0, "cli": False})
+    seed: int = field(default=0, metadata={"help": "seed of the clips and the initial weights", "min": 0})
+    width: int = field(default=16, metadata={"min": 1, "cli": False})
 
     def __post_init__(self) -> None:
-        for name in ("clips", "held_out_clips", "epochs", "batch_size", "width"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.learning_rate <= 0:
-            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
+        check_fields(self)
 
 
 @dataclass

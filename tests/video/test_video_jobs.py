@@ -3,10 +3,13 @@ parameters refused at submission (a file that is neither shipped nor uploaded am
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from engines.platform import jobqueue
 from engines.video import library
+from engines.video.__main__ import main as video_main
 from engines.video.jobs import ASK, SWEEP, job_runs
 from engines.video.synthetic import read_script
 from engines.video.trajectory import read_jsonl
@@ -60,5 +63,23 @@ def test_bad_questions_are_refused_when_submitted(sqlite_db, params, message):
 
 
 def test_bad_budgets_are_refused_when_submitted(sqlite_db):
-    with pytest.raises(jobqueue.JobError, match="every budget is a number of steps from 1 to 32"):
+    with pytest.raises(jobqueue.JobError, match=re.escape("budgets must be step counts from 1 to 64, got (0, 4)")):
         jobqueue.submit_job(SWEEP, {"budgets": [0, 4]})
+
+
+@pytest.mark.parametrize("value", [0, 65])
+def test_a_job_and_the_command_line_refuse_the_same_step_count_with_the_same_bounds(sqlite_db, tmp_path, capsys,
+                                                                                    value):
+    # One declaration (AgentConfig.max_steps, 1 to 64): the job refuses it when submitted, the command
+    # line before it reads a question; 64 passes both.
+    video, event, options = _event_question()
+    ask = {"video": str(video), "question": "What colour?", "options": options}
+    with pytest.raises(jobqueue.JobError, match="max_steps"):
+        jobqueue.submit_job(ASK, {**ask, "max_steps": value})
+    assert jobqueue.get_job(jobqueue.submit_job(ASK, {**ask, "max_steps": 64})).params["max_steps"] == 64
+    with pytest.raises(SystemExit) as exit_:
+        video_main(["run", "--videos", str(tmp_path), "--questions", str(tmp_path / "q.jsonl"), "--out",
+                    str(tmp_path / "out.jsonl"), "--max-steps", str(value)])
+    assert exit_.value.code == 2
+    assert f"max_steps must be from 1 to 64, got {value}" in capsys.readouterr().err
+    assert not (tmp_path / "out.jsonl").exists()

@@ -1,0 +1,81 @@
+"""A config's bounds are declared once, in its fields' metadata, and met alike by every caller:
+``check_fields`` in ``__post_init__`` (a script, the command line) and the job model derived from it."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+
+import pytest
+from pydantic import ValidationError
+
+from engines.platform.config_schema import argparse_options, check_fields, job_model, option_values
+
+
+@dataclass(frozen=True)
+class Budget:
+    steps: int = field(default=8, metadata={"help": "steps", "min": 1, "max": 64})
+    rate: float = field(default=2.0, metadata={"help": "rate", "gt": 0, "max": 30})
+    share: float = field(default=0.5, metadata={"help": "share", "gt": 0, "lt": 1})
+    seed: int = field(default=0, metadata={"help": "seed", "min": 0})
+    mode: str = field(default="fast", metadata={"help": "mode", "choices": ("fast", "exact")})
+    limit: int | None = field(default=None, metadata={"help": "limit", "min": 1})
+    grid: tuple[int, ...] = field(default=(1, 2), metadata={"min_length": 1, "max_length": 3, "cli": False})
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"steps": 0}, "steps must be from 1 to 64, got 0"),
+    ({"steps": 65}, "steps must be from 1 to 64, got 65"),
+    ({"rate": 0.0}, "rate must be above 0 and at most 30, got 0"),
+    ({"rate": 30.5}, "rate must be above 0 and at most 30, got 30.5"),
+    ({"share": 1.0}, "share must be above 0 and below 1, got 1"),
+    ({"seed": -1}, "seed must be at least 0, got -1"),
+    ({"mode": "slow"}, "mode must be one of fast, exact, got 'slow'"),
+    ({"limit": 0}, "limit must be at least 1, got 0"),
+    ({"grid": ()}, "grid needs at least 1 item(s), got ()"),
+    ({"grid": (1, 2, 3, 4)}, "grid takes at most 3 item(s), got 4"),
+])
+def test_a_value_outside_the_declared_bounds_is_refused_with_them_in_words(values, message):
+    with pytest.raises(ValueError) as refused:
+        Budget(**values)
+    assert str(refused.value) == message
+
+
+def test_the_bounds_themselves_and_an_unset_optional_pass():
+    Budget(steps=1, rate=30.0, share=0.999, seed=0, limit=None, grid=(5, 6, 7))
+    Budget(steps=64, rate=1e-9, mode="exact", limit=1)
+
+
+def test_the_command_line_and_a_job_refuse_what_the_config_refuses():
+    parser = argparse.ArgumentParser()
+    argparse_options(Budget, parser)
+    args = parser.parse_args(["--steps", "65"])
+    with pytest.raises(ValueError, match="steps must be from 1 to 64, got 65"):
+        Budget(**option_values(Budget, args))
+
+    params = job_model(Budget, name="BudgetParams")
+    assert params(steps=64).steps == 64
+    with pytest.raises(ValidationError, match="steps"):
+        params(steps=65)
+    with pytest.raises(ValidationError, match="grid"):
+        params(grid=())
+
+
+def test_a_job_meets_the_configs_own_cross_field_check():
+    @dataclass(frozen=True)
+    class Window:
+        start: int = field(default=0, metadata={"min": 0})
+        end: int = field(default=10, metadata={"min": 0})
+
+        def __post_init__(self) -> None:
+            check_fields(self)
+            if self.end <= self.start:
+                raise ValueError(f"end must come after start, got {self.start} to {self.end}")
+
+    params = job_model(Window, name="WindowParams")
+    assert params(start=2, end=3).end == 3
+    with pytest.raises(ValidationError, match="end must come after start, got 5 to 5"):
+        params(start=5, end=5)
