@@ -29,9 +29,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from engines.hoi import backends
 from engines.hoi.benchmark import load_benchmark
 from engines.hoi.folders import benchmark_folder, input_folder, shown
-from engines.hoi.methods import method_sources, write_method
+from engines.hoi.methods import METHOD_NAME, method_sources, write_method
 from engines.hoi.roles import factory
+from engines.hoi.scpe import SCPEConfig, run_scpe
 from engines.platform import job_table
+from engines.platform.config_schema import JobParams, job_model
 from engines.platform.credentials import check_key_variable
 from engines.platform.endpoints import check_endpoint_url
 from engines.platform.files import echo
@@ -39,7 +41,6 @@ from engines.platform.jobqueue import JobContext, job_dir, list_jobs, register_j
 from engines.platform.models import Job
 
 EVALUATE, SCPE = "hoi.evaluate", "hoi.scpe"
-METHOD_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$"  # a folder name: <method>_frames, records/<method>.json
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # a Hugging Face hub id, as a diffusers "model"
 DEFAULT_I2V = "offline"  # runs on any machine; a diffusers pipeline needs a model (and, in practice, a GPU)
 
@@ -182,19 +183,20 @@ def _i2v_options(value: dict) -> dict:
     return options
 
 
-class SCPEParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _SCPERoles(JobParams):
+    """What an ``hoi.scpe`` job runs on and with; how it runs follows (``SCPEConfig``)."""
 
     benchmark: BenchmarkFolder
     i2v: dict = Field(default_factory=lambda: {"role": DEFAULT_I2V},
                       title='The I2V role and its options, as scpe --i2v: {"role": "gradio", "url": ...}')
     judge: _role("judge") = "offline"
     refiner: _role("refiner") = "offline"
-    epochs: int = Field(default=1, ge=0, le=5)
-    retries: int = Field(default=1, ge=1, le=5)
-    limit: int | None = Field(default=None, ge=1, le=100_000)
     method: str = Field(default="scpe", pattern=METHOD_NAME)
     evaluate: bool = Field(default=True, title="Then evaluate the chosen frames with HOI-Eval (offline roles)")
+
+
+class SCPEParams(job_model(SCPEConfig, name="SCPEFields", base=_SCPERoles)):
+    """Parameters of an ``hoi.scpe`` job: the benchmark, the roles, and SCPE's epochs, retries and limit."""
 
     @field_validator("i2v")
     @classmethod
@@ -213,7 +215,6 @@ def scpe_job(ctx: JobContext, **params) -> dict:
     """Learn the playbook, edit every item through the I2V model, keep the selected frames (and
     evaluate them) in the job's result folder as method ``method``."""
     from engines.hoi.playbook import load_playbook
-    from engines.hoi.scpe import SCPEConfig, run_scpe
 
     p = SCPEParams(**params)
     root = benchmark_folder(p.benchmark)

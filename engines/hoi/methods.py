@@ -19,6 +19,9 @@ from pathlib import Path
 
 from engines.platform.files import echo
 
+# A method's name is a folder name: <method>_frames, records/<method>.json.
+METHOD_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$"
+
 METHODS_FILE = "methods.json"
 FRAMES_SUFFIX = "_frames"  # upstream data/<model>_frames/<split>/<key>
 

@@ -55,6 +55,7 @@ import numpy as np
 from PIL import Image
 
 from engines.hoi.benchmark import Benchmark, BenchmarkItem
+from engines.hoi.methods import METHOD_NAME
 from engines.hoi.playbook import MergeResult, NormalizeStats, Playbook, PlaybookFormatError, load_playbook
 from engines.hoi.roles import (
     EnhancedPrompt,
@@ -66,6 +67,7 @@ from engines.hoi.roles import (
     VideoReport,
     VLMJudge,
 )
+from engines.platform.config_schema import check_fields
 from engines.platform.files import echo
 
 # Upstream scpe/data/wan22_wrap_en.json: every prompt sent to the I2V model is wrapped so that
@@ -74,7 +76,6 @@ WRAP_PREFIX = "The camera is fixed and the person is the only one in the frame. 
 WRAP_SUFFIX = " With no other person's additional movements."
 # What upstream tells the analyzer and the reflector for a video made without an enhanced prompt.
 ORIGINAL_VIDEO = "N/A (Original Video)"
-_METHOD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 Progress = Callable[[int, int, str], None]
 
@@ -99,7 +100,8 @@ def uniform_indices(n_frames: int, count: int = 15) -> list[int]:
 
 @dataclass
 class SCPEConfig:
-    """How SCPE runs (``docs/hoi.md``, "Method: SCPE").
+    """How SCPE runs (``docs/hoi.md``, "Method: SCPE"). Each field's metadata is its one declaration
+    (``engines.platform.config_schema``): the ``scpe`` command's option, the ``hoi.scpe`` job's parameter.
 
     Args:
         epochs: learning epochs E_learn before the final pass; upstream's README recipe learns once
@@ -117,26 +119,26 @@ class SCPEConfig:
             Wan2.2 videos; None (or an item without them) generates from the bare instruction.
     """
 
-    epochs: int = 1
-    retries: int = 1
-    frames_sampled: int = 15
-    num_frames: int = 17
-    seed: int = 0
-    method_name: str = "scpe"
-    limit: int | None = None
-    baseline_method: str | None = None
+    epochs: int = field(default=1, metadata={
+        "help": "learning epochs before the final pass (upstream README: 1; full_pipeline: 2)", "min": 0, "max": 10})
+    retries: int = field(default=1, metadata={
+        "help": "tries per item while the analyzer says the video fails (1 = upstream, no retry)", "min": 1, "max": 10})
+    frames_sampled: int = field(default=15, metadata={"min": 1, "cli": False, "job": False})
+    num_frames: int = field(default=17, metadata={"help": "frames per generated video", "min": 1, "job": False})
+    seed: int = field(default=0, metadata={"help": "base seed; item idx uses seed + idx", "min": 0, "job": False})
+    method_name: str = field(default="scpe", metadata={
+        "help": "the name the outputs are written under", "cli": {"flag": "--method"}, "job": False})
+    limit: int | None = field(default=None, metadata={"help": "the first N items only", "min": 1, "max": 100_000})
+    baseline_method: str | None = field(default=None, metadata={"job": False, "cli": {
+        "flag": "--baseline", "metavar": "METHOD",
+        "help": "epoch 0 learns from this method's strips in the benchmark folder (plain I2V videos)"}})
 
     def __post_init__(self) -> None:
-        for name, least in (("epochs", 0), ("retries", 1), ("frames_sampled", 1), ("num_frames", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"SCPEConfig.{name} must be an integer >= {least}, got {echo(value)}")
-        if self.limit is not None and (isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1):
-            raise ValueError(f"SCPEConfig.limit must be None or an integer >= 1, got {echo(self.limit)}")
+        check_fields(self)
         for name in ("method_name", "baseline_method"):
             value = getattr(self, name)
             if (value is not None or name == "method_name") and not (
-                    isinstance(value, str) and _METHOD_NAME.match(value)):
+                    isinstance(value, str) and re.match(METHOD_NAME, value)):
                 raise ValueError(f"SCPEConfig.{name} must be a folder-safe name (letters, digits, '_', '-', '.'), "
                                  f"got {echo(value)}")
 

@@ -16,11 +16,11 @@ from engines.hoi.benchmark import SPLITS
 from engines.hoi.playbook import load_playbook
 from engines.hoi.roles import make
 from engines.hoi.scpe import SCPEConfig, run_scpe
+from engines.platform.config_schema import argparse_options, option_values
 from engines.platform.files import echo
 
 
 def add_scpe_arguments(parser: argparse.ArgumentParser) -> None:
-    defaults = SCPEConfig()
     parser.add_argument("--benchmark", type=Path, required=True,
                         help="the folder with the upstream annotation JSONs and images/<split>/<key>: "
                              "datasets/hoi/<name> of the data folder, or shipped/hoi/demo")
@@ -31,22 +31,13 @@ def add_scpe_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where <method>_frames, _strips, _traces, playbook.json and scpe_run.json go: a "
                              "folder under datasets/hoi/ of the data folder (the benchmark's own folder adds the "
                              "method to it)")
-    parser.add_argument("--epochs", type=int, default=defaults.epochs,
-                        help="learning epochs before the final pass (upstream README: 1; full_pipeline: 2)")
-    parser.add_argument("--retries", type=int, default=defaults.retries,
-                        help="tries per item while the analyzer says the video fails (1 = upstream, no retry)")
     parser.add_argument("--judge", default="offline", help="the VLM judge's registered name (analyzer and selector)")
     parser.add_argument("--refiner", default="offline", help="the prompt refiner's registered name")
     parser.add_argument("--playbook", type=Path, default=None,
                         help="the seed playbook (default assets/hoi/playbook_seed.json; upstream's "
                              "scpe/data/playbook_seed_en.json works as is)")
     parser.add_argument("--split", choices=SPLITS, default=None, help="one split only (default: every split found)")
-    parser.add_argument("--limit", type=int, default=None, help="the first N items only")
-    parser.add_argument("--method", default=defaults.method_name, help="the name the outputs are written under")
-    parser.add_argument("--baseline", default=None, metavar="METHOD",
-                        help="epoch 0 learns from this method's strips in the benchmark folder (plain I2V videos)")
-    parser.add_argument("--num-frames", type=int, default=defaults.num_frames, help="frames per generated video")
-    parser.add_argument("--seed", type=int, default=defaults.seed, help="base seed; item idx uses seed + idx")
+    argparse_options(SCPEConfig, parser)
     parser.add_argument("--no-progress", action="store_true")
 
 
@@ -76,8 +67,7 @@ def run_scpe_command(args: argparse.Namespace) -> dict:
     import engines.hoi.backends  # noqa: F401 - registers the role names
     from engines.hoi.benchmark import load_benchmark
     from engines.hoi.folders import benchmark_folder, input_file, output_path
-    config = SCPEConfig(epochs=args.epochs, retries=args.retries, num_frames=args.num_frames, seed=args.seed,
-                        method_name=args.method, limit=args.limit, baseline_method=args.baseline)
+    config = SCPEConfig(**option_values(SCPEConfig, args))
     benchmark = load_benchmark(benchmark_folder(args.benchmark))
     out = output_path(args.out, what="--out")
     role, options = read_role_config(input_file(args.i2v, what="--i2v", suffixes=(".json",)))

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
+import numbers
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
@@ -82,8 +84,25 @@ def _outside(value: Any, meta: Mapping) -> bool:
             or ("gt" in meta and value <= meta["gt"]) or ("lt" in meta and value >= meta["lt"]))
 
 
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return {name: _plain(hint) for name, hint in typing.get_type_hints(cls).items()}
+
+
+def _wrong_kind(value: Any, hint: Any) -> str | None:
+    """What a number field's value should have been, if it is not: "a whole number", "a number"."""
+    if isinstance(value, bool) and hint in (int, float):
+        return f"a {'whole ' if hint is int else ''}number"
+    if hint is int and not isinstance(value, numbers.Integral):
+        return "a whole number"
+    if hint is float and not isinstance(value, numbers.Real):
+        return "a number"
+    return None
+
+
 def check_fields(config: Any) -> None:
-    """Refuse a field of the config dataclass ``config`` outside its metadata's bounds or static choices.
+    """Refuse a field of the config dataclass ``config`` outside its metadata's bounds or static choices,
+    or a number field given something else (``True``, ``1.5`` for a count, text).
 
     Call it first in ``__post_init__``; ``None`` (an optional field left unset) passes. Choices given
     as a callable (a registry that may grow) are left to the config's own checks.
@@ -91,10 +110,14 @@ def check_fields(config: Any) -> None:
     Raises:
         ValueError: "max_steps must be from 1 to 64, got 0", "agent must be one of gated, coupled, got 'solo'".
     """
+    hints = _hints(type(config))
     for f in dataclasses.fields(config):
         value, meta = getattr(config, f.name), f.metadata
         if value is None:
             continue
+        wanted = _wrong_kind(value, hints.get(f.name))
+        if wanted:
+            raise ValueError(f"{f.name} must be {wanted}, got {value!r}")
         choices = meta.get("choices")
         if isinstance(choices, (tuple, list)) and value not in choices:
             raise ValueError(f"{f.name} must be one of {', '.join(map(str, choices))}, got {value!r}")

@@ -224,3 +224,21 @@ def test_a_diffusers_model_folder_outside_the_owned_folders_is_refused(demo, dat
     for model in ("Wan-AI/Wan2.2-TI2V-5B-Diffusers", str(models)):  # a hub id from the cache, an owned folder
         jobqueue.submit_job(SCPE, {"benchmark": str(demo), "i2v": {"role": "diffusers", "pipeline": "wan",
                                                                    "model": model}})
+
+
+@pytest.mark.parametrize("epochs", [-1, 11])
+def test_a_job_and_the_command_line_refuse_the_same_epoch_count(sqlite_db, tmp_path, capsys, epochs):
+    # One declaration (SCPEConfig.epochs, 0 to 10): the job refuses it when submitted, the scpe command
+    # before it opens the benchmark; 10 passes the job's check.
+    from engines.hoi.__main__ import main as hoi_main
+
+    base = {"benchmark": "shipped/hoi/demo", "method": "scpe-bounds"}
+    with pytest.raises(jobqueue.JobError, match="epochs"):
+        jobqueue.submit_job(SCPE, {**base, "epochs": epochs})
+    assert jobqueue.get_job(jobqueue.submit_job(SCPE, {**base, "epochs": 10})).params["epochs"] == 10
+    with pytest.raises(SystemExit) as exit_:
+        hoi_main(["scpe", "--benchmark", str(DEMO_DIR), "--i2v", str(tmp_path / "i2v.json"), "--out",
+                  str(tmp_path / "out"), "--epochs", str(epochs)])
+    assert exit_.value.code == 2
+    assert f"epochs must be from 0 to 10, got {epochs}" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -37,6 +37,10 @@ class Budget:
     ({"limit": 0}, "limit must be at least 1, got 0"),
     ({"grid": ()}, "grid needs at least 1 item(s), got ()"),
     ({"grid": (1, 2, 3, 4)}, "grid takes at most 3 item(s), got 4"),
+    ({"steps": 2.5}, "steps must be a whole number, got 2.5"),
+    ({"steps": True}, "steps must be a whole number, got True"),
+    ({"rate": "fast"}, "rate must be a number, got 'fast'"),
+    ({"limit": 1.0}, "limit must be a whole number, got 1.0"),
 ])
 def test_a_value_outside_the_declared_bounds_is_refused_with_them_in_words(values, message):
     with pytest.raises(ValueError) as refused:
@@ -44,9 +48,13 @@ def test_a_value_outside_the_declared_bounds_is_refused_with_them_in_words(value
     assert str(refused.value) == message
 
 
-def test_the_bounds_themselves_and_an_unset_optional_pass():
+def test_the_bounds_themselves_an_unset_optional_and_numpy_numbers_pass():
+    import numpy as np
+
     Budget(steps=1, rate=30.0, share=0.999, seed=0, limit=None, grid=(5, 6, 7))
     Budget(steps=64, rate=1e-9, mode="exact", limit=1)
+    Budget(steps=np.int64(3), rate=np.float32(2.5), seed=np.int32(7), share=1 / 3)
+    Budget(rate=3)  # a whole number is a number
 
 
 def test_the_command_line_and_a_job_refuse_what_the_config_refuses():
