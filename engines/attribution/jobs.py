@@ -20,6 +20,7 @@ from engines.attribution.paths import POLICY_SUFFIXES, result_file, shown
 from engines.attribution.policies import parameter_count, save_policy, torch_policy
 from engines.attribution.policy_set import SHIPPED_DIR
 from engines.attribution.train import TrainConfig, evaluate, train_policy
+from engines.platform.config_schema import JobParams, job_model
 from engines.platform.files import FileRefused, echo, loads_json
 from engines.platform.jobqueue import JobContext, get_job, list_jobs, register_job
 from engines.platform.models import Job
@@ -27,21 +28,19 @@ from engines.platform.models import Job
 TRAIN, EXPERIMENT = "attribution.train", "attribution.experiment"
 
 
-class TrainParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    rho: float = Field(default=0.95, ge=0.0, le=1.0, title="How often the cue agrees with the target")
-    seed: int = Field(default=0, ge=0)
-    frames: int = Field(default=6000, ge=100, le=100_000, title="Expert frames to train on")
-    epochs: int = Field(default=20, ge=1, le=100)
+class _Evaluation(JobParams):
     episodes: int = Field(default=100, ge=5, le=1000, title="Closed-loop episodes per evaluation")
+
+
+class TrainParams(job_model(TrainConfig, name="TrainFields", base=_Evaluation)):
+    """Parameters of an ``attribution.train`` job: ``TrainConfig``'s fields and the evaluation's episodes."""
 
 
 @register_job(TRAIN, title="Attribution: train a reaching policy", params=TrainParams)
 def train_job(ctx: JobContext, **params) -> dict:
     """Behaviour cloning on the reaching task; writes policy.pt and its evaluation."""
     p = TrainParams(**params)
-    config = TrainConfig(rho=p.rho, seed=p.seed, frames=p.frames, epochs=p.epochs)
+    config = TrainConfig(rho=p.rho, seed=p.seed, frames=p.frames, epochs=p.epochs)  # the fields a job may set
 
     def progress(epoch: int, epochs: int, loss: float) -> None:
         ctx.progress(0.8 * epoch / epochs, f"epoch {epoch} of {epochs}: loss {loss:.4f}")  # raises on cancel

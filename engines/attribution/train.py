@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +26,7 @@ import torch
 
 from engines.attribution.env import TaskConfig, dataset, expert_chunk, render, sample_scene
 from engines.attribution.policies import ReachPolicy, parameter_count, save_policy, torch_policy
+from engines.platform.config_schema import argparse_options, check_fields, option_values
 from engines.platform.torch_device import resolve_device, to_host
 
 CUE_MODES = ("normal", "random", "none")
@@ -33,22 +34,19 @@ CUE_MODES = ("normal", "random", "none")
 
 @dataclass(frozen=True)
 class TrainConfig:
-    rho: float = 0.95
-    seed: int = 0
-    frames: int = 6000
-    epochs: int = 20
-    batch_size: int = 128
-    learning_rate: float = 2e-3
-    width: int = 24
+    """How one reaching policy is trained. Each field's metadata is its one declaration
+    (``engines.platform.config_schema``): the ``train`` command's option, the ``attribution.train`` job's parameter."""
+
+    rho: float = field(default=0.95, metadata={"help": "how often the cue agrees with the target", "min": 0, "max": 1})
+    seed: int = field(default=0, metadata={"help": "seed of the expert frames and the initial weights", "min": 0})
+    frames: int = field(default=6000, metadata={"help": "expert frames to train on", "min": 1, "max": 100_000})
+    epochs: int = field(default=20, metadata={"help": "passes over the frames", "min": 1, "max": 100})
+    batch_size: int = field(default=128, metadata={"min": 1, "cli": False, "job": False})
+    learning_rate: float = field(default=2e-3, metadata={"gt": 0, "cli": False, "job": False})
+    width: int = field(default=24, metadata={"min": 1, "cli": False, "job": False})
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.rho <= 1.0:
-            raise ValueError(f"rho is a probability, got {self.rho}")
-        for name in ("frames", "epochs", "batch_size", "width"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.learning_rate <= 0:
-            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
+        check_fields(self)
 
 
 @dataclass
@@ -153,11 +151,7 @@ def evaluate(policy, rho: float, *, episodes: int = 100, frames: int = 256, task
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
-    defaults = TrainConfig()
-    parser.add_argument("--rho", type=float, default=defaults.rho, help="how often the cue agrees with the target")
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--frames", type=int, default=defaults.frames, help="expert frames to train on")
-    parser.add_argument("--epochs", type=int, default=defaults.epochs)
+    argparse_options(TrainConfig, parser)
     parser.add_argument("--quick", action="store_true", help="a small run for tests: 400 frames, 2 epochs")
     parser.add_argument("--episodes", type=int, default=100, help="closed-loop episodes per evaluation")
     parser.add_argument("--out", type=Path, required=True,
@@ -171,8 +165,7 @@ def run_train(args: argparse.Namespace) -> dict:
     from engines.attribution.paths import POLICY_SUFFIXES, output_path
     from engines.platform.files import FileRefused, echo
 
-    frames, epochs = (400, 2) if args.quick else (args.frames, args.epochs)
-    config = TrainConfig(rho=args.rho, seed=args.seed, frames=frames, epochs=epochs)
+    config = TrainConfig(**{**option_values(TrainConfig, args), **({"frames": 400, "epochs": 2} if args.quick else {})})
     out = output_path(args.out, what="--out")  # checked before the minutes of training
     if out.suffix.lower() not in POLICY_SUFFIXES:
         raise FileRefused(f"--out: {echo(out.name)} is not a .pt or .pth file")

@@ -23,7 +23,9 @@ def test_a_training_job_writes_a_policy_that_loads(sqlite_db):
 
 @pytest.mark.parametrize(("params", "message"), [
     ({"rho": 1.5}, "less than or equal to 1"),
-    ({"frames": 10}, "greater than or equal to 100"),
+    ({"frames": 0}, "greater than or equal to 1"),
+    ({"frames": 100_001}, "less than or equal to 100000"),
+    ({"epochs": 101}, "less than or equal to 100"),
 ])
 def test_bad_training_parameters_are_refused_when_submitted(sqlite_db, params, message):
     with pytest.raises(jobqueue.JobError, match=message):

@@ -138,7 +138,7 @@ def test_the_train_command_writes_weights_that_load_and_reports_its_evaluation(f
     # The command as a user types it, once, in its own process.
     bad = subprocess.run([sys.executable, "-m", "engines.attribution", "train", "--rho", "2", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and bad.stderr.strip() == "error: rho is a probability, got 2.0"
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: rho must be from 0 to 1, got 2"
 
 
 def test_the_train_set_command_trains_each_rho_and_seed_and_reports_them(folder, capsys):
