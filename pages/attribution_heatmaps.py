@@ -18,6 +18,7 @@ from engines.attribution.policies import PolicyFileError, load_policy
 from engines.attribution.policy_set import shipped_policies
 from engines.attribution.replacements import REPLACEMENTS
 from engines.platform import jobqueue
+from engines.platform.config_schema import field_info
 from engines.platform.files import FileRefused
 from engines.platform.torch_device import resolve_device
 from pages import _access as access
@@ -219,8 +220,13 @@ with st.form("attribution-experiment"):
                                format_func=lambda m: plots.METHOD_TITLES.get(m, m), key="attribution-exp-methods")
     policies = right.radio("Policies", ["shipped", "train"], key="attribution-exp-policies",
                            format_func={"shipped": "the shipped set", "train": "train all anew (minutes)"}.get)
-    exp_masks = left.number_input("Masks per frame", 10, 5000, 300, step=50, key="attribution-exp-masks")
-    frames = right.number_input("Frames per policy", 1, 200, 12, key="attribution-exp-frames")
+    # The job's own bounds and defaults (declared once, in ExperimentConfig).
+    experiment = field_info(attribution_jobs.ExperimentParams)
+    masks, nmr_frames = experiment["n_masks"], experiment["nmr_frames"]
+    exp_masks = left.number_input("Masks per frame", int(masks.ge), int(masks.le), masks.default, step=50,
+                                  key="attribution-exp-masks")
+    frames = right.number_input("Frames per policy", int(nmr_frames.ge), int(nmr_frames.le), nmr_frames.default,
+                                key="attribution-exp-frames")
     if st.form_submit_button("Start the experiment"):
         try:
             job_id = jobqueue.submit_job(attribution_jobs.EXPERIMENT, {

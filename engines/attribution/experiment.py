@@ -18,7 +18,7 @@ import argparse
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,7 @@ from engines.attribution.paths import output_path, policy_folder, shown
 from engines.attribution.policies import ReachPolicy, load_policy, torch_policy
 from engines.attribution.policy_set import RHOS, SEEDS, SHIPPED_DIR, policy_file
 from engines.attribution.train import TrainConfig, evaluate, train_policy
+from engines.platform.config_schema import argparse_options, check_fields, option_values
 from engines.platform.files import echo
 
 METHODS = ("iss", "iss_contrast", "occlusion", "feature_ablation", "rise", "saliency", "integrated_gradients",
@@ -44,22 +45,40 @@ QUICK = {"rhos": (0.0, 1.0), "seeds": (0, 1), "frames": 160, "epochs": 1, "nmr_f
 
 @dataclass(frozen=True)
 class ExperimentConfig:
-    rhos: tuple[float, ...] = RHOS
-    seeds: tuple[int, ...] = SEEDS
-    frames: int = 6000  # training frames per policy (when it is trained here)
-    epochs: int = 20
-    nmr_frames: int = 12  # held-out in-distribution frames NMR is averaged over
-    n_masks: int = 300
-    grid: tuple[int, int] = (7, 7)
-    k: float = 10.0  # NMR@k, percent of pixels
-    episodes: int = 100  # closed-loop episodes per evaluation
-    methods: tuple[str, ...] = METHODS
-    policy_dir: str | None = None  # load <dir>/reach-rho<rho>-seed<seed>.pt where present
-    permutations: int = 2000
-    bootstrap: int = 1000
-    seed: int = 0
+    """The experiment's policies, maps and statistics. Each field's metadata is its one declaration
+    (``engines.platform.config_schema``): the ``experiment`` command's option (unset: the config's value,
+    or ``--quick``'s) and the ``attribution.experiment`` job's parameter."""
+
+    rhos: tuple[float, ...] = field(default=RHOS, metadata={
+        "help": "cue agreements of the policies (default: the shipped set's)", "min_length": 1, "max_length": 10,
+        "cli": {"type": float, "nargs": "+", "default": None}})
+    seeds: tuple[int, ...] = field(default=SEEDS, metadata={
+        "help": "training seeds of the policies", "min_length": 1, "max_length": 10,
+        "cli": {"type": int, "nargs": "+", "default": None}})
+    # Training frames and epochs per policy, when it is trained here.
+    frames: int = field(default=6000, metadata={"min": 1, "max": 100_000, "cli": False, "job": False})
+    epochs: int = field(default=20, metadata={"min": 1, "max": 100, "cli": False, "job": False})
+    nmr_frames: int = field(default=12, metadata={
+        "help": "held-out in-distribution frames NMR is averaged over", "min": 1, "max": 200, "cli": {"default": None}})
+    n_masks: int = field(default=300, metadata={"help": "masks per frame", "min": 1, "max": 5000,
+                                                "cli": {"default": None}})
+    grid: tuple[int, int] = field(default=(7, 7), metadata={"cli": False, "job": False})
+    k: float = field(default=10.0, metadata={"gt": 0, "max": 100, "cli": False, "job": False})  # NMR@k, % of pixels
+    episodes: int = field(default=100, metadata={"help": "closed-loop episodes per evaluation", "min": 1, "max": 1000,
+                                                 "cli": {"default": None}})
+    methods: tuple[str, ...] = field(default=METHODS, metadata={
+        "help": "attribution methods compared", "min_length": 1,
+        "cli": {"type": str, "nargs": "+", "choices": METHODS, "default": None}})
+    # Load <dir>/reach-rho<rho>-seed<seed>.pt where present (the command line's --policy-dir and --train).
+    policy_dir: str | None = field(default=None, metadata={"cli": False, "job": False})
+    permutations: int = field(default=2000, metadata={"min": 1, "cli": False, "job": False})
+    bootstrap: int = field(default=1000, metadata={"min": 1, "cli": False, "job": False})
+    seed: int = field(default=0, metadata={"min": 0, "cli": False, "job": False})
 
     def __post_init__(self) -> None:
+        check_fields(self)
+        if any(not 0.0 <= rho <= 1.0 for rho in self.rhos):
+            raise ValueError(f"every rho is a probability in [0, 1], got {', '.join(map(str, self.rhos))}")
         unknown = [m for m in self.methods if m not in METHODS]
         if unknown:
             raise ValueError(f"unknown method {echo(unknown[0])}; choose from {', '.join(METHODS)}")
@@ -169,10 +188,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "assets/attribution/policies)")
     parser.add_argument("--train", action="store_true",
                         help="train every policy anew instead of loading any (implied by --quick)")
-    parser.add_argument("--rhos", type=float, nargs="+", default=None)
-    parser.add_argument("--seeds", type=int, nargs="+", default=None)
-    parser.add_argument("--methods", nargs="+", default=None, choices=METHODS)
-    parser.add_argument("--n-masks", type=int, default=None)
+    argparse_options(ExperimentConfig, parser)
     parser.add_argument("--out", type=Path, default=None,
                         help="also write the result as JSON here: in a folder under datasets/attribution/ of the "
                              "data folder, or assets/attribution/experiment.json (the shipped run)")
@@ -180,11 +196,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> ExperimentConfig:
     base = {**QUICK} if args.quick else {}  # 2 rhos x 2 seeds: the smallest set with a correlation
-    for name in ("rhos", "seeds", "methods"):
-        if getattr(args, name):
-            base[name] = tuple(getattr(args, name))
-    if args.n_masks:
-        base["n_masks"] = args.n_masks
+    for name, value in option_values(ExperimentConfig, args).items():
+        if value is not None:  # set on the command line: wins over --quick's
+            base[name] = tuple(value) if isinstance(value, list) else value
     if args.train or args.quick:
         policy_dir = None
     else:

@@ -13,15 +13,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field
 
-from engines.attribution.experiment import METHODS, SHIPPED_EXPERIMENT, ExperimentConfig, run_experiment
+from engines.attribution.experiment import SHIPPED_EXPERIMENT, ExperimentConfig, run_experiment
 from engines.attribution.paths import POLICY_SUFFIXES, result_file, shown
 from engines.attribution.policies import parameter_count, save_policy, torch_policy
 from engines.attribution.policy_set import SHIPPED_DIR
 from engines.attribution.train import TrainConfig, evaluate, train_policy
 from engines.platform.config_schema import JobParams, job_model
-from engines.platform.files import FileRefused, echo, loads_json
+from engines.platform.files import FileRefused, loads_json
 from engines.platform.jobqueue import JobContext, get_job, list_jobs, register_job
 from engines.platform.models import Job
 
@@ -57,46 +57,22 @@ def train_job(ctx: JobContext, **params) -> dict:
             "evaluation": scores}
 
 
-class ExperimentParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    rhos: list[float] = Field(default=[0.0, 0.5, 0.8, 0.95, 1.0], min_length=1, max_length=10)
-    seeds: list[int] = Field(default=[0, 1], min_length=1, max_length=10)
-    n_masks: int = Field(default=300, ge=10, le=5000)
-    nmr_frames: int = Field(default=12, ge=1, le=200)
-    episodes: int = Field(default=100, ge=5, le=1000)
-    methods: list[str] = Field(default=list(METHODS), min_length=1)
+class _Policies(JobParams):
     policies: Literal["shipped", "train"] = Field(
         default="shipped", title="Use the shipped policies where there is one for a (rho, seed), or train all anew")
 
-    @field_validator("rhos")
-    @classmethod
-    def _probabilities(cls, value: list[float]) -> list[float]:
-        if any(not 0.0 <= rho <= 1.0 for rho in value):
-            raise ValueError("every rho is a probability in [0, 1]")
-        return value
 
-    @field_validator("methods")
-    @classmethod
-    def _known(cls, value: list[str]) -> list[str]:
-        unknown = [m for m in value if m not in METHODS]
-        if unknown:
-            raise ValueError(f"unknown method {echo(unknown[0])}; choose from {', '.join(METHODS)}")
-        return value
-
-    @model_validator(mode="after")
-    def _enough_policies(self) -> ExperimentParams:
-        if len(self.rhos) * len(self.seeds) < 3:
-            raise ValueError("a correlation needs at least 3 policies (rhos x seeds)")
-        return self
+class ExperimentParams(job_model(ExperimentConfig, name="ExperimentFields", base=_Policies)):
+    """Parameters of an ``attribution.experiment`` job: ``ExperimentConfig``'s fields a job may set
+    (by default the shipped set's rhos and seeds, every policy loaded) and where the policies come from."""
 
 
 @register_job(EXPERIMENT, title="Attribution: NMR against out-of-distribution failure", params=ExperimentParams)
 def experiment_job(ctx: JobContext, **params) -> dict:
     """The experiment of ``python -m engines.attribution experiment``; writes experiment.json."""
     p = ExperimentParams(**params)
-    config = ExperimentConfig(rhos=tuple(p.rhos), seeds=tuple(p.seeds), n_masks=p.n_masks, nmr_frames=p.nmr_frames,
-                              episodes=p.episodes, methods=tuple(p.methods),
+    config = ExperimentConfig(rhos=p.rhos, seeds=p.seeds, n_masks=p.n_masks, nmr_frames=p.nmr_frames,
+                              episodes=p.episodes, methods=p.methods,
                               policy_dir=str(SHIPPED_DIR) if p.policies == "shipped" else None)
     result = run_experiment(config, progress=lambda fraction, message: ctx.progress(0.95 * fraction, message))
     out = ctx.result_dir / "experiment.json"

@@ -5,7 +5,8 @@
 ``evaluate`` runs it in closed loop with the cue as in training ("normal"), randomised ("random") or
 absent ("none"), and measures the action error against the expert on held-out frames. The synthetic
 test of ``docs/attribution.md`` (Method, "The experiment and its permutation test"): cue agreement
-rho in {0, 0.5, 0.8, 0.95, 1}, MSE on the expert's action chunks, success within 3 px in 30 steps.
+rho in {0.5, 0.9, 0.97, 0.99, 1} in the shipped set (``policy_set.RHOS``), MSE on the expert's action
+chunks, success within 3 px in 30 steps.
 
 Training runs on the ``HAI_DEVICE`` setting's device unless a device is given (the weights are
 initialised on the CPU from the seed first, so every device starts from the same ones); the

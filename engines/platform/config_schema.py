@@ -16,7 +16,8 @@ Metadata keys (all optional):
   model), or a callable returning them, for a registry that may grow (argparse reads it when the
   parser is built; the job keeps the plain type and the dataclass validates).
 - ``cli``: False for no option, or a dict of argparse details: ``flag`` (default ``--field-name``),
-  ``help``, ``default``, ``type``, ``action``, ``metavar``, ``choices``. Without a ``type``, int and
+  ``help``, ``default``, ``type``, ``action``, ``metavar``, ``choices``, ``nargs`` (a tuple field
+  given as several values, each parsed by ``type``: ``--rhos 0 0.5 1``). Without a ``type``, int and
   float fields parse as such, bool fields are ``store_true`` flags and dict fields take
   ``key=value,key=value`` (``key_values``).
 - ``job``: False when a job may not set the field (a file path, an execution detail).
@@ -213,6 +214,8 @@ def argparse_options(cls: type, parser: argparse.ArgumentParser | argparse._Argu
                 kwargs["choices"] = list(choices)
             if "metavar" in cli:
                 kwargs["metavar"] = cli["metavar"]
+            if "nargs" in cli:
+                kwargs["nargs"] = cli["nargs"]
         parser.add_argument(flag, **kwargs)
 
 

@@ -107,3 +107,18 @@ def test_a_policy_set_whose_report_names_a_file_outside_it_is_refused(data_dir, 
         shipped_policies(folder)
     with pytest.raises(FileRefused, match="is outside the folders"):
         shipped_policies(tmp_path)
+
+
+def test_the_default_experiment_job_loads_a_shipped_policy_for_every_cell():
+    # The job's defaults are the experiment's (one declaration): every (rho, seed) it asks for is shipped,
+    # so a researcher's first experiment loads its policies instead of training most of them for minutes.
+    from itertools import product
+
+    from engines.attribution.jobs import ExperimentParams
+    from engines.attribution.policy_set import SHIPPED_DIR, policy_file
+
+    params = ExperimentParams()
+    assert params.policies == "shipped" and len(params.rhos) * len(params.seeds) >= 3
+    missing = [(rho, seed) for rho, seed in product(params.rhos, params.seeds)
+               if not policy_file(SHIPPED_DIR, rho, seed).is_file()]
+    assert missing == []
