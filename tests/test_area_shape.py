@@ -6,7 +6,9 @@ other than the platform is an area, and each has the same rooms, reached the sam
   page builds its form from it and the queue validates with it);
 - at least one page under pages/ built on it;
 - its tests under tests/<area>/, a benchmark bench/<area>.py, and its manual docs/<area>.md, which
-  the README links to.
+  the README links to;
+- its offline stand-ins, where it has them, under engines/<area>/offline/, imported only by its role
+  registry engines/<area>/backends.py (and the named exceptions below), so the real path reads on its own.
 
 A sixth area that misses a room fails here with the room named.
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from engines.platform.jobqueue import discover_job_kinds
+from tests import offline_fence
 from tests.helpers import run_main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,3 +90,29 @@ def test_tests_benchmark_and_manual_are_where_every_area_keeps_them(area):
     assert manual.is_file(), f"no manual docs/{area}.md"
     assert f"docs/{area}.md" in (ROOT / "README.md").read_text(encoding="utf-8"), \
         f"the README does not link the manual docs/{area}.md"
+
+
+# Modules outside an area's fence that name a stand-in by design: the command that writes HOI's shipped
+# demo (built from the stand-ins), and the video command that trains the synthetic benchmark's frame model.
+FENCE_EXCEPTIONS = {
+    "hoi": {"engines.hoi.__main__": {"engines.hoi.offline.demo"}},
+    "video": {"engines.video.cli": {"engines.video.offline.train_inspector",
+                                    "engines.video.offline.train_inspector.InspectorTrainConfig",
+                                    "engines.video.offline.train_inspector.train_and_save"}},
+}
+FENCED_AREAS = [area for area in AREAS if (ROOT / "engines" / area / "offline" / "__init__.py").is_file()]
+
+
+def test_the_areas_with_model_roles_to_stand_in_for_keep_their_stand_ins_fenced():
+    assert FENCED_AREAS == ["hoi", "video"]
+
+
+@pytest.mark.parametrize("area", FENCED_AREAS)
+def test_only_the_role_registry_imports_the_offline_stand_ins(area):
+    allowed = FENCE_EXCEPTIONS.get(area, {})
+    offenders = offline_fence.fence_offenders(area, allowed)
+    assert offenders == {}, f"only engines/{area}/backends.py may import engines.{area}.offline: {offenders!r}"
+    assert offline_fence.allowed_names_found(area, allowed) == {}, "a stale exception hides nothing: remove it"
+    registry = ROOT / "engines" / area / "backends.py"
+    assert offline_fence.fenced_imports(registry.read_text(encoding="utf-8"), f"engines.{area}.backends",
+                                        f"engines.{area}.offline"), f"engines/{area}/backends.py names no stand-in"

@@ -31,9 +31,8 @@ import numpy as np
 from engines.platform.chat import ChatBackend, OpenAICompatibleBackend, TransformersBackend
 from engines.video.decode import VideoReader, sample_times
 from engines.video.gate import parse_verdict
-from engines.video.offline import HeuristicPlanner
 from engines.video.questions import Question
-from engines.video.roles import Finalize, Inspect, Inspection, Retrieve, register
+from engines.video.roles import PLANNERS, Finalize, Inspect, Inspection, Retrieve, register
 from engines.video.spans import Span, TimeFormatError, format_time, parse_time
 from engines.video.trajectory import FrameRef, Step, Verdict
 
@@ -98,12 +97,20 @@ def parse_action(reply: str, duration: float | None = None) -> Retrieve | Inspec
     raise ValueError(f"unknown or incomplete action {obj!r}")
 
 
+FALLBACK_PLANNER = "heuristic"  # takes the step of a reply that names no usable action
+
+
 class LLMPlanner:
     """A chat model as the planner, with the heuristic planner as the fallback for unusable replies."""
 
     def __init__(self, chat: ChatBackend, name: str, *, max_tokens: int = 160, duration_s: float | None = None) -> None:
         self.chat, self.name, self.max_tokens, self.duration_s = chat, name, max_tokens, duration_s
-        self.fallback = HeuristicPlanner()
+        # The registered heuristic planner: engines.video.backends registers the offline roles before any
+        # adapter is made through it (this module may not import the stand-ins, nor the registry, which imports it).
+        if FALLBACK_PLANNER not in PLANNERS:
+            raise RuntimeError(f"the {FALLBACK_PLANNER!r} planner is not registered: make planners through "
+                               "engines.video.backends")
+        self.fallback = PLANNERS[FALLBACK_PLANNER]()
         self.unusable = 0
 
     def act(self, question: Question, history: Sequence[Step], steps_left: int) -> Retrieve | Inspect | Finalize:

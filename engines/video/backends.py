@@ -1,5 +1,6 @@
-"""The video agent's model roles by name: the offline defaults and the adapters register
-themselves (``engines.video.offline``, ``engines.video.adapters``); this module looks them up.
+"""The video agent's model roles by name: the offline stand-ins and the adapters register
+themselves (``engines.video.offline``, ``engines.video.adapters``); this module looks them up, and
+is the one module outside ``engines/video/offline/`` that imports the stand-ins.
 
 The roles and their protocols are described in ``engines.video.roles``.
 """
@@ -8,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engines.video import adapters, offline, pixels, pixels_inspector  # noqa: F401  (register the adapters and the offline roles)
+from engines.video import adapters  # noqa: F401  (registers the adapters)
+from engines.video.offline import heuristics, pixels, pixels_inspector  # noqa: F401  (register the offline roles)
 from engines.video.roles import CAPTIONERS, INSPECTORS, PLANNERS, Captioner, Inspector, Planner, Roles
 
 

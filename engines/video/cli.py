@@ -78,8 +78,8 @@ QUICK_TRAIN = {"clips": 120, "held_out_clips": 40, "epochs": 1}  # --quick: a sm
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    from engines.video.offline.train_inspector import InspectorTrainConfig
     from engines.video.roles import FRAME_MODEL
-    from engines.video.train_inspector import InspectorTrainConfig
 
     parser.add_argument("--out", type=Path, default=FRAME_MODEL, help="weights file (REPORT.md is written beside it)")
     argparse_options(InspectorTrainConfig, parser)
@@ -90,7 +90,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_train(args: argparse.Namespace) -> dict:
     """Train the offline inspector's frame model on clips through the benchmark's codec."""
-    from engines.video.train_inspector import InspectorTrainConfig, train_and_save
+    from engines.video.offline.train_inspector import InspectorTrainConfig, train_and_save
 
     config = InspectorTrainConfig(**{**option_values(InspectorTrainConfig, args), **(QUICK_TRAIN if args.quick else {})})
     bar = _Bar(not args.no_progress, config.epochs, "training the frame model", "epoch")

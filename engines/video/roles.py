@@ -9,7 +9,7 @@
   the full-video fallback, the coupled baseline) it always names its best letter.
 - **Captioner**: describes each 16 s clip for the index (``engines.video.index``).
 
-Offline defaults (``engines.video.offline``): a heuristic planner and an inspector and captioner
+Offline defaults (``engines.video.offline.heuristics``): a heuristic planner and an inspector and captioner
 built on the project's frame model (``assets/video/frame_model.pt``). Names resolve through
 ``engines.video.backends`` (:func:`~engines.video.backends.planner`, ``inspector``, ``captioner``).
 """

@@ -1,4 +1,4 @@
-"""Reading a question (engines.video.asking): times in digits and in words, parts of the video,
+"""Reading a question (engines.video.offline.asking): times in digits and in words, parts of the video,
 anchor events, LVBench's zero-width time references, the kinds of question, and options in any
 order and number; and the offline planner acting on them."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from engines.video.asking import count_option, direction_option, kind_of, number, read_question, time_hint
-from engines.video.offline import HeuristicPlanner
+from engines.video.offline.asking import count_option, direction_option, kind_of, number, read_question, time_hint
+from engines.video.offline.heuristics import HeuristicPlanner
 from engines.video.questions import Question
 from engines.video.roles import Inspect, Retrieve
 from engines.video.spans import Span, parse_time_reference

@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 
 from engines.platform import jobqueue
-from engines.video import backends, heldout, library, perception
+from engines.video import backends, heldout, library
 from engines.video.agent import AgentConfig, answer
 from engines.video.decode import open_video
 from engines.video.jobs import ASK
 from engines.video.loaders import read_questions
 from engines.video.metrics import summarise
-from engines.video.perception import colour_distance
+from engines.video.offline import perception
+from engines.video.offline.perception import colour_distance
 from engines.video.questions import Question
 from engines.video.trajectory import from_json, read_jsonl, to_json
 from tests.apptest_driver import page_as

@@ -7,7 +7,13 @@ import pytest
 
 from engines.video import backends
 from engines.video.decode import open_video
-from engines.video.offline import CoupledHeuristicPlanner, HeuristicPlanner, _asked_head, _conditions, direction_of
+from engines.video.offline.heuristics import (
+    CoupledHeuristicPlanner,
+    HeuristicPlanner,
+    _asked_head,
+    _conditions,
+    direction_of,
+)
 from engines.video.questions import Question
 from engines.video.roles import FRAME_MODEL, Finalize, Inspect, Retrieve
 from engines.video.spans import Span

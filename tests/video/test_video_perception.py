@@ -1,4 +1,4 @@
-"""General perception from pixels (engines.video.perception): colour names over the whole hue circle
+"""General perception from pixels (engines.video.offline.perception): colour names over the whole hue circle
 and the greys, colour words near a seen colour, shapes from their masks, objects against plain,
 graded and changing backgrounds, places on the 3 x 3 grid, motion between frames, and text read by
 Tesseract. Frames are drawn here with Pillow, not by either video generator."""
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from engines.video import perception
-from engines.video.perception import (
+from engines.video.offline import perception
+from engines.video.offline.perception import (
     colour_match,
     colour_name,
     find_objects,

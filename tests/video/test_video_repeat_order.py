@@ -16,7 +16,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from engines.video.decode import open_video
-from engines.video.pixels_inspector import PixelsInspector, appearances
+from engines.video.offline.pixels_inspector import PixelsInspector, appearances
 from engines.video.questions import Question
 from engines.video.spans import Span
 from engines.video.synthetic import SyntheticConfig, encode_frames

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 from engines.platform import jobqueue
-from engines.video import backends, frame_model, library
+from engines.video import backends, library
 from engines.video.decode import open_video
 from engines.video.index import load_or_build
 from engines.video.jobs import ASK
 from engines.video.loaders import read_questions
+from engines.video.offline import frame_model
 from engines.video.synthetic import SyntheticConfig, generate, read_script
 from engines.video.trajectory import read_jsonl
 

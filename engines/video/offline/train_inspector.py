@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from engines.platform.config_schema import check_fields
-from engines.video.frame_model import HEADS, FrameModel, FrameModelConfig, predict, save, to_inputs
+from engines.video.offline.frame_model import HEADS, FrameModel, FrameModelConfig, predict, save, to_inputs
 from engines.video.render import COLOURS, DIRECTIONS, SHAPES, WORDS, Objects, Scene, render
 from engines.video.synthetic import SyntheticConfig, encode_frames
 
@@ -172,7 +172,7 @@ seed {config['seed']}; {report['seconds']} s on the machine that wrote this; {re
 
 Accuracy on {config['held_out_clips']} held-out clips (another seed) and on the training clips. Shape
 and colour count only clips with objects on screen. (Which way objects drift is measured from the
-pixels, not learned: see `engines/video/frame_model.py`.)
+pixels, not learned: see `engines/video/offline/frame_model.py`.)
 
 | head | held out | training |
 |---|---:|---:|

@@ -1,6 +1,6 @@
 """The offline default inspector, ``pixels``: answers colour, shape, position, motion, count, repeat,
-order and text questions from what the frames of the given spans show (:mod:`engines.video.pixels`
-sees and captions them; :mod:`engines.video.asking` reads the question), citing the frames that
+order and text questions from what the frames of the given spans show (:mod:`engines.video.offline.pixels`
+sees and captions them; :mod:`engines.video.offline.asking` reads the question), citing the frames that
 show it, and asks to search more when they do not settle it; see :class:`PixelsInspector`.
 """
 
@@ -10,9 +10,17 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from engines.video.asking import AFTER_S, AT_S, Ask, count_option, direction_option, object_option, read_question
 from engines.video.decode import VideoReader, sample_times
-from engines.video.perception import (
+from engines.video.offline.asking import (
+    AFTER_S,
+    AT_S,
+    Ask,
+    count_option,
+    direction_option,
+    object_option,
+    read_question,
+)
+from engines.video.offline.perception import (
     FrameView,
     Region,
     colour_match,
@@ -23,7 +31,7 @@ from engines.video.perception import (
     shape_matches,
     text_similarity,
 )
-from engines.video.pixels import (
+from engines.video.offline.pixels import (
     STEP_S,
     Probe,
     Seen,
@@ -487,8 +495,8 @@ def inspection_times(ask: Ask, spans: Sequence[Span], fps: float, max_frames: in
 
 @register("inspector", "pixels")
 class PixelsInspector:
-    """Answers from what the frames show (:mod:`engines.video.perception`), for the kinds of question
-    :mod:`engines.video.asking` reads.
+    """Answers from what the frames show (:mod:`engines.video.offline.perception`), for the kinds of question
+    :mod:`engines.video.offline.asking` reads.
 
     It finds the frames the question is about (near a named time, in a named range, after an anchor
     event, or all of them), keeps those that show the object the stem names, and lets each vote for
@@ -520,7 +528,7 @@ class PixelsInspector:
                                 "a question of a kind the offline inspector does not read (it reads colours, shapes, "
                                 "places, motion, counts, repeats, order and on-screen text)")
         if ask.narrated is not None and not answer_only:  # forced to answer, it reads the frames alone
-            from engines.video.offline import _narration, _talks_about
+            from engines.video.offline.heuristics import _narration, _talks_about
 
             lines = _narration(reader.path, spans)
             if lines is not None and not _talks_about(lines, ask.narrated):

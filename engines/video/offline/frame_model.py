@@ -2,7 +2,7 @@
 
 It answers what the synthetic videos ask about (``engines.video.render``): how many objects are on
 screen (0-4), their shape and colour, and which burned-in word is shown (or none). Which way the
-objects drift is measured from the pair's pixels (``engines.video.offline.direction_of``): a small
+objects drift is measured from the pair's pixels (``engines.video.offline.heuristics.direction_of``): a small
 network trained as here did not learn a 2-pixel shift (27% held out, chance 20%). The pair is
 seen at half resolution (80 x 60, six channels: both frames);
 the word box at the top is read at full resolution from the first frame, where a 14-pixel word
@@ -79,7 +79,7 @@ def to_inputs(first: np.ndarray, second: np.ndarray) -> tuple[torch.Tensor, torc
 
     Raises:
         ValueError: frames of another size (the fully connected layers fix it); decode them at
-            ``(FRAME_WIDTH, FRAME_HEIGHT)`` first (``engines.video.offline.model_size``).
+            ``(FRAME_WIDTH, FRAME_HEIGHT)`` first (``engines.video.offline.heuristics.model_size``).
     """
     expected = (FRAME_HEIGHT, FRAME_WIDTH, 3)
     for frames in (first, second):

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from engines.video.perception import SHAPE_WORDS, colour_word, normalise_place
+from engines.video.offline.perception import SHAPE_WORDS, colour_word, normalise_place
 from engines.video.questions import Question
 from engines.video.spans import Span, TimeFormatError, parse_time
 

@@ -1,5 +1,5 @@
-"""The offline default captioner, ``pixels``, and what its inspector (:mod:`engines.video.pixels_inspector`)
-sees: general perception from pixels (:mod:`engines.video.perception`), with no model trained on
+"""The offline default captioner, ``pixels``, and what its inspector (:mod:`engines.video.offline.pixels_inspector`)
+sees: general perception from pixels (:mod:`engines.video.offline.perception`), with no model trained on
 any generator's videos.
 
 The captioner describes each 16 s clip from frames every two seconds: the objects seen (colour
@@ -7,7 +7,7 @@ name, shape and place, and which way they move), and the words Tesseract reads o
 clip's middle frame. The inspector answers colour, shape, position, motion, count, repeat, order
 and text questions from the frames of the spans it is given, citing the frames that show it, and
 asks to search more when the frames do not settle the question
-(:class:`engines.video.pixels_inspector.PixelsInspector`).
+(:class:`engines.video.offline.pixels_inspector.PixelsInspector`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image
 
 from engines.video.decode import VideoReader, sample_times
-from engines.video.perception import (
+from engines.video.offline.perception import (
     OCR_WIDTH,
     FrameView,
     Region,

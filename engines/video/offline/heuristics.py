@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from engines.video import frame_model
-from engines.video.asking import AFTER_S, ANY_OBJECT, AT_S, object_option, read_question
 from engines.video.decode import VideoReader, sample_times
 from engines.video.index import sidecar
+from engines.video.offline import frame_model
+from engines.video.offline.asking import AFTER_S, ANY_OBJECT, AT_S, object_option, read_question
 from engines.video.questions import Question
 from engines.video.render import ARENA_BOTTOM, ARENA_TOP, COLOURS, SHAPES
 from engines.video.roles import FRAME_MODEL, Finalize, Inspect, Inspection, Retrieve, register
@@ -403,7 +403,7 @@ class HeuristicPlanner:
     object the question is about first); search again with what an inspection says is missing;
     finish when nothing is left to look at.
 
-    It reads the question's time and kind (:mod:`engines.video.asking`): a named time or part of the
+    It reads the question's time and kind (:mod:`engines.video.offline.asking`): a named time or part of the
     video ("at 04:10", "around the two-minute mark", "near the end") is inspected there first; "after
     the blue square disappears" searches for the blue square and inspects the end of its stretch and
     what follows; "how many separate times" inspects every stretch whose captions name the object
