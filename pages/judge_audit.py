@@ -17,6 +17,7 @@ from engines.judge import labeling, plots, uploads
 from engines.judge.items import JudgeDataError
 from engines.judge.judges import JUDGES, available_judges, describe_judges
 from engines.platform import jobqueue
+from engines.platform.config_schema import field_info
 from engines.platform.csv_safety import csv_bytes, frame_csv_bytes
 from engines.platform.settings import get_settings
 from pages import _access as access
@@ -238,8 +239,9 @@ with st.form("judge-audit-start"):
     left, right = st.columns(2)
     rule = left.radio("Human label of an item", list(HUMAN_RULES), format_func=HUMAN_RULES.get,
                       key="judge-audit-rule")
-    bootstrap = right.number_input("Bootstrap resamples of behaviours (0: no intervals)", 0, 10_000, 200, step=100,
-                                   key="judge-audit-bootstrap")
+    resamples = field_info(judge_jobs.JudgeAuditParams)["bootstrap"]  # the job's bounds (declared in AuditConfig)
+    bootstrap = right.number_input("Bootstrap resamples of behaviours (0: no intervals)", int(resamples.ge),
+                                   int(resamples.le), 200, step=100, key="judge-audit-bootstrap")
     subsets = right.checkbox("Build the ReliableBench-like and JudgeStressTest-like subsets",
                              key="judge-audit-subsets")
     audit_clicked = st.form_submit_button("Start the audit", type="primary")

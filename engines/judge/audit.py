@@ -37,6 +37,7 @@ from engines.judge.subsets import (
     reliable_bench,
     stress_test,
 )
+from engines.platform.config_schema import check_fields
 
 BREAKDOWNS = PARTITIONS[1:]  # by_model, by_attack, by_category, by_cell
 
@@ -46,24 +47,26 @@ class AuditConfig:
     """What the audit computes.
 
     ``bootstrap`` resamples of behaviours give the intervals (0: none; 1,000 is usual); ``seed``
-    fixes them. The subsets' class balancing has its own seed in their configs.
+    fixes them. The subsets' class balancing has its own seed in their configs. Each field's
+    metadata is its one declaration (``engines.platform.config_schema``): the ``audit`` command's
+    option and the ``judge.audit`` job's parameter.
     """
 
-    human_rule: HumanRule = "majority"  # or "first": an item's first label in labelling order
-    bootstrap: int = 0  # resamples of behaviours for the intervals; 0 = no intervals
-    seed: int = 0
-    confidence: float = 0.95
-    subsets: bool = False  # also build the ReliableBench-like and JudgeStressTest-like subsets
-    reliable_bench: ReliableBenchConfig = field(default_factory=ReliableBenchConfig)
-    stress_test: StressTestConfig = field(default_factory=StressTestConfig)
+    human_rule: HumanRule = field(default="majority", metadata={
+        "help": "an item's human label: the majority of its labels (ties to the adjudicator) or its first label",
+        "title": "Human label of an item", "choices": HUMAN_RULES, "cli": {"type": str}})
+    bootstrap: int = field(default=0, metadata={
+        "help": "resamples of behaviours for 95% intervals (0: none)", "min": 0, "max": 10_000})
+    seed: int = field(default=0, metadata={"help": "seed of the bootstrap and the subsets", "min": 0})
+    confidence: float = field(default=0.95, metadata={"gt": 0, "lt": 1, "cli": False, "job": False})
+    subsets: bool = field(default=False, metadata={
+        "help": "also build the ReliableBench-like and JudgeStressTest-like subsets"})
+    reliable_bench: ReliableBenchConfig = field(default_factory=ReliableBenchConfig,
+                                                metadata={"cli": False, "job": False})
+    stress_test: StressTestConfig = field(default_factory=StressTestConfig, metadata={"cli": False, "job": False})
 
     def __post_init__(self) -> None:
-        if self.human_rule not in HUMAN_RULES:
-            raise ValueError(f"human_rule must be one of {', '.join(HUMAN_RULES)}, got {self.human_rule!r}")
-        if self.bootstrap < 0:
-            raise ValueError(f"bootstrap must be >= 0, got {self.bootstrap}")
-        if not 0 < self.confidence < 1:
-            raise ValueError(f"confidence must be within (0, 1), got {self.confidence}")
+        check_fields(self)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -18,37 +18,22 @@ import csv
 from pathlib import Path
 
 from engines.judge.audit import AuditConfig, audit
-from engines.judge.audit_table import HUMAN_RULES
 from engines.judge.items import JudgeDataError, read_items, read_labels, read_verdicts
 from engines.judge.subsets import ReliableBenchConfig, StressTestConfig
+from engines.platform.config_schema import argparse_options, option_values
 from engines.platform.files import echo
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``audit``."""
-    d, rb, st = AuditConfig(), ReliableBenchConfig(), StressTestConfig()
     parser.add_argument("--items", type=Path, required=True, help="items.jsonl")
     parser.add_argument("--labels", type=Path, default=None,
                         help="labels.csv (item_key, annotator, score[, seq]); default: the items' own labels")
     parser.add_argument("--verdicts", type=Path, default=None,
                         help="verdicts.csv (item_key, judge, p_harmful, label); default: the items' own verdicts")
-    parser.add_argument("--human-rule", choices=HUMAN_RULES, default=d.human_rule,
-                        help="an item's human label: the majority of its labels (ties to the adjudicator) "
-                             "or its first label (default %(default)s)")
-    parser.add_argument("--bootstrap", type=int, default=d.bootstrap,
-                        help="resamples of behaviours for 95%% intervals (default %(default)s: none)")
-    parser.add_argument("--seed", type=int, default=d.seed, help="seed of the bootstrap and the subsets")
-    parser.add_argument("--subsets", action="store_true",
-                        help="also build the ReliableBench-like and JudgeStressTest-like subsets")
-    parser.add_argument("--target", type=float, default=rb.target,
-                        help="ReliableBench: mean accuracy the chosen behaviours keep (default %(default)s)")
-    parser.add_argument("--min-items", type=int, default=rb.min_items,
-                        help="ReliableBench: labelled items a behaviour needs (default %(default)s)")
-    parser.add_argument("--max-cell-std", type=float, default=rb.max_cell_std,
-                        help="ReliableBench: largest spread (std) of a behaviour's accuracy across model x attack "
-                             "cells (default: no limit; 0.15 is a reasonable choice)")
-    parser.add_argument("--max-correct", type=int, default=st.max_correct,
-                        help="JudgeStressTest: keep items at most this many judges get right (default %(default)s)")
+    argparse_options(AuditConfig, parser)
+    argparse_options(ReliableBenchConfig, parser)
+    argparse_options(StressTestConfig, parser)
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON result to this file")
 
 
@@ -86,10 +71,9 @@ def _check_keys(known: set[str], items_path: Path, labels_path: Path | None, lab
 
 def run(args: argparse.Namespace) -> dict:
     """Audit safety judges against human labels: metrics, breakdowns, intervals, ASR inflation, agreement."""
-    config = AuditConfig(human_rule=args.human_rule, bootstrap=args.bootstrap, seed=args.seed, subsets=args.subsets,
-                         reliable_bench=ReliableBenchConfig(target=args.target, min_items=args.min_items,
-                                                         max_cell_std=args.max_cell_std, seed=args.seed),
-                         stress_test=StressTestConfig(max_correct=args.max_correct, seed=args.seed))
+    config = AuditConfig(**option_values(AuditConfig, args),
+                         reliable_bench=ReliableBenchConfig(**option_values(ReliableBenchConfig, args), seed=args.seed),
+                         stress_test=StressTestConfig(**option_values(StressTestConfig, args), seed=args.seed))
     items = read_items(args.items)
     labels = read_labels(args.labels) if args.labels is not None else None
     verdicts = read_verdicts(args.verdicts) if args.verdicts is not None else None

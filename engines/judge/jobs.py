@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -38,6 +37,8 @@ from engines.judge.items import (
 )
 from engines.judge.judges import JUDGES, get_judge
 from engines.judge.judging import judge_items
+from engines.judge.subsets import ReliableBenchConfig, StressTestConfig
+from engines.platform.config_schema import JobParams, job_model
 from engines.platform.files import Folder, area_folder, echo, owned_path, shown_path
 from engines.platform.jobqueue import JobContext, JobError, get_job, job_result_file, list_jobs, register_job
 from engines.platform.models import Job, JobStatus
@@ -149,15 +150,13 @@ def data_file(value: str, field: str, demo: Path | None = None) -> Path:
     return owned_path(value, what=field, suffixes=suffixes, folders=folders)
 
 
-class JudgeAuditParams(BaseModel):
-    """Parameters of a ``judge.audit`` job.
+class _AuditSources(JobParams):
+    """What a ``judge.audit`` job reads.
 
     The items and labels come from a labeling ``project`` or from files (``items``, optional ``labels``);
     with neither, the shipped synthetic demo set. The verdicts come from finished ``judge.run`` jobs
     (``verdict_jobs``) and/or verdicts files; with none, the items' own ``judges`` (if any).
     """
-
-    model_config = ConfigDict(extra="forbid")
 
     project: str | None = Field(default=None, min_length=1, max_length=128,
                                 title="Labeling project whose items, labels and adjudications to audit")
@@ -169,10 +168,6 @@ class JudgeAuditParams(BaseModel):
                                     title="Finished judge.run jobs whose verdicts.csv to audit")
     verdicts: list[str] = Field(default_factory=list, max_length=100,
                                 title="verdicts.csv files under the data directory")
-    human_rule: Literal["majority", "first"] = Field(default="majority", title="Human label of an item")
-    bootstrap: int = Field(default=0, ge=0, le=10_000, title="Bootstrap resamples of behaviours (0: no intervals)")
-    seed: int = Field(default=0, ge=0, title="Seed of the bootstrap")
-    subsets: bool = Field(default=False, title="Also build the ReliableBench-like and JudgeStressTest-like subsets")
 
     @field_validator("items")
     @classmethod
@@ -203,7 +198,7 @@ class JudgeAuditParams(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _one_source(self) -> JudgeAuditParams:
+    def _one_source(self) -> _AuditSources:
         if self.project is not None and (self.items is not None or self.labels is not None):
             raise ValueError("give either a labeling project or items (and labels) files, not both")
         if self.labels is not None and self.items is None:
@@ -293,6 +288,15 @@ def matching_verdicts(rows: list[tuple[str, Verdict]], keys: set[str], source: s
     return kept, len(rows) - len(kept)
 
 
+class JudgeAuditParams(job_model(AuditConfig, name="AuditFields", base=_AuditSources)):
+    """Parameters of a ``judge.audit`` job: its sources, and ``AuditConfig``'s fields (as ``audit``'s options)."""
+
+    def audit_config(self) -> AuditConfig:
+        """The audit these parameters ask for; the subsets' class balancing is seeded as on the command line."""
+        return AuditConfig(human_rule=self.human_rule, bootstrap=self.bootstrap, seed=self.seed, subsets=self.subsets,
+                           reliable_bench=ReliableBenchConfig(seed=self.seed), stress_test=StressTestConfig(seed=self.seed))
+
+
 @register_job(AUDIT, title="Judge: audit safety judges against human labels", params=JudgeAuditParams)
 def judge_audit_job(ctx: JobContext, **params) -> dict:
     """Audit judges against the human labels; writes audit.json (the command line's ``audit --json``)."""
@@ -315,7 +319,7 @@ def judge_audit_job(ctx: JobContext, **params) -> dict:
             dropped += n_other
         if dropped:
             ctx.log(f"{dropped} verdicts name items outside this audit (e.g. gold items) and were left out")
-    config = AuditConfig(human_rule=p.human_rule, bootstrap=p.bootstrap, seed=p.seed, subsets=p.subsets)
+    config = p.audit_config()
 
     def on_progress(fraction: float, message: str) -> None:
         ctx.progress(0.1 + 0.8 * fraction, message)  # raises on cancel

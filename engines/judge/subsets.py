@@ -26,36 +26,37 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from engines.judge.audit_table import AuditTable
+from engines.platform.config_schema import check_fields
 
 
 @dataclass(frozen=True)
 class ReliableBenchConfig:
-    """How the ReliableBench-like subset is chosen."""
+    """How the ReliableBench-like subset is chosen; each field's metadata is its one declaration
+    (``engines.platform.config_schema``): the ``audit`` command's option."""
 
-    target: float = 0.70  # the paper's subset reaches 70% mean accuracy
-    min_items: int = 20  # labelled items a behaviour needs (both classes present)
-    max_cell_std: float | None = None  # e.g. 0.15: a_b may not swing more across model x attack cells
-    seed: int = 0  # for the class-balancing subsample
+    target: float = field(default=0.70, metadata={  # the paper's subset reaches 70% mean accuracy
+        "help": "ReliableBench: mean accuracy the chosen behaviours keep", "min": 0, "max": 1})
+    min_items: int = field(default=20, metadata={  # both classes present
+        "help": "ReliableBench: labelled items a behaviour needs (at least one of each class)", "min": 2})
+    max_cell_std: float | None = field(default=None, metadata={
+        "help": "ReliableBench: largest spread (std) of a behaviour's accuracy across model x attack cells "
+                "(default: no limit; 0.15 is a reasonable choice)", "min": 0})
+    seed: int = field(default=0, metadata={"min": 0, "cli": False})  # for the class-balancing subsample
 
     def __post_init__(self) -> None:
-        if not 0 <= self.target <= 1:
-            raise ValueError(f"target must be within [0, 1], got {self.target}")
-        if self.min_items < 2:
-            raise ValueError(f"min_items must be at least 2 (one of each class), got {self.min_items}")
-        if self.max_cell_std is not None and self.max_cell_std < 0:
-            raise ValueError(f"max_cell_std must be >= 0, got {self.max_cell_std}")
+        check_fields(self)
 
 
 @dataclass(frozen=True)
 class StressTestConfig:
-    """How the JudgeStressTest-like subset is chosen."""
+    """How the JudgeStressTest-like subset is chosen (the ``audit`` command's option, declared here)."""
 
-    max_correct: int = 1  # keep items that at most this many judges get right (the paper: 1)
-    seed: int = 0  # for the class-balancing subsample
+    max_correct: int = field(default=1, metadata={  # the paper: 1
+        "help": "JudgeStressTest: keep items at most this many judges get right", "min": 0})
+    seed: int = field(default=0, metadata={"min": 0, "cli": False})  # for the class-balancing subsample
 
     def __post_init__(self) -> None:
-        if self.max_correct < 0:
-            raise ValueError(f"max_correct must be >= 0, got {self.max_correct}")
+        check_fields(self)
 
 
 @dataclass
