@@ -126,6 +126,10 @@ def cmd_jobs(args: argparse.Namespace) -> None:
     elif args.action == "kinds":
         kinds = jobqueue.discover_job_kinds()
         _emit(args, sorted(kinds), "\n".join(f"{k:28} {v.title}" for k, v in sorted(kinds.items())))
+    elif args.action == "params":
+        from engines.platform.param_docs import job_parameters_markdown
+
+        print(job_parameters_markdown(jobqueue.discover_job_kinds()), end="")
     elif args.action == "submit":
         params = json.loads(args.params) if args.params else {}
         job_id = jobqueue.submit_job(args.kind, params)
@@ -249,7 +253,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_export)
 
     p = sub.add_parser("jobs", help="list, submit, cancel and show jobs")
-    p.add_argument("action", choices=["list", "kinds", "submit", "cancel", "show"])
+    p.add_argument("action", choices=["list", "kinds", "params", "submit", "cancel", "show"],
+                   help="params: every kind's parameters as Markdown (docs/jobs.md)")
     p.add_argument("kind", nargs="?", help="job kind (submit)")
     p.add_argument("--job-id", type=int)
     p.add_argument("--params", help="JSON object of parameters")

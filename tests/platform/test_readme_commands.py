@@ -67,6 +67,7 @@ CLI_WALK: dict[str, Run] = {
     "python -m engines.platform export pilot-1 --out exports/pilot-1": Run(expect="exports/pilot-1/responses.csv"),
     "python -m engines.platform export pilot-1 --out shared/pilot-1 --pseudonymise": Run(
         expect="shared/pilot-1/participants.csv"),
+    "python -m engines.platform jobs params": Run(expect="## `video.ask`: Video: ask a question about a long video"),
     "python -m engines.platform jobs submit KIND --params '{...}' [--wait]": Run(
         """python -m engines.platform jobs submit platform.countdown --params '{"seconds": 0}' --wait""",
         expect="succeeded"),
