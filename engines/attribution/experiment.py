@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from engines.attribution.policy_set import RHOS, SEEDS, SHIPPED_DIR, policy_file
 from engines.attribution.train import TrainConfig, evaluate, train_policy
 from engines.platform.config_schema import argparse_options, check_fields, option_values
 from engines.platform.files import echo
+from engines.platform.progress import Progress
 
 METHODS = ("iss", "iss_contrast", "occlusion", "feature_ablation", "rise", "saliency", "integrated_gradients",
            "grad_cam")
@@ -137,21 +137,21 @@ def _stored_config(config: ExperimentConfig) -> dict:
 
 
 def run_experiment(config: ExperimentConfig, task: TaskConfig = TaskConfig(),
-                   progress: Callable[[float, str], None] | None = None) -> dict:
+                   progress: Progress | None = None) -> dict:
     """Every policy's NMR per method and its OOD figures, then the correlations across policies."""
     started = time.perf_counter()
     cells = [(rho, seed) for rho in config.rhos for seed in config.seeds]
     policies = []
     for index, (rho, seed) in enumerate(cells):
         if progress is not None:
-            progress(index / len(cells), f"policy rho={rho:g} seed={seed}: training or loading")
+            progress(index, len(cells), f"policy rho={rho:g} seed={seed}: training or loading")
         model, how = _policy(rho, seed, config, task)
         scores = evaluate(torch_policy(model), rho, episodes=config.episodes, task=task)
         images, _, masks = dataset(config.nmr_frames, rho, seed=50_000 + seed, config=task)
         nmr = {}
         for method in config.methods:
             if progress is not None:
-                progress((index + 0.5) / len(cells), f"policy rho={rho:g} seed={seed}: NMR by {method}")
+                progress(index + 0.5, len(cells), f"policy rho={rho:g} seed={seed}: NMR by {method}")
             values = [frame_nmr(method, model, torch.from_numpy(images[f:f + 1]), torch.from_numpy(masks[f]),
                                 config, config.seed + f) for f in range(config.nmr_frames)]
             finite = [v for v in values if not math.isnan(v)]

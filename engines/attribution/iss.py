@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from scipy import stats
 
 from engines.attribution.replacements import BLUR_SIGMA, REPLACEMENTS, replacement
+from engines.platform.progress import Progress
 from engines.platform.torch_device import model_device, resolve_device, to_host
 
 Policy = Callable[..., torch.Tensor]  # images (B, 3, H, W) in [0, 1] (+ context) -> actions (B, horizon, dim)
@@ -120,7 +121,7 @@ def _check(images: torch.Tensor, grid: tuple[int, int], n_masks: int, p_keep: fl
 def iss(policy: Policy, images: torch.Tensor, *, grid: tuple[int, int] = (7, 7), n_masks: int = 500,
         p_keep: float = 0.3, baseline: str = "blur", seed: int = 0, batch_size: int = 64,
         blur_sigma: float = BLUR_SIGMA, action_scale: torch.Tensor | None = None, context: dict | None = None,
-        device: Any = None, progress: Callable[[int, int], None] | None = None) -> ISSResult:
+        device: Any = None, progress: Progress | None = None) -> ISSResult:
     """ISS maps of ``images`` (B, 3, H, W, floats in [0, 1]) for ``policy``, with Captum's calling shape.
 
     ``context``: keyword arguments the policy takes besides the images (instruction, state), each

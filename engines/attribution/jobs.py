@@ -24,6 +24,7 @@ from engines.platform.config_schema import JobParams, job_model
 from engines.platform.files import FileRefused, loads_json
 from engines.platform.jobqueue import JobContext, get_job, list_jobs, register_job
 from engines.platform.models import Job
+from engines.platform.progress import job_progress
 
 TRAIN, EXPERIMENT = "attribution.train", "attribution.experiment"
 
@@ -42,11 +43,8 @@ def train_job(ctx: JobContext, **params) -> dict:
     p = TrainParams(**params)
     config = TrainConfig(rho=p.rho, seed=p.seed, frames=p.frames, epochs=p.epochs)  # the fields a job may set
 
-    def progress(epoch: int, epochs: int, loss: float) -> None:
-        ctx.progress(0.8 * epoch / epochs, f"epoch {epoch} of {epochs}: loss {loss:.4f}")  # raises on cancel
-
     ctx.progress(0.0, "generating expert frames")
-    result = train_policy(config, progress=progress)
+    result = train_policy(config, progress=job_progress(ctx, 0.0, 0.8))  # stops at an epoch's end when cancelled
     ctx.progress(0.85, f"closed-loop evaluation, {p.episodes} episodes per cue")
     scores = evaluate(torch_policy(result.model), p.rho, episodes=p.episodes)
     out = ctx.result_dir / "policy.pt"
@@ -74,7 +72,7 @@ def experiment_job(ctx: JobContext, **params) -> dict:
     config = ExperimentConfig(rhos=p.rhos, seeds=p.seeds, n_masks=p.n_masks, nmr_frames=p.nmr_frames,
                               episodes=p.episodes, methods=p.methods,
                               policy_dir=str(SHIPPED_DIR) if p.policies == "shipped" else None)
-    result = run_experiment(config, progress=lambda fraction, message: ctx.progress(0.95 * fraction, message))
+    result = run_experiment(config, progress=job_progress(ctx, 0.0, 0.95))
     out = ctx.result_dir / "experiment.json"
     out.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
     return {"result_path": str(out), "summary": result["summary"], "policies": len(result["policies"])}

@@ -28,6 +28,7 @@ import torch
 from engines.attribution.env import TaskConfig, dataset, expert_chunk, render, sample_scene
 from engines.attribution.policies import ReachPolicy, parameter_count, save_policy, torch_policy
 from engines.platform.config_schema import argparse_options, check_fields, option_values
+from engines.platform.progress import Progress, ProgressBar
 from engines.platform.torch_device import resolve_device, to_host
 
 CUE_MODES = ("normal", "random", "none")
@@ -59,8 +60,9 @@ class TrainResult:
 
 
 def train_policy(config: TrainConfig, task: TaskConfig = TaskConfig(),
-                 progress: Callable[[int, int, float], None] | None = None, *, device=None) -> TrainResult:
-    """Train one policy on ``config.frames`` expert frames; ``progress(epoch, epochs, loss)`` after each epoch.
+                 progress: Progress | None = None, *, device=None) -> TrainResult:
+    """Train one policy on ``config.frames`` expert frames; ``progress(epochs done, epochs, "epoch E of N:
+    loss L")`` (``engines.platform.progress``) after each epoch.
 
     ``device``: where it trains (default the ``HAI_DEVICE`` setting's); the model stays there."""
     started = time.perf_counter()
@@ -84,7 +86,7 @@ def train_policy(config: TrainConfig, task: TaskConfig = TaskConfig(),
             total += loss.item() * len(batch)
         losses.append(total / len(order))
         if progress is not None:
-            progress(epoch + 1, config.epochs, losses[-1])
+            progress(epoch + 1, config.epochs, f"epoch {epoch + 1} of {config.epochs}: loss {losses[-1]:.4f}")
     return TrainResult(model.eval(), losses, time.perf_counter() - started, config)
 
 
@@ -170,20 +172,8 @@ def run_train(args: argparse.Namespace) -> dict:
     out = output_path(args.out, what="--out")  # checked before the minutes of training
     if out.suffix.lower() not in POLICY_SUFFIXES:
         raise FileRefused(f"--out: {echo(out.name)} is not a .pt or .pth file")
-    bar = None
-    if not args.no_progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=config.epochs, desc=f"training rho={config.rho} seed={config.seed}", unit="epoch")
-
-    def progress(epoch: int, epochs: int, loss: float) -> None:
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss:.4f}")
-
-    result = train_policy(config, progress=progress)
-    if bar is not None:
-        bar.close()
+    with ProgressBar(f"training rho={config.rho} seed={config.seed}", "epoch", enabled=not args.no_progress) as bar:
+        result = train_policy(config, progress=bar)
     episodes = 20 if args.quick else args.episodes
     scores = evaluate(torch_policy(result.model), config.rho, episodes=episodes, frames=64 if args.quick else 256)
     meta = {"train": asdict(config), "final_loss": result.losses[-1], "train_seconds": round(result.seconds, 1),

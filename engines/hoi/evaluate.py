@@ -54,7 +54,7 @@ import argparse
 import json
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,7 @@ from engines.hoi.judge_replies import (
 from engines.hoi.roles import Box, Grounder, VLMJudge
 from engines.hoi.scoring import compute_scores, normalize_question, parse_records
 from engines.platform.files import echo
+from engines.platform.progress import Progress, ProgressBar
 
 # Upstream's GroundingDINO settings (inference_on_multi_image_eval_optimized.py).
 PERSON_PROMPT = "human"
@@ -350,7 +351,7 @@ def _ordered(benchmark: Benchmark, records: dict[str, dict[str, dict]]) -> dict[
 
 
 def evaluate_method(benchmark: Benchmark | str | Path, method: str, outputs_dir: str | Path, grounder: Grounder,
-                    judge: VLMJudge, *, progress: Callable[[int, int], None] | None = None,
+                    judge: VLMJudge, *, progress: Progress | None = None,
                     out: str | Path | None = None, resume: bool = True, limit: int | None = None) -> dict:
     """HOI-Eval's records of one method's outputs, written to ``out`` as the scorer reads them.
 
@@ -491,23 +492,9 @@ def run_evaluate(args: argparse.Namespace) -> dict:
     options = role_options(args.option)
     grounder = make("grounder", args.grounder, **options["grounder"])
     judge = make("judge", args.judge, **options["judge"])
-    bar = None
-    if not args.no_progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(desc=f"HOI-Eval {args.method}", unit="item")
-
-    def progress(done: int, total: int) -> None:
-        if bar is not None:
-            bar.total = total
-            bar.update(done - bar.n)
-
-    try:
-        result = evaluate_method(root, args.method, outputs, grounder, judge, progress=progress, out=out,
+    with ProgressBar(f"HOI-Eval {args.method}", "item", enabled=not args.no_progress) as bar:
+        result = evaluate_method(root, args.method, outputs, grounder, judge, progress=bar, out=out,
                                  resume=not args.fresh, limit=args.limit)
-    finally:
-        if bar is not None:
-            bar.close()
     result.pop("records")  # in the file; the command prints what it did
     result.update(grounder=args.grounder, judge=args.judge, outputs=str(outputs))
     return result

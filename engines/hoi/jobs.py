@@ -39,6 +39,7 @@ from engines.platform.endpoints import check_endpoint_url
 from engines.platform.files import echo
 from engines.platform.jobqueue import JobContext, job_dir, list_jobs, register_job
 from engines.platform.models import Job
+from engines.platform.progress import job_progress
 
 EVALUATE, SCPE = "hoi.evaluate", "hoi.scpe"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # a Hugging Face hub id, as a diffusers "model"
@@ -129,10 +130,7 @@ def _evaluate(ctx: JobContext, root: Path, method: str, grounder: str, judge: st
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source.records_path, out)  # resume what an earlier run judged; its file stays as it was
 
-    def progress(done: int, total: int) -> None:
-        ctx.check_cancelled()
-        ctx.progress(start + span * done / max(total, 1), f"HOI-Eval: {done}/{total} items judged")
-
+    progress = job_progress(ctx, start, start + span, prefix="HOI-Eval: ", unit="items judged")
     return evaluate_method(root, method, source.frames_dir, backends.make("grounder", grounder),
                            backends.make("judge", judge, **judge_options), progress=progress, out=out, limit=limit)
 
@@ -222,9 +220,7 @@ def scpe_job(ctx: JobContext, **params) -> dict:
     config = SCPEConfig(epochs=p.epochs, retries=p.retries, method_name=p.method, limit=p.limit)
     span = 0.7 if p.evaluate else 0.98
 
-    def progress(done: int, total: int, message: str) -> None:
-        ctx.check_cancelled()
-        ctx.progress(0.01 + span * done / max(total, 1), f"SCPE: {message}")
+    progress = job_progress(ctx, 0.01, 0.01 + span, prefix="SCPE: ")
 
     result = run_scpe(benchmark, benchmark.items(), backends.make("i2v", p.i2v["role"], **_i2v_options(p.i2v)),
                       backends.make("judge", p.judge), backends.make("refiner", p.refiner), config,

@@ -69,6 +69,7 @@ from engines.hoi.roles import (
 )
 from engines.platform.config_schema import check_fields
 from engines.platform.files import echo
+from engines.platform.progress import Progress
 
 # Upstream scpe/data/wan22_wrap_en.json: every prompt sent to the I2V model is wrapped so that
 # the camera stays still and nobody else enters the frame (the two failures the analyzer reports most).
@@ -77,7 +78,6 @@ WRAP_SUFFIX = " With no other person's additional movements."
 # What upstream tells the analyzer and the reflector for a video made without an enhanced prompt.
 ORIGINAL_VIDEO = "N/A (Original Video)"
 
-Progress = Callable[[int, int, str], None]
 
 
 def wrap_prompt(prompt: str) -> str:

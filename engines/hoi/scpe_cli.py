@@ -18,6 +18,7 @@ from engines.hoi.roles import make
 from engines.hoi.scpe import SCPEConfig, run_scpe
 from engines.platform.config_schema import argparse_options, option_values
 from engines.platform.files import echo
+from engines.platform.progress import ProgressBar
 
 
 def add_scpe_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,22 +78,9 @@ def run_scpe_command(args: argparse.Namespace) -> dict:
     seed_playbook = load_playbook(None if args.playbook is None else
                                   input_file(args.playbook, what="--playbook", suffixes=(".json",)))
     items = benchmark.items(args.split)
-    bar = None
-    if not args.no_progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(items[:config.limit] if config.limit else items) * (config.epochs + 1),
-                   desc="SCPE", unit="item")
-
-    def progress(done: int, total: int, message: str) -> None:
-        if bar is not None:
-            bar.update(done - bar.n)
-            bar.set_postfix_str(message[-60:])
-
-    result = run_scpe(benchmark, items, i2v, judge, refiner, config, out, playbook=seed_playbook,
-                      progress=progress)
-    if bar is not None:
-        bar.close()
+    with ProgressBar("SCPE", "item", enabled=not args.no_progress) as bar:
+        result = run_scpe(benchmark, items, i2v, judge, refiner, config, out, playbook=seed_playbook,
+                          progress=lambda done, total, message: bar(done, total, message[-60:]))
     counts = result.counts()
     learned = sum(summary.added for summary in result.epochs)
     return {

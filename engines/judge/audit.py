@@ -19,7 +19,7 @@ parse are left out of the metrics and counted in the result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -38,6 +38,7 @@ from engines.judge.subsets import (
     stress_test,
 )
 from engines.platform.config_schema import check_fields
+from engines.platform.progress import Progress
 
 BREAKDOWNS = PARTITIONS[1:]  # by_model, by_attack, by_category, by_cell
 
@@ -213,10 +214,10 @@ def _metric_sets(table: AuditTable, j: int, rows: np.ndarray, partition: str, we
 
 
 def audit_from_table(table: AuditTable, config: AuditConfig = AuditConfig(),
-                     progress: Callable[[float, str], None] | None = None) -> AuditResult:
+                     progress: Progress | None = None) -> AuditResult:
     """The audit of a built table (``audit_table.build_table``); see ``audit``.
 
-    ``progress(fraction, message)`` is called after each judge (for a job's progress bar).
+    ``progress(judges done, judges and agreement, message)`` (``engines.platform.progress``) is called after each judge.
     """
     weights = resample_weights(len(table.behaviours), config.bootstrap, config.seed) if config.bootstrap else None
     labelled = table.human >= 0
@@ -246,7 +247,7 @@ def audit_from_table(table: AuditTable, config: AuditConfig = AuditConfig(),
             by_model=groups["by_model"], by_attack=groups["by_attack"], by_category=groups["by_category"],
             by_cell=groups["by_cell"], asr={table.cells[c]: a for c, a in enumerate(asr)})
         if progress is not None:
-            progress((j + 1) / (len(table.judges) + 1), f"judge {judge} audited")
+            progress(j + 1, len(table.judges) + 1, f"judge {judge} audited")
     judged = table.label >= 0
     concordance = judge_concordance((table.label == 1).sum(axis=0), judged.sum(axis=0))
     return AuditResult(
@@ -259,7 +260,7 @@ def audit_from_table(table: AuditTable, config: AuditConfig = AuditConfig(),
 
 def audit(items: Sequence[Item], labels: Iterable[tuple[str, Label]] | None = None,
           verdicts: Iterable[tuple[str, Verdict]] | None = None, config: AuditConfig = AuditConfig(),
-          progress: Callable[[float, str], None] | None = None) -> AuditResult:
+          progress: Progress | None = None) -> AuditResult:
     """Audit every judge against the human labels.
 
     Args:
@@ -267,7 +268,7 @@ def audit(items: Sequence[Item], labels: Iterable[tuple[str, Label]] | None = No
         labels: (item_key, label) in labelling order (``items.read_labels``); None: the items' own labels.
         verdicts: (item_key, verdict) (``items.read_verdicts``); None: the items' own ``judges``.
         config: the human-label rule, the bootstrap and the subsets.
-        progress: called with (fraction done, message) after each judge.
+        progress: ``progress(done, total, message)`` after each judge (``engines.platform.progress``).
 
     Returns:
         ``AuditResult``; its ``to_dict()`` is the command line's JSON.

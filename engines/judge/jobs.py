@@ -43,6 +43,7 @@ from engines.platform.files import Folder, area_folder, echo, owned_path, shown_
 from engines.platform.jobqueue import JobContext, JobError, get_job, job_result_file, list_jobs, register_job
 from engines.platform.models import Job, JobStatus
 from engines.platform.private_files import private_dir
+from engines.platform.progress import job_progress
 from engines.platform.settings import REPO_ROOT, get_settings
 
 RUN = "judge.run"
@@ -105,10 +106,8 @@ def judge_run_job(ctx: JobContext, **params) -> dict:
     judge = get_judge(p.judge, backend=p.backend)
     cache = cache_file(judge.cache_id) if p.use_cache else None
 
-    def on_progress(done: int, total: int) -> None:
-        ctx.progress(0.95 * done / max(total, 1), f"{done:,} of {total:,} items judged")  # raises on cancel
-
-    result = judge_items(items, judge, cache_path=cache, batch_size=p.batch_size, progress=on_progress, name=p.name)
+    result = judge_items(items, judge, cache_path=cache, batch_size=p.batch_size, name=p.name,
+                         progress=job_progress(ctx, 0.0, 0.95, unit="items judged"))  # stops there when cancelled
     ctx.progress(0.97, "writing verdicts.csv")
     out = ctx.result_dir / VERDICTS_FILE
     write_verdicts(result.rows, out)
@@ -321,11 +320,8 @@ def judge_audit_job(ctx: JobContext, **params) -> dict:
             ctx.log(f"{dropped} verdicts name items outside this audit (e.g. gold items) and were left out")
     config = p.audit_config()
 
-    def on_progress(fraction: float, message: str) -> None:
-        ctx.progress(0.1 + 0.8 * fraction, message)  # raises on cancel
-
     ctx.progress(0.1, f"auditing {len(items):,} items" + (f" with {p.bootstrap:,} resamples" if p.bootstrap else ""))
-    result = audit(items, labels, verdicts, config, progress=on_progress)
+    result = audit(items, labels, verdicts, config, progress=job_progress(ctx, 0.1, 0.9))
     ctx.progress(0.95, f"writing {AUDIT_FILE}")
     data = {**result.to_dict(), "source": source, "verdicts_left_out": dropped}
     out = ctx.result_dir / AUDIT_FILE

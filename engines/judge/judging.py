@@ -18,8 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,9 +28,9 @@ from engines.judge.backends import API_KEY_VARIABLE
 from engines.judge.items import Item, Verdict, read_items, write_verdicts
 from engines.judge.judges import Judge, describe_judges, get_judge
 from engines.platform.chat import BackendError
+from engines.platform.progress import Progress, ProgressBar
 
 DEFAULT_BATCH = 32
-Progress = Callable[[int, int], None]  # (items done, items in all)
 
 
 def cache_key(judge: Judge, item: Item) -> str:
@@ -168,24 +167,12 @@ def run(args: argparse.Namespace) -> dict:
         judge = get_judge(args.judge, backend=args.backend, **options)
     except BackendError as exc:
         raise ValueError(str(exc)) from None
-    bar = None
-    if not args.no_progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(items), desc=f"judge {judge.name}", unit="item", file=sys.stderr)
-
-    def progress(done: int, total: int) -> None:
-        if bar is not None:
-            bar.update(done - bar.n)
-
     try:
-        result = judge_items(items, judge, cache_path=args.cache, batch_size=args.batch_size, progress=progress,
-                             name=args.name)
+        with ProgressBar(f"judge {judge.name}", "item", enabled=not args.no_progress) as bar:
+            result = judge_items(items, judge, cache_path=args.cache, batch_size=args.batch_size, progress=bar,
+                                 name=args.name)
     except BackendError as exc:
         kept = f"; the verdicts judged so far are in {args.cache}: run again to resume" if args.cache else ""
         raise ValueError(f"{exc}{kept}") from None
-    finally:
-        if bar is not None:
-            bar.close()
     write_verdicts(result.rows, args.out)
     return {**result.to_dict(), "out": str(args.out), "items": str(args.items)}

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 from engines.platform.config_schema import check_fields
+from engines.platform.progress import Progress
 from engines.video.decode import VideoReader
 from engines.video.gate import gate
 from engines.video.questions import Question
@@ -210,7 +211,7 @@ def answer(question: Question, video_path: str, roles: Roles, config: AgentConfi
 
 
 def run_all(questions: list[Question], video_for: Callable[[Question], str], roles: Roles, config: AgentConfig, *,
-            run_id: str | None = None, progress: Callable[[int, int], None] | None = None,
+            run_id: str | None = None, progress: Progress | None = None,
             on_done: Callable[[Trajectory], None] | None = None) -> list[Trajectory]:
     """Answer every question (one reader per video, reused), in order."""
     run_id = run_id or uuid.uuid4().hex[:12]

@@ -16,28 +16,9 @@ from pathlib import Path
 
 from engines.platform.config_schema import argparse_options, option_values
 from engines.platform.files import echo
+from engines.platform.progress import ProgressBar
 from engines.video.agent import AgentConfig
 from engines.video.backends import roles_for
-
-
-class _Bar:
-    """A tqdm progress bar on stderr, or nothing with ``--no-progress``."""
-
-    def __init__(self, enabled: bool, total: int, desc: str, unit: str) -> None:
-        self.bar = None
-        if enabled:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=total, desc=desc, unit=unit)
-
-    def to(self, done: int) -> None:
-        if self.bar is not None:
-            self.bar.update(done - self.bar.n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
 
 # ------------------------------------------------------------------ generate
 
@@ -55,17 +36,8 @@ def run_generate(args: argparse.Namespace) -> dict:
     from engines.video.synthetic import SyntheticConfig, generate
 
     config = SyntheticConfig(**option_values(SyntheticConfig, args))
-    frames_per_video = int(config.minutes * 60 * config.fps)
-    bar = _Bar(not args.no_progress, config.videos * frames_per_video, "rendering", "frame")
-    finished: list[str] = []
-
-    def progress(video_id: str, done: int, total: int) -> None:
-        if video_id not in finished:
-            finished.append(video_id)
-        bar.to((len(finished) - 1) * frames_per_video + done)
-
-    scripts = generate(args.out, config, progress)
-    bar.close()
+    with ProgressBar("rendering", "frame", enabled=not args.no_progress) as bar:
+        scripts = generate(args.out, config, bar)
     questions = sum(len(s.questions) for s in scripts)
     return {"out": str(args.out), "videos": [s.video_id for s in scripts], "questions": questions,
             "config": asdict(config),
@@ -93,9 +65,8 @@ def run_train(args: argparse.Namespace) -> dict:
     from engines.video.offline.train_inspector import InspectorTrainConfig, train_and_save
 
     config = InspectorTrainConfig(**{**option_values(InspectorTrainConfig, args), **(QUICK_TRAIN if args.quick else {})})
-    bar = _Bar(not args.no_progress, config.epochs, "training the frame model", "epoch")
-    report = train_and_save(config, args.out, lambda stage, done, total, loss: bar.to(done))
-    bar.close()
+    with ProgressBar("training the frame model", "epoch", enabled=not args.no_progress) as bar:
+        report = train_and_save(config, args.out, bar)
     accuracy = ", ".join(f"{name} {value:.0%}" for name, value in report["held_out_accuracy"].items())
     return {**report, "path": str(args.out), "summary": f"wrote {args.out}; held-out accuracy: {accuracy}"}
 
@@ -172,10 +143,9 @@ def run_agent(args: argparse.Namespace) -> dict:
     planner_name = args.planner or ("coupled-heuristic" if args.agent == "coupled" else "heuristic")
     roles = roles_for(planner_name, args.inspector, args.captioner, args.search, args.frame_model,
                       planner_options=_options(args.planner_arg), inspector_options=_options(args.inspector_arg))
-    bar = _Bar(not args.no_progress, len(todo), f"{args.agent} agent", "question")
-    new = run_all(todo, lambda q: str(args.videos / f"{q.video_id}.mp4"), roles, config, progress=lambda d, t: bar.to(d),
-                  on_done=lambda t: append_jsonl(with_metrics(t), args.out))
-    bar.close()
+    with ProgressBar(f"{args.agent} agent", "question", enabled=not args.no_progress) as bar:
+        new = run_all(todo, lambda q: str(args.videos / f"{q.video_id}.mp4"), roles, config, progress=bar,
+                      on_done=lambda t: append_jsonl(with_metrics(t), args.out))
     summary = summarise(done + new)
     return {"out": str(args.out), "questions": len(questions), "ran": len(new), "config": asdict(config),
             "planner": planner_name, "inspector": args.inspector, "metrics": summary,
@@ -243,13 +213,11 @@ def _sweep(videos: Path, questions_path: Path, config, out: Path, limit: int | N
     questions = read_questions(questions_path)[:limit]
     _check_video_keys(questions, questions_path)
     planners = {"gated": "heuristic", "coupled": "coupled-heuristic"}
-    bar = _Bar(show_progress, len(config.agents) * len(config.budgets) * len(questions), "sweep", "question")
     # Module-level callables, not lambdas: the cells may run in other processes (engines.platform.fanout).
-    summary = run_sweep(questions, functools.partial(_video_file, videos),
-                        functools.partial(_sweep_roles, planners, config.search, frame_model, offline),
-                        config, out, lambda done, total, label: bar.to(done))
-    bar.close()
-    return summary
+    with ProgressBar("sweep", "question", enabled=show_progress) as bar:
+        return run_sweep(questions, functools.partial(_video_file, videos),
+                         functools.partial(_sweep_roles, planners, config.search, frame_model, offline),
+                         config, out, bar)
 
 
 def _claims_line(summary: dict) -> str:

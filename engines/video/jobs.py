@@ -20,6 +20,7 @@ from engines.platform.config_schema import JobParams, job_model
 from engines.platform.files import FileRefused, owned_path
 from engines.platform.jobqueue import JobContext, list_jobs, register_job
 from engines.platform.models import Job
+from engines.platform.progress import job_progress
 from engines.video.agent import AgentConfig, answer
 from engines.video.backends import roles_for
 from engines.video.library import DEMO, RunFile, run_file, video_file
@@ -104,7 +105,7 @@ def sweep_job(ctx: JobContext, **params) -> dict:
     questions = read_questions(DEMO / "questions.jsonl")[:p.limit]
     summary = run_sweep(questions, lambda q: str(DEMO / f"{q.video_id}.mp4"), _roles,
                         SweepConfig(budgets=p.budgets), ctx.result_dir / "sweep",
-                        lambda done, total, label: ctx.progress(0.98 * done / total, label))
+                        job_progress(ctx, 0.0, 0.98))
     return {"result_path": str(ctx.result_dir / "sweep"), "claims": summary["claims"],
             "summary": f"{len(questions)} questions at budgets {', '.join(map(str, p.budgets))}"}
 

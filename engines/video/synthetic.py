@@ -31,6 +31,7 @@ import av
 import numpy as np
 
 from engines.platform.config_schema import check_fields
+from engines.platform.progress import Progress
 from engines.video.render import (
     COLOURS,
     DIRECTIONS,
@@ -412,16 +413,23 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def generate(out: str | Path, config: SyntheticConfig = SyntheticConfig(),
-             progress: Callable[[str, int, int], None] | None = None) -> list[Script]:
-    """Write ``config.videos`` videos with their subtitles, scripts and questions into ``out``."""
+             progress: Progress | None = None) -> list[Script]:
+    """Write ``config.videos`` videos with their subtitles, scripts and questions into ``out``;
+    ``progress(frames rendered, frames in all, video id)`` (``engines.platform.progress``) as it goes."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     scripts = []
+    per_video = int(config.minutes * 60 * config.fps)
     for number in range(config.videos):
         video_id = f"synthetic-{config.seed:04d}-{number:03d}"
         script = make_script(video_id, config, seed=config.seed * 1_000_003 + number)
-        encode(script, out / f"{video_id}.mp4", config,
-               progress=(lambda done, total, v=video_id: progress(v, done, total)) if progress else None)
+
+        def rendered(done: int, total: int, before: int = number * per_video, video: str = video_id) -> None:
+            progress(before + done, config.videos * per_video, video)
+
+        encode(script, out / f"{video_id}.mp4", config, progress=rendered if progress else None)
+        if progress is not None:
+            rendered(per_video, per_video)
         write_srt(script.subtitles, out / f"{video_id}.srt")
         _write_text(out / f"{video_id}.script.json", json.dumps(_script_json(script)))
         scripts.append(script)

@@ -287,8 +287,9 @@ def test_progress_is_reported_after_each_judge():
     items, labels, verdicts = fixture()
     second = [(key, Verdict(judge="gcg_prefix", p_harmful=1.0 - v.p_harmful)) for key, v in verdicts]
     calls = []
-    audit(items, labels, verdicts + second, progress=lambda fraction, message: calls.append((fraction, message)))
-    assert calls == [(1 / 3, "judge gcg_prefix audited"), (2 / 3, "judge harmbench_cls audited")]
+    audit(items, labels, verdicts + second, progress=lambda done, total, message: calls.append((done, total, message)))
+    # Two judges, then the annotators' agreement: the protocol's (done, total, message).
+    assert calls == [(1, 3, "judge gcg_prefix audited"), (2, 3, "judge harmbench_cls audited")]
 
 
 def test_labelled_items_without_a_verdict_are_counted():

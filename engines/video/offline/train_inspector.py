@@ -16,7 +16,6 @@ import json
 import random
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from engines.platform.config_schema import check_fields
+from engines.platform.progress import Progress
 from engines.video.offline.frame_model import HEADS, FrameModel, FrameModelConfig, predict, save, to_inputs
 from engines.video.render import COLOURS, DIRECTIONS, SHAPES, WORDS, Objects, Scene, render
 from engines.video.synthetic import SyntheticConfig, encode_frames
@@ -125,9 +125,9 @@ def accuracy(model: FrameModel, clips: Clips) -> dict[str, float]:
 
 
 def train(config: InspectorTrainConfig = InspectorTrainConfig(),
-          progress: Callable[[str, int, int, float], None] | None = None) -> tuple[FrameModel, dict]:
+          progress: Progress | None = None) -> tuple[FrameModel, dict]:
     """Train a frame model; returns it and its report (config, accuracy per head, seconds).
-    ``progress(stage, done, total, loss)`` is called per epoch."""
+    ``progress(epochs done, epochs, "loss L")`` (``engines.platform.progress``) is called per epoch."""
     started = time.perf_counter()
     torch.manual_seed(config.seed)
     with tempfile.TemporaryDirectory(prefix="hai-inspector-") as workdir:
@@ -153,7 +153,7 @@ def train(config: InspectorTrainConfig = InspectorTrainConfig(),
             losses.append(loss.item())
         scheduler.step()
         if progress is not None:
-            progress("epoch", epoch + 1, config.epochs, float(np.mean(losses)))
+            progress(epoch + 1, config.epochs, f"loss {float(np.mean(losses)):.4f}")
     report = {"config": asdict(config), "held_out_accuracy": accuracy(model, held_out),
               "train_accuracy": accuracy(model, clips), "seconds": round(time.perf_counter() - started, 1),
               "torch": str(torch.__version__), "parameters": sum(p.numel() for p in model.parameters())}
@@ -185,7 +185,7 @@ pixels, not learned: see `engines/video/offline/frame_model.py`.)
 
 
 def train_and_save(config: InspectorTrainConfig, out: Path,
-                   progress: Callable[[str, int, int, float], None] | None = None) -> dict:
+                   progress: Progress | None = None) -> dict:
     """Train, then write the weights (``out``) and ``REPORT.md`` beside them."""
     model, report = train(config, progress)
     out.parent.mkdir(parents=True, exist_ok=True)
