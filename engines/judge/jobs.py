@@ -21,7 +21,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from engines.judge import labeling
 from engines.judge.audit import AuditConfig, audit
@@ -35,8 +35,8 @@ from engines.judge.items import (
     write_items,
     write_verdicts,
 )
-from engines.judge.judges import JUDGES, get_judge
-from engines.judge.judging import judge_items
+from engines.judge.judges import get_judge
+from engines.judge.judging import JudgeRunConfig, judge_items
 from engines.judge.subsets import ReliableBenchConfig, StressTestConfig
 from engines.platform.config_schema import JobParams, job_model
 from engines.platform.files import Folder, area_folder, echo, owned_path, shown_path
@@ -59,32 +59,23 @@ def cache_file(cache_id: str) -> Path:
     return folder / f"{stem}-{digest}.jsonl"
 
 
-class JudgeRunParams(BaseModel):
-    """Parameters of a ``judge.run`` job."""
-
-    model_config = ConfigDict(extra="forbid")
+class _RunItems(JobParams):
+    """What a ``judge.run`` job judges, and whether it keeps a cache; the judge follows (``JudgeRunConfig``)."""
 
     items: str = Field(default="demo", min_length=1, max_length=500,
                        title="Items: 'demo' (the synthetic demo set) or a JSONL file of an imported data set")
-    judge: str = Field(default="gcg-strings", title="Judge")
-    backend: str | None = Field(default=None, max_length=500,
-                                title="Backend of a prompt judge: transformers:PATH or openai:URL#MODEL")
-    name: str | None = Field(default=None, max_length=128, title="Name in the verdicts' judge column")
     use_cache: bool = Field(default=True, title="Reuse and extend the judge's verdict cache")
-    batch_size: int = Field(default=32, ge=1, le=4096, title="Items between two cache writes")
-
-    @field_validator("judge")
-    @classmethod
-    def _known_judge(cls, value: str) -> str:
-        if value not in JUDGES:
-            raise ValueError(f"unknown judge {echo(value)}; known: {', '.join(JUDGES)}")
-        return value
 
     @field_validator("items")
     @classmethod
     def _readable_items(cls, value: str) -> str:
         items_path(value)  # a FileRefused (a ValueError) for anything but an owned items file
         return value
+
+
+class JudgeRunParams(job_model(JudgeRunConfig, name="JudgeRunFields", base=_RunItems)):
+    """Parameters of a ``judge.run`` job: its items and cache, and ``JudgeRunConfig``'s fields (as the
+    ``judge`` command's options; an unknown judge is refused when the job is submitted)."""
 
 
 def items_path(items: str) -> Path:

@@ -19,18 +19,45 @@ import argparse
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from engines.judge.backends import API_KEY_VARIABLE
 from engines.judge.items import Item, Verdict, read_items, write_verdicts
-from engines.judge.judges import Judge, describe_judges, get_judge
+from engines.judge.judges import JUDGES, Judge, describe_judges, get_judge
 from engines.platform.chat import BackendError
+from engines.platform.config_schema import argparse_options, check_fields, option_values
+from engines.platform.files import echo
 from engines.platform.progress import Progress, ProgressBar
 
 DEFAULT_BATCH = 32
+
+
+@dataclass(frozen=True)
+class JudgeRunConfig:
+    """Which judge runs, on what model, and how often the cache is written. Each field's metadata is its
+    one declaration (``engines.platform.config_schema``): the ``judge`` command's option and the
+    ``judge.run`` job's parameter."""
+
+    judge: str = field(default="gcg-strings", metadata={
+        "title": "Judge", "help": "the safety judge's registered name", "choices": lambda: list(JUDGES),
+        "cli": {"required": True, "metavar": "NAME"}})
+    backend: str | None = field(default=None, metadata={
+        "title": "Backend of a prompt judge: transformers:PATH or openai:URL#MODEL", "max_length": 500,
+        "help": "the model of a prompt judge: transformers:PATH or openai:URL#MODEL "
+                f"(endpoint key from ${API_KEY_VARIABLE})"})
+    name: str | None = field(default=None, metadata={
+        "title": "Name in the verdicts' judge column", "max_length": 128,
+        "help": "name in the verdicts' judge column (default: the judge's)"})
+    batch_size: int = field(default=DEFAULT_BATCH, metadata={
+        "title": "Items between two cache writes", "help": "items between two cache writes", "min": 1, "max": 4096})
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if self.judge not in JUDGES:
+            raise ValueError(f"unknown judge {echo(self.judge)}; known: {', '.join(JUDGES)}")
 
 
 def cache_key(judge: Judge, item: Item) -> str:
@@ -146,31 +173,27 @@ def judge_items(items: Sequence[Item], judge: Judge, *, cache_path: str | Path |
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     judges = describe_judges()
     parser.add_argument("--items", required=True, help="items.jsonl to judge")
-    parser.add_argument("--judge", required=True, choices=list(judges), metavar="NAME",
-                        help="one of: " + "; ".join(f"{name} ({text})" for name, text in judges.items()))
-    parser.add_argument("--backend", default=None,
-                        help="the model of a prompt judge: transformers:PATH or openai:URL#MODEL "
-                             f"(endpoint key from ${API_KEY_VARIABLE})")
+    argparse_options(JudgeRunConfig, parser, overrides={"judge": {
+        "help": "one of: " + "; ".join(f"{name} ({text})" for name, text in judges.items())}})
     parser.add_argument("--head", default=None, help="minilm-logreg only: a head JSON (default: the shipped one)")
     parser.add_argument("--cache", default=None, help="JSONL cache file; a rerun judges only what it lacks")
     parser.add_argument("--out", required=True, help="verdicts.csv to write")
-    parser.add_argument("--name", default=None, help="name in the verdicts' judge column (default: the judge's)")
-    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, help="items between two cache writes")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
 def run(args: argparse.Namespace) -> dict:
     """Run a safety judge over items and write its verdicts (verdicts.csv)."""
+    config = JudgeRunConfig(**option_values(JudgeRunConfig, args))
     items = read_items(args.items)
     options = {"head": args.head} if args.head else {}
     try:
-        judge = get_judge(args.judge, backend=args.backend, **options)
+        judge = get_judge(config.judge, backend=config.backend, **options)
     except BackendError as exc:
         raise ValueError(str(exc)) from None
     try:
         with ProgressBar(f"judge {judge.name}", "item", enabled=not args.no_progress) as bar:
-            result = judge_items(items, judge, cache_path=args.cache, batch_size=args.batch_size, progress=bar,
-                                 name=args.name)
+            result = judge_items(items, judge, cache_path=args.cache, batch_size=config.batch_size, progress=bar,
+                                 name=config.name)
     except BackendError as exc:
         kept = f"; the verdicts judged so far are in {args.cache}: run again to resume" if args.cache else ""
         raise ValueError(f"{exc}{kept}") from None

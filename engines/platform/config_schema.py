@@ -16,7 +16,8 @@ Metadata keys (all optional):
   model), or a callable returning them, for a registry that may grow (argparse reads it when the
   parser is built; the job keeps the plain type and the dataclass validates).
 - ``cli``: False for no option, or a dict of argparse details: ``flag`` (default ``--field-name``),
-  ``help``, ``default``, ``type``, ``action``, ``metavar``, ``choices``, ``nargs`` (a tuple field
+  ``help``, ``default``, ``required`` (an option that must be given; no default), ``type``,
+  ``action``, ``metavar``, ``choices``, ``nargs`` (a tuple field
   given as several values, each parsed by ``type``: ``--rhos 0 0.5 1``). Without a ``type``, int and
   float fields parse as such, bool fields are ``store_true`` flags and dict fields take
   ``key=value,key=value`` (``key_values``).
@@ -198,8 +199,11 @@ def argparse_options(cls: type, parser: argparse.ArgumentParser | argparse._Argu
         meta = f.metadata
         cli = {**(meta.get("cli") or {}), **((overrides or {}).get(f.name) or {})}
         flag = cli.get("flag", "--" + (prefix + f.name).replace("_", "-"))
-        kwargs: dict[str, Any] = {"dest": prefix + f.name, "default": cli.get("default", _default(f)),
-                                  "help": cli.get("help", meta.get("help"))}
+        kwargs: dict[str, Any] = {"dest": prefix + f.name, "help": cli.get("help", meta.get("help"))}
+        if cli.get("required"):
+            kwargs["required"] = True
+        else:
+            kwargs["default"] = cli.get("default", _default(f))
         hint = _plain(hints[f.name])
         if hint is bool or "action" in cli:
             kwargs["action"] = cli.get("action", "store_true")

@@ -1,5 +1,5 @@
-"""The audit's settings are declared once (``AuditConfig``, ``ReliableBenchConfig``, ``StressTestConfig``):
-the ``audit`` command and the ``judge.audit`` job offer the same bounds and seed the subsets alike."""
+"""The judge's and the audit's settings are declared once (``JudgeRunConfig``, ``AuditConfig``, ``ReliableBenchConfig``,
+``StressTestConfig``): the commands and the jobs offer the same bounds, and seed the subsets alike."""
 
 from __future__ import annotations
 
@@ -36,3 +36,20 @@ def test_a_job_seeds_the_subsets_class_balancing_with_its_seed_as_the_command_li
     config = JudgeAuditParams(seed=3, subsets=True).audit_config()
     assert (config.seed, config.reliable_bench.seed, config.stress_test.seed) == (3, 3, 3)
     assert config.subsets and config.human_rule == "majority" and config.bootstrap == 0
+
+
+def test_the_judge_command_and_the_run_job_share_the_judge_and_its_batch_bounds(sqlite_db, tmp_path, capsys):
+    from engines.judge.jobs import RUN
+
+    assert jobqueue.get_job(jobqueue.submit_job(RUN, {"batch_size": 4096})).params["batch_size"] == 4096
+    with pytest.raises(jobqueue.JobError, match="batch_size"):
+        jobqueue.submit_job(RUN, {"batch_size": 4097})
+    with pytest.raises(jobqueue.JobError, match="unknown judge 'coin-flip'"):
+        jobqueue.submit_job(RUN, {"judge": "coin-flip"})
+    out = tmp_path / "verdicts.csv"
+    ran = run_main(main, ["judge", "--items", str(DEMO_ITEMS), "--judge", "gcg-strings", "--batch-size", "4097",
+                          "--out", str(out), "--no-progress"], capsys)
+    assert ran.returncode == 2 and "batch_size must be from 1 to 4096, got 4097" in ran.stderr
+    assert not out.exists()
+    unnamed = run_main(main, ["judge", "--items", str(DEMO_ITEMS), "--out", str(out)], capsys)
+    assert unnamed.returncode == 2 and "--judge" in unnamed.stderr  # the command still asks which judge
