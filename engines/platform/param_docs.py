@@ -46,22 +46,14 @@ def type_text(annotation: Any) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
+# How each pydantic bound reads: its class, the attribute holding the value, the words around it.
+_BOUND_WORDS = ((Ge, "ge", "≥ {}"), (Gt, "gt", "> {}"), (Le, "le", "≤ {}"), (Lt, "lt", "< {}"),
+                (MinLen, "min_length", "at least {} long"), (MaxLen, "max_length", "at most {} long"))
+
+
 def _bounds_text(metadata: list) -> str:
-    parts = []
-    for meta in metadata:
-        if isinstance(meta, Ge):
-            parts.append(f"≥ {meta.ge}")
-        elif isinstance(meta, Gt):
-            parts.append(f"> {meta.gt}")
-        elif isinstance(meta, Le):
-            parts.append(f"≤ {meta.le}")
-        elif isinstance(meta, Lt):
-            parts.append(f"< {meta.lt}")
-        elif isinstance(meta, MinLen):
-            parts.append(f"at least {meta.min_length} long")
-        elif isinstance(meta, MaxLen):
-            parts.append(f"at most {meta.max_length} long")
-    return ", ".join(parts)
+    return ", ".join(words.format(getattr(meta, name)) for meta in metadata
+                     for kind, name, words in _BOUND_WORDS if isinstance(meta, kind))
 
 
 def _cell(text: str) -> str:
