@@ -354,15 +354,18 @@ def more_questions(script: Script, rng: random.Random, first_number: int) -> lis
 def encode_frames(frames: Iterable[np.ndarray], path: Path, config: SyntheticConfig,
                   progress: Callable[[int], None] | None = None) -> None:
     """Encode RGB frames (H, W, 3) uint8 as H.264 (yuv420p) with the configured rate, GOP and
-    B-frames. Writes to a temporary name first, so a crash leaves no half video behind."""
+    B-frames, at the first frame's size (even sides, as yuv420p needs). Writes to a temporary name
+    first, so a crash leaves no half video behind."""
     keyint = max(1, int(round(config.keyframe_interval_s * config.fps)))
     partial = path.with_name(path.name + ".partial")
     with av.open(str(partial), "w", format="mp4") as container:
         stream = container.add_stream("libx264", rate=config.fps)
-        stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
+        stream.pix_fmt = "yuv420p"
         stream.options = {"preset": "veryfast", "crf": str(config.crf),
                           "x264-params": f"keyint={keyint}:min-keyint={keyint}:scenecut=0:bframes={config.b_frames}"}
         for index, image in enumerate(frames):
+            if index == 0:
+                stream.height, stream.width = (image.shape[0] // 2) * 2, (image.shape[1] // 2) * 2
             frame = av.VideoFrame.from_ndarray(image, format="rgb24")
             frame.pts = index
             container.mux(stream.encode(frame))

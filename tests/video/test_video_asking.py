@@ -123,3 +123,16 @@ def test_the_planner_looks_at_every_stretch_of_an_object_and_the_gaps_for_a_repe
     action = planner.act(q, (Step(1, "retrieve", {"query": "brown square"}, "", 0.0, hits=hits),), 7)
     assert isinstance(action, Inspect)
     assert action.spans == (Span(90, 134), Span(135, 393), Span(394, 422))
+
+
+@pytest.mark.parametrize(("stem", "kind", "last"), [
+    ("In which direction does the blue circle move in the first minute?", "motion", False),
+    ("Which way does the red square move at first?", "motion", False),
+    ("What colour is the circle in the last 2 minutes?", "colour", False),
+    ("Which shape appears first in the last minute?", "order", False),
+    ("Which shape appears last in the first 3 minutes?", "order", True),
+])
+def test_words_that_place_a_question_in_time_do_not_change_its_kind(stem, kind, last):
+    options = ("from left to right", "upwards", "the red square", "the blue circle")
+    ask = read_question(Question("q", "v", stem, options, "A", benchmark="lvbench", duration_s=600.0))
+    assert (ask.kind, ask.last) == (kind, last)

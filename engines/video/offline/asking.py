@@ -96,6 +96,12 @@ def _window(centre: float, half: float, duration: float | None) -> Span:
     return Span(max(0.0, centre - half), max(max(0.0, centre - half), end))
 
 
+_PART = re.compile(rf"\b(?:in|during|within)\s+the\s+(first|last|final|opening|closing)\s+(?:({_NUMBER})\s+)?"
+                   r"(minute|second)s?\b")
+# Words that place a question in time and would read as another kind's words ("first", "last").
+_TIME_WORDS = re.compile(_PART.pattern + r"|\bat first\b|\b(?:at|in) the (?:very )?(?:first|last) (?:moments?|frames?)\b")
+
+
 def time_hint(stem: str, duration: float | None = None) -> TimeHint | None:
     """The time a question's stem names, or None (see the module docstring). Relative parts of the
     video ("near the end") need ``duration``; without it they give None."""
@@ -124,8 +130,7 @@ def time_hint(stem: str, duration: float | None = None) -> TimeHint | None:
             seconds = value * (1 if mark.group(3) == "second" else 60)
             half = AT_S if (mark.group(1) or "") == "at" else AROUND_S
             return TimeHint(mark.group(0).strip(), _window(seconds, half, duration), at=seconds)
-    part = re.search(rf"\b(?:in|during|within)\s+the\s+(first|last|final|opening|closing)\s+(?:({_NUMBER})\s+)?"
-                     r"(minute|second)s?\b", text)
+    part = _PART.search(text)
     if part is not None:
         length = (number(part.group(2)) if part.group(2) else 1.0) or 1.0
         length *= 1 if part.group(3) == "second" else 60
@@ -250,8 +255,10 @@ def _options_kind(options: Sequence[str]) -> str | None:
 
 
 def kind_of(stem: str, options: Sequence[str] = ()) -> str | None:
-    """The kind of a question (see the module docstring) from its stem, then its options."""
-    text = stem.lower()
+    """The kind of a question (see the module docstring) from its stem, then its options. Words
+    that only place the question in time ("in the first minute", "at first") are left out first:
+    "which way does it move in the first minute" asks about motion, not order."""
+    text = _TIME_WORDS.sub(" ", stem.lower())
     if re.search(r"\bhow many\b.*\b(times|occasions|occurrences)\b|\bhow often\b", text):
         return "repeat"
     if re.search(r"\b(word|text|written|writing|caption|title|label|sign|letters|spelled|reads?)\b", text) and \
@@ -297,6 +304,6 @@ def read_question(question: Question) -> Ask:
                       text)
     if where is not None and kind != "position":
         place = normalise_place(where.group(0))
-    last = bool(re.search(r"\b(last|latest|final)\b", text)) and kind == "order"
+    last = bool(re.search(r"\b(last|latest|final)\b", _TIME_WORDS.sub(" ", text))) and kind == "order"
     return Ask(kind, colour, shape, place, hint, last, narrated.group(1) if narrated else None,
                tuple(question.options))

@@ -17,9 +17,10 @@ shapes or layout of a particular generator.
   fills, how much of each corner of the box, where its centroid lies in the box, and its solidity:
   square, rectangle, circle, triangle, diamond, or other.
 - **Places**: a 3 x 3 grid (top-left ... centre ... bottom-right) and the halves.
-- **Motion** (:func:`motion_of`): a region matched to the nearest one of the same colour name and
-  shape in a frame a moment later; its shift, relative to the frame, gives left, right, up, down or
-  still.
+- **Motion** (:func:`motion_of`): a region matched to the nearest one that can be the same object
+  (a near colour, a shape class that agrees) in a frame half a second later; its shift, relative to
+  the frame, gives left, right, up, down or still. A drift too slow for that gap shows in the net
+  shift over frames seconds apart (:func:`track_motion`).
 - **Text** (:func:`read_text`): Debian's Tesseract (``tesseract-ocr``) called as a program on the
   text-like regions, enlarged; it ships its own English model, so nothing is downloaded. Without
   the program, :func:`ocr_available` is False and callers say that text cannot be read.
@@ -430,19 +431,41 @@ def normalise_place(text: str) -> str | None:
 
 
 MOVING = 0.012  # a shift of at least this fraction of the frame (in the pair's gap) is motion
+MATCH_REACH = 0.2  # a region a moment later is the same object only within this fraction of the frame
+ONE_OBJECT_LAB = 30.0  # CIELAB distance under which two readings are one object's colour (names may differ)
+TRACK_REACH = 0.35  # frames seconds apart: the same object within this fraction of the frame
+DRIFT = 0.04  # a net shift over a track of at least this fraction of the frame is motion, however slow
+TRACK_AGREE = 0.6  # ... when at least this share of the track's steps go the same way
 
 
-def match(region: Region, later: Sequence[Region]) -> Region | None:
-    """The region of ``later`` that is ``region`` a moment later: the nearest of the same colour name
-    and shape class within a fifth of the frame; None if there is none."""
-    best, best_distance = None, 0.2
+def _same_object(region: Region, other: Region) -> bool:
+    """Whether two readings, frames apart, can be one object: a colour near enough (the name may
+    flip between orange and red on compression noise) and a shape class that agrees, where both
+    frames give one (a moving square's blurred corners read as "other")."""
+    if other.colour != region.colour and colour_distance(other.rgb, region.rgb) > ONE_OBJECT_LAB:
+        return False
+    return other.shape == region.shape or "other" in (region.shape, other.shape)
+
+
+def match(region: Region, later: Sequence[Region], reach: float = MATCH_REACH) -> Region | None:
+    """The region of ``later`` that is ``region`` a moment later: the nearest that can be the same
+    object (:func:`_same_object`) within ``reach`` of the frame; None if there is none."""
+    best, best_distance = None, reach
     for other in later:
-        if other.colour != region.colour or other.shape != region.shape:
+        if not _same_object(region, other):
             continue
         distance = math.hypot(other.cx - region.cx, other.cy - region.cy)
         if distance < best_distance:
             best, best_distance = other, distance
     return best
+
+
+def _way(dx: float, dy: float, least: float) -> str:
+    if max(abs(dx), abs(dy)) < least:
+        return "still"
+    if abs(dx) >= abs(dy):
+        return "right" if dx > 0 else "left"
+    return "down" if dy > 0 else "up"
 
 
 def motion_of(region: Region, later: Sequence[Region]) -> str | None:
@@ -451,12 +474,35 @@ def motion_of(region: Region, later: Sequence[Region]) -> str | None:
     other = match(region, later)
     if other is None:
         return None
-    dx, dy = other.cx - region.cx, other.cy - region.cy
-    if max(abs(dx), abs(dy)) < MOVING:
-        return "still"
-    if abs(dx) >= abs(dy):
-        return "right" if dx > 0 else "left"
-    return "down" if dy > 0 else "up"
+    return _way(other.cx - region.cx, other.cy - region.cy, MOVING)
+
+
+def track_motion(track: Sequence[tuple[float, Sequence[Region]]]) -> str | None:
+    """The net motion of an object over frames seconds apart: ``track`` is (time, the regions that
+    may be the object) per frame. Each step links the closest pair of readings of consecutive frames
+    that can be one object; the linked shifts add up to the object's net shift. A drift too slow for
+    a half-second pair (a crossing of the frame in a few minutes) shows here; a net shift under
+    ``DRIFT``, or steps that do not mostly go one way, is "still". None when no two frames link."""
+    frames = sorted((t, regions) for t, regions in track if regions)
+    dx = dy = 0.0
+    steps: list[tuple[float, float]] = []
+    for (_, before), (_, after) in zip(frames, frames[1:], strict=False):
+        pairs = [(math.hypot(b.cx - a.cx, b.cy - a.cy), a, b) for a in before for b in after if _same_object(a, b)]
+        pairs = [pair for pair in pairs if pair[0] <= TRACK_REACH]
+        if not pairs:
+            continue
+        _, a, b = min(pairs, key=lambda pair: pair[0])
+        steps.append((b.cx - a.cx, b.cy - a.cy))
+        dx, dy = dx + steps[-1][0], dy + steps[-1][1]
+    if not steps:
+        return None
+    way = _way(dx, dy, DRIFT)
+    if way == "still":
+        return way
+    along = [sx if way in ("left", "right") else sy for sx, sy in steps]
+    sign = 1 if way in ("right", "down") else -1
+    agreeing = sum(1 for step in along if step * sign > 0)
+    return way if agreeing >= TRACK_AGREE * len(along) else "still"
 
 
 # ------------------------------------------------------------------ text

@@ -30,6 +30,7 @@ from engines.video.offline.perception import (
     position_fits,
     shape_matches,
     text_similarity,
+    track_motion,
 )
 from engines.video.offline.pixels import (
     STEP_S,
@@ -217,8 +218,14 @@ def answer_position(ask: Ask, seen: Seen, frames: Sequence[int]) -> Finding:
 
 
 def answer_motion(ask: Ask, seen: Seen, frames: Sequence[int]) -> Finding:
+    # A half-second pair shows a move at a walking pace; a slow drift (the frame crossed in minutes)
+    # looks still there but shows over the frames of the whole stretch asked about.
+    drift = track_motion([(seen.times[i], _targets(ask, seen.views[i])) for i in frames])
+
     def judge(region: Region, option: str, i: int) -> float:
         moved = motion_of(region, seen.later[i].objects) if seen.later else None
+        if moved == "still" and drift not in (None, "still"):
+            moved = drift
         return 1.0 if moved is not None and moved == direction_option(option) else 0.0
     found = _vote(ask, seen, frames, judge)
     if found.support:
