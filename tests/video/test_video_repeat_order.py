@@ -182,3 +182,31 @@ def test_the_order_of_two_objects_that_appear_seconds_apart(staggered, word, max
     [cited] = verdict.cited_times
     assert ORDER[colour_of[pick]] <= cited <= ORDER[colour_of[pick]] + 3.0
     assert math.isfinite(verdict.confidence) and verdict.confidence > 0
+
+
+@pytest.fixture(scope="module")
+def with_an_earlier_one(tmp_path_factory):
+    """The staggered pair, and a green circle on screen from 5 s, before either of them."""
+    path = tmp_path_factory.mktemp("order") / "earlier.mp4"
+
+    def script(t: float, index: int):
+        objects = [("circle", "green", 130.0, 30.0)] if t >= 5 else []
+        if ORDER["blue"] <= t < 45:
+            objects.append(("circle", "blue", 40.0, 40.0))
+        if ORDER["red"] <= t < 45:
+            objects.append(("square", "red", 115.0, 75.0))
+        return objects
+
+    _clip(path, script)
+    return path
+
+
+def test_only_the_objects_the_question_names_compete(with_an_earlier_one):
+    # The stem asks about two of the options; the green circle, also an option, came earlier.
+    options = ("the green circle", "the red square", "the blue circle", "the yellow square")
+    question = _question("Which appears first, the red square or the blue circle?", options, "C")
+    verdict = _inspect(with_an_earlier_one, question, spans=(Span(0, 60),), max_frames=16).verdict
+    assert verdict.answer == "C", verdict.evidence
+    # Asked about all of them, the green circle is first.
+    question = _question("Which of these appears first in the video?", options, "A")
+    assert _inspect(with_an_earlier_one, question, spans=(Span(0, 60),), max_frames=16).verdict.answer == "A"

@@ -194,6 +194,7 @@ class Ask:
     last: bool = False
     narrated: str | None = None  # "while the narrator talks about the kiln": the topic
     options: tuple[str, ...] = field(default_factory=tuple)
+    named: tuple[tuple[str | None, str | None], ...] = ()  # objects the stem names ("X or Y"), by colour and shape
 
     @property
     def target(self) -> str:
@@ -306,4 +307,11 @@ def read_question(question: Question) -> Ask:
         place = normalise_place(where.group(0))
     last = bool(re.search(r"\b(last|latest|final)\b", _TIME_WORDS.sub(" ", text))) and kind == "order"
     return Ask(kind, colour, shape, place, hint, last, narrated.group(1) if narrated else None,
-               tuple(question.options))
+               tuple(question.options), _objects_named(text))
+
+
+def _objects_named(text: str) -> tuple[tuple[str | None, str | None], ...]:
+    """The objects a stem names by colour and shape ("the cyan square or the orange circle")."""
+    words = re.findall(r"[a-z]+", text)
+    return tuple((colour_word(first), second) for first, second in zip(words, words[1:], strict=False)
+                 if colour_word(first) is not None and second in SHAPE_WORDS)

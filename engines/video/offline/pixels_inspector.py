@@ -21,6 +21,7 @@ from engines.video.offline.asking import (
     read_question,
 )
 from engines.video.offline.perception import (
+    SHAPE_WORDS,
     FrameView,
     Region,
     colour_match,
@@ -392,6 +393,12 @@ def answer_order(ask: Ask, seen: Seen, frames: Sequence[int], probe: Probe | Non
     letters = [chr(ord("A") + k) for k in range(len(ask.options))]
     wanted = {letter: object_option(option) for letter, option in zip(letters, ask.options, strict=True)}
     wanted = {letter: words for letter, words in wanted.items() if words != (None, None)}
+    # "Which appears first, the cyan square or the orange circle?": only the objects the stem names
+    # compete, when it names two or more of the options.
+    named = {letter: words for letter, words in wanted.items() if _singular_words(words) in
+             {_singular_words(object_words) for object_words in ask.named}}
+    if len(named) >= 2:
+        wanted = named
 
     def shows(letter: str, view: FrameView) -> bool:
         colour, shape = wanted[letter]
@@ -425,6 +432,11 @@ def answer_order(ask: Ask, seen: Seen, frames: Sequence[int], probe: Probe | Non
     evidence = f"{ask.options[ord(pick) - 65]} appears {word}; each first seen: {listed}."
     return Finding(support, [moment[pick]], evidence, missing=("not seen: " + ", ".join(missing)) if missing else "",
                    missing_type="PARTIAL_EVIDENCE", relevant=len(when))
+
+
+def _singular_words(words: tuple[str | None, str | None]) -> tuple[str | None, str | None]:
+    colour, shape = words
+    return colour, SHAPE_WORDS[shape] if shape in SHAPE_WORDS else shape
 
 
 def _moment(line: dict[float, bool]) -> tuple[float, float]:
