@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
+from engines.video.decode import open_video
 from engines.video.offline import perception
 from engines.video.offline.perception import (
     colour_match,
@@ -19,6 +20,7 @@ from engines.video.offline.perception import (
     position_fits,
     shape_of,
 )
+from engines.video.synthetic import SyntheticConfig, encode_frames
 
 # Standard values (CSS named colours and the primaries) and the name a person gives each.
 SWATCHES = [((255, 0, 0), "red"), ((178, 34, 34), "red"), ((255, 140, 0), "orange"), ((255, 215, 0), "yellow"),
@@ -144,3 +146,25 @@ def test_motion_between_two_frames():
     assert motion_of(first, at(0.3, 0.42)) == "up" and motion_of(first, at(0.3, 0.58)) == "down"
     assert motion_of(first, at(0.3, 0.5)) == "still"
     assert motion_of(first, []) is None  # gone: no motion to tell
+
+
+SMALL_BACKGROUNDS = ((30, 34, 40), (200, 196, 188), (60, 110, 70), (120, 60, 60))
+
+
+@pytest.mark.parametrize("size", [11, 13, 15])
+@pytest.mark.parametrize("background_rgb", SMALL_BACKGROUNDS)
+def test_small_objects_of_a_160_by_120_video_keep_their_shapes_after_compression(tmp_path, size, background_rgb):
+    # At 160 x 120 a shape 11-15 pixels across is a few 2 x 2 blocks of the codec's colour planes.
+    image = Image.new("RGB", (160, 120), background_rgb)
+    draw = ImageDraw.Draw(image)
+    s = size
+    draw.ellipse((20, 20, 20 + s, 20 + s), fill=(250, 140, 20))
+    draw.rectangle((60, 20, 60 + s, 20 + s), fill=(20, 210, 215))
+    draw.polygon([(110 + s / 2, 20), (110, 20 + s), (110 + s, 20 + s)], fill=(135, 50, 205))
+    draw.polygon([(30 + s / 2, 70), (30 + s, 70 + s / 2), (30 + s / 2, 70 + s), (30, 70 + s / 2)], fill=(215, 45, 40))
+    path = tmp_path / "small.mp4"
+    encode_frames([np.asarray(image)] * 8, path, SyntheticConfig(fps=4, crf=23))
+    with open_video(path) as reader:
+        frame = reader.frame_at(1.0)
+    seen = sorted((region.colour, region.shape) for region in find_objects(frame).objects)
+    assert seen == [("cyan", "square"), ("orange", "circle"), ("purple", "triangle"), ("red", "diamond")]

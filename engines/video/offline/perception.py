@@ -42,7 +42,11 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-ANALYSIS_WIDTH = 320  # frames are analysed at most this wide (never enlarged): objects stay legible, work stays small
+# Frames are analysed this wide: larger ones are decoded smaller (objects stay legible, work stays
+# small), smaller ones are enlarged first (bilinear), because the pixel sizes below (the smallest
+# object, the openings that remove specks and smears) are set for it; at 160 x 120 a 13-pixel circle
+# is a blocky octagon of 2 x 2 chroma blocks, read as a square until enlarged.
+ANALYSIS_WIDTH = 320
 OCR_WIDTH = 1280  # text is read from frames at most this wide
 
 COLOUR_NAMES = ("red", "orange", "yellow", "green", "cyan", "blue", "purple", "magenta", "pink", "brown", "black",
@@ -250,6 +254,10 @@ def _structure(size: int) -> np.ndarray:
 
 def find_objects(frame: np.ndarray) -> FrameView:
     """The objects (and text-like regions) of an RGB frame (H, W, 3) uint8; see the module docstring."""
+    if frame.shape[1] < ANALYSIS_WIDTH:
+        scale = ANALYSIS_WIDTH / frame.shape[1]
+        size = (ANALYSIS_WIDTH, max(2, int(round(frame.shape[0] * scale))))
+        frame = np.asarray(Image.fromarray(frame).resize(size, Image.Resampling.BILINEAR))
     height, width, _ = frame.shape
     image = frame.astype(np.float32)
     surface, noise = background(image)
