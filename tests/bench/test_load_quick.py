@@ -49,9 +49,10 @@ def test_quick_run_completes_every_participant(tmp_path):
     assert result["every_row_stored"] is True
     assert result["comparison"] is None and result["baseline"] is None  # no --baseline
     per_core = result["capacity"]["1"]
-    assert (per_core["cores_used"], per_core["participants_per_core_within_limit"]) == (1, 2.0)
-
     [row] = result["results"]
+    # Within the limit or not depends on the machine's load: the capacity follows the row's verdict.
+    assert row["pass"] == (row["submit_next"]["p95_ms"] < row["limit_p95_ms"] and row["nothing_lost"])
+    assert (per_core["cores_used"], per_core["participants_per_core_within_limit"]) == (1, 2.0 if row["pass"] else None)
     assert ROW_KEYS <= set(row), sorted(ROW_KEYS - set(row))
     k = row["participants"]
     assert row["errors"] == [] and row["participants_failed"] == 0
