@@ -86,9 +86,10 @@ serve: setup nginx
 	$(PY) -m engines.platform bootstrap
 	$(PY) -m engines.platform serve --processes $(PROCESSES) --workers $(WORKERS) --host $(HOST) --port $(PORT)
 
-# Every core runs tests (pytest-xdist); tests that hold a shared resource stay together (--dist loadgroup).
+# Every core runs tests (pytest-xdist); tests that hold a shared resource stay together (--dist loadgroup),
+# dealt in the order tests/conftest.py sorts them, long work first (--no-loadscope-reorder).
 test: setup-test
-	$(PY) -m pytest -n $$(nproc) --dist loadgroup
+	$(PY) -m pytest -n $$(nproc) --dist loadgroup --no-loadscope-reorder
 
 # Every benchmark, each writing bench/results/<name>.json (docs/benchmarks.md shows the latest figures);
 # the full runs take long (the video accuracy part alone about 15 minutes on two cores).

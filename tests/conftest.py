@@ -243,8 +243,32 @@ def _name_groups_in_test_ids(config, items) -> None:
             item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")  # noqa: SLF001 - see the docstring
 
 
+# The order the scheduler deals work in (``--no-loadscope-reorder`` keeps the collection's order): the
+# long work first, the many short unit tests last, so that the workers finish together rather than
+# one waiting while the other runs a long group dealt last (longest first, as in LPT scheduling).
+LONG_GROUP_PREFIXES = ("served", "ray", "browser-", "bench-")
+
+
+def _dealing_rank(item) -> int:
+    """0: groups that start servers, browsers or clusters, tests marked slow, benchmarks' quick
+    runs; 1: files sharing a module fixture; 2: the rest."""
+    groups = [str(mark.args[0]) for mark in item.iter_markers("xdist_group") if mark.args]
+    if any(group.startswith(LONG_GROUP_PREFIXES) for group in groups):
+        return 0
+    if groups:
+        return 1
+    if item.get_closest_marker("slow") is not None or Path(str(item.fspath)).stem.endswith("_bench"):
+        return 0
+    return 2
+
+
+def _long_work_first(items) -> None:
+    items.sort(key=_dealing_rank)  # stable: a group's tests, and each file's, keep their order
+
+
 def pytest_collection_modifyitems(config, items):
-    """xdist groups for shared resources; under ``make mutation``, a mutant's tests cheapest first, so a killed mutant stops early.
+    """xdist groups for shared resources, the long work dealt first; under ``make mutation``, a mutant's
+    tests cheapest first, so a killed mutant stops early.
 
     mutmut passes the tests covering a mutant in no particular order and stops at the first
     failure (``-x``); ``bench/mutation.py`` names the module's test files, unit tests first, in
@@ -255,6 +279,7 @@ def pytest_collection_modifyitems(config, items):
     _name_groups_in_test_ids(config, items)
     order = os.environ.get("HAI_MUTATION_TEST_ORDER")
     if not order:
+        _long_work_first(items)
         return
     rank = {name: index for index, name in enumerate(order.split(","))}
 
