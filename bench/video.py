@@ -23,7 +23,7 @@ Median of ``--repeats`` timings after a warm-up. Prints one JSON line, writes th
 ``bench/results/video.json`` (or ``--out``), progress on stderr.
 
     python bench/video.py            # the hour-long video, 5 repeats, 20 questions per agent
-    python bench/video.py --quick    # a 5-minute video, 1 repeat, 3 questions, small accuracy sets (checks the script)
+    python bench/video.py --quick    # a 5-minute video, 1 repeat, 3 questions, one question of each kind (checks the script)
     python bench/video.py --only accuracy   # the accuracy part alone
 """
 
@@ -101,8 +101,9 @@ def _score(trajectories, kinds: dict[str, str]) -> dict:
             "by_kind": _by_kind(trajectories, kinds)}
 
 
-def _answer_set(folder: Path, budgets: tuple[int, ...], label: str) -> dict:
-    """Both agents on one question set; the gated agent at each budget (its budget curve)."""
+def _answer_set(folder: Path, budgets: tuple[int, ...], label: str, per_kind: int | None = None) -> dict:
+    """Both agents on one question set; the gated agent at each budget (its budget curve).
+    ``per_kind``: only the first so many questions of each kind (the quick run's check of the script)."""
     import json
 
     from engines.video.agent import AgentConfig, answer
@@ -115,6 +116,15 @@ def _answer_set(folder: Path, budgets: tuple[int, ...], label: str) -> dict:
             record = json.loads(line)
             kinds[record["uid"]] = record.get("kind", "other")
     questions = read_questions(folder / "questions.jsonl")
+    if per_kind is not None:
+        taken: dict[str, int] = {}
+        kept = []
+        for question in questions:
+            kind = kinds.get(question.uid, "other")
+            if taken.get(kind, 0) < per_kind:
+                taken[kind] = taken.get(kind, 0) + 1
+                kept.append(question)
+        questions = kept
     result: dict = {"questions": len(questions), "budgets": {}}
     started = time.perf_counter()
     roles = {agent: roles_for(planner, "pixels", "pixels", "bm25")
@@ -153,8 +163,9 @@ def accuracy(workdir: Path, settings: dict, quick: bool) -> dict:
     started = time.perf_counter()
     heldout.generate(held, specs)
     generate_s = time.perf_counter() - started
-    tuned = _answer_set(tuning, settings["budgets"], "tuning")
-    report = _answer_set(held, settings["budgets"], "held-out")
+    per_kind = 1 if quick else None
+    tuned = _answer_set(tuning, settings["budgets"], "tuning", per_kind)
+    report = _answer_set(held, settings["budgets"], "held-out", per_kind)
     kinds = report["gated"]["by_kind"]
     return {"tuning": tuned, "heldout": report | {"generate_s": round(generate_s, 1),
                                                   "videos": [asdict(s) for s in specs]},

@@ -25,12 +25,20 @@ ROW_KEYS = {"processes", "participants", "participants_per_process", "submit_nex
             "client_cpu_share", "limit_p95_ms", "p95_ratio_to_limit", "pass"}
 
 
-@pytest.mark.slow
-def test_quick_run_completes_every_participant(tmp_path):
-    out = tmp_path / "load.json"
+@pytest.fixture(scope="module")
+def quick_run_with_baseline(tmp_path_factory):
+    """One quick run, with the last commit's code as the baseline (each pass starts its own servers:
+    the script's subprocess smoke test, taken once for the tests below)."""
+    out = tmp_path_factory.mktemp("load") / "load.json"
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--database", "sqlite", "--out", str(out)],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=180)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--baseline", "HEAD", "--database", "sqlite",
+                           "--out", str(out)], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return proc, out
+
+
+@pytest.mark.slow
+def test_quick_run_completes_every_participant(quick_run_with_baseline):
+    proc, out = quick_run_with_baseline
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     lines = proc.stdout.strip().splitlines()
@@ -47,7 +55,8 @@ def test_quick_run_completes_every_participant(tmp_path):
     assert config["quick"] is True and config["participants"] == [2] and config["processes"] == [1]
     assert result["goal"]["met"] is None  # quick runs stop below K = 100 on 2 processes: nothing to judge
     assert result["every_row_stored"] is True
-    assert result["comparison"] is None and result["baseline"] is None  # no --baseline
+    # Without a baseline there is nothing to compare (the run above has one: its comparison is below).
+    assert _load_module().comparison(result["results"], []) is None
     per_core = result["capacity"]["1"]
     [row] = result["results"]
     # Within the limit or not depends on the machine's load: the capacity follows the row's verdict.
@@ -75,10 +84,8 @@ def test_quick_run_completes_every_participant(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_baseline_revision_runs_the_same_pass_beside_this_code(tmp_path):
-    out = tmp_path / "load.json"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--baseline", "HEAD", "--database", "sqlite",
-                           "--out", str(out)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+def test_a_baseline_revision_runs_the_same_pass_beside_this_code(quick_run_with_baseline):
+    proc, out = quick_run_with_baseline
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True).stdout.strip()

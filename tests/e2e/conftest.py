@@ -182,9 +182,11 @@ class StreamlitServer:
             return "(no log)"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def app_server(e2e_db, tmp_path_factory) -> Iterator[StreamlitServer]:
-    """One Streamlit server per test module, on the shared e2e database."""
+    """One Streamlit server per test worker, on the shared e2e database: the browser files a worker
+    runs share it (each start costs seconds of CPU: Streamlit, then the app's imports on the first
+    page); a test that stops or restarts a server uses ``restartable_server``."""
     server = StreamlitServer(e2e_db, tmp_path_factory.mktemp("streamlit-logs"))
     server.start()
     yield server
