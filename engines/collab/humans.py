@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engines.platform.files import echo
+from engines.platform.registries import Registry
 
 WEIGHT_FLOOR = 1e-6  # smallest relative weight of any count in a person's own posterior
 ANCHOR_GAIN = 2.0  # an anchored label gets twice the current top weight: it becomes the answer
@@ -202,15 +203,14 @@ class ScheduleTrack:
 
 
 ScheduleFn = Callable[[int, HumanParams, ScheduleConfig, np.random.Generator], ScheduleTrack]
-SCHEDULES: dict[str, ScheduleFn] = {}
+SCHEDULES: Registry[ScheduleFn] = Registry("collab", "human schedules")
 
 
 def register_schedule(name: str):
     def decorator(fn: ScheduleFn) -> ScheduleFn:
         if not fn.__doc__:
             raise ValueError(f"schedule {echo(name)} needs a docstring")
-        SCHEDULES[name] = fn
-        return fn
+        return SCHEDULES.register(name)(fn)
 
     return decorator
 

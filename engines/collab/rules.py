@@ -57,6 +57,7 @@ from typing import Any, Literal
 import numpy as np
 
 from engines.platform.files import echo
+from engines.platform.registries import Registry
 
 Role = Literal["protect", "supply", "either"]
 ROLES = ("protect", "supply", "either")
@@ -137,7 +138,7 @@ class RuleSpec:
     builtin: bool
 
 
-_RULES: dict[str, RuleSpec] = {}
+_RULES: Registry[RuleSpec] = Registry("collab", "study rules")
 
 
 def register_rule(name: str, *, params: type = NoParams, role: Role = "either", replace: bool = False):
@@ -164,8 +165,8 @@ def register_rule(name: str, *, params: type = NoParams, role: Role = "either", 
             raise ValueError(f"rule {echo(name)} needs a docstring (the UI shows it)")
         if name in _RULES and not replace and _RULES[name].fn is not fn:
             raise ValueError(f"a rule named {echo(name)} is already registered")
-        _RULES[name] = RuleSpec(name=name, fn=fn, params_cls=params, role=role, doc=doc,
-                                builtin=fn.__module__ == __name__)
+        _RULES.add(name, RuleSpec(name=name, fn=fn, params_cls=params, role=role, doc=doc,
+                                  builtin=fn.__module__ == __name__), doc.splitlines()[0], replace=True)
         return fn
 
     return decorator
@@ -176,7 +177,7 @@ def unregister_rule(name: str) -> None:
     spec = _RULES.get(name)
     if spec is not None and spec.builtin:
         raise ValueError(f"{echo(name)} is a built-in rule and cannot be unregistered")
-    _RULES.pop(name, None)
+    _RULES.remove(name)
 
 
 def _discover() -> None:

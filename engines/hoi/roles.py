@@ -31,6 +31,7 @@ from typing import Protocol
 from PIL import Image
 
 from engines.platform.files import echo
+from engines.platform.registries import Registry
 
 Box = tuple[float, float, float, float]  # [x1, y1, x2, y2] in the image's pixels, as upstream
 
@@ -148,11 +149,12 @@ class PromptRefiner(Protocol):
 class RoleTables:
     """Factories by name for each role; ``register`` fills them."""
 
-    grounders: dict[str, Callable[..., Grounder]] = field(default_factory=dict)
-    judges: dict[str, Callable[..., VLMJudge]] = field(default_factory=dict)
-    editors: dict[str, Callable[..., ImageEditor]] = field(default_factory=dict)
-    i2v: dict[str, Callable[..., I2VGenerator]] = field(default_factory=dict)
-    refiners: dict[str, Callable[..., PromptRefiner]] = field(default_factory=dict)
+    grounders: Registry[Callable[..., Grounder]] = field(default_factory=lambda: Registry("hoi", "grounders"))
+    judges: Registry[Callable[..., VLMJudge]] = field(default_factory=lambda: Registry("hoi", "VLM judges"))
+    editors: Registry[Callable[..., ImageEditor]] = field(default_factory=lambda: Registry("hoi", "image editors"))
+    i2v: Registry[Callable[..., I2VGenerator]] = field(
+        default_factory=lambda: Registry("hoi", "image-to-video generators"))
+    refiners: Registry[Callable[..., PromptRefiner]] = field(default_factory=lambda: Registry("hoi", "prompt refiners"))
 
 
 TABLES = RoleTables()
@@ -166,14 +168,9 @@ def _table(kind: str) -> dict:
             "i2v": TABLES.i2v, "refiner": TABLES.refiners}[kind]
 
 
-def register(kind: str, name: str):
+def register(kind: str, name: str, description: str = ""):
     """Register a factory of a role (``kind`` one of :data:`KINDS`) under ``name``."""
-    table = _table(kind)
-
-    def decorate(factory):
-        table[name] = factory
-        return factory
-    return decorate
+    return _table(kind).register(name, description)
 
 
 def factory(kind: str, name: str):

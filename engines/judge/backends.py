@@ -31,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 from engines.judge.prompts import JudgePrompt
 from engines.platform.chat import Completion, OpenAICompatibleBackend, TransformersBackend
 from engines.platform.credentials import API_KEY_PREFIX
+from engines.platform.registries import Registry
 from engines.platform.torch_device import resolve_device
 
 API_KEY_VARIABLE = f"{API_KEY_PREFIX}JUDGE"  # a declared API-key variable (engines.platform.credentials)
@@ -101,14 +102,14 @@ def as_generator(backend: TextGenerator | Model | str) -> TextGenerator:
 # ----------------------------------------------------------------------------- registry
 
 BackendFactory = Callable[[str], TextGenerator]
-BACKENDS: dict[str, tuple[BackendFactory, str]] = {}
+BACKENDS: Registry[tuple[BackendFactory, str]] = Registry("judge", "judge backends")
 
 
 def register_backend(scheme: str, usage: str) -> Callable[[BackendFactory], BackendFactory]:
     """Decorator: make ``--backend <scheme>:<rest>`` build a backend with ``factory(rest)``."""
 
     def wrap(factory: BackendFactory) -> BackendFactory:
-        BACKENDS[scheme] = (factory, usage)
+        BACKENDS.add(scheme, (factory, usage), usage)
         return factory
 
     return wrap

@@ -34,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 from engines.judge import prompts as P
 from engines.judge.backends import Model, TextGenerator, as_generator
 from engines.judge.items import Item, Verdict
+from engines.platform.registries import Registry
 
 ProgressFn = Callable[[int, int], None]  # (items done, items in all)
 
@@ -235,14 +236,14 @@ class JudgeEntry:
     description: str
 
 
-JUDGES: dict[str, JudgeEntry] = {}
+JUDGES: Registry[JudgeEntry] = Registry("judge", "judges")
 
 
 def register_judge(name: str, *, needs_backend: bool, description: str):
     """Decorator: register ``factory(backend=None, **options) -> Judge`` under ``name``."""
 
     def wrap(factory: Callable[..., Judge]) -> Callable[..., Judge]:
-        JUDGES[name] = JudgeEntry(factory, needs_backend, description)
+        JUDGES.add(name, JudgeEntry(factory, needs_backend, description), description)
         return factory
 
     return wrap

@@ -9,6 +9,7 @@ Examples::
     python -m engines.platform export pilot-1 --out shared/ --pseudonymise   # ids as keyed hashes
     python -m engines.platform jobs submit platform.countdown --params '{"seconds": 3}' --wait
     python -m engines.platform bots demo_survey --participants 5
+    python -m engines.platform registries           # every registry and its entries (docs/extending.md)
 """
 
 from __future__ import annotations
@@ -81,6 +82,15 @@ def cmd_protocols(args: argparse.Namespace) -> None:
     rows = [{"name": p.name, "title": p.title, "steps": len(p.steps), "conditions": p.conditions}
             for p in all_protocols().values()]
     _emit(args, rows, "\n".join(f"{r['name']:24} {r['steps']:4} steps  conditions={r['conditions']}  {r['title']}" for r in rows))
+
+
+def cmd_registries(args: argparse.Namespace) -> None:
+    from engines.platform.registries import discover, every_registry, markdown_table
+
+    discover()
+    rows = [{"area": r.area, "holds": r.holds, "entries": [{"name": n, "description": d} for n, d in r.described()]}
+            for r in every_registry()]
+    _emit(args, rows, markdown_table())
 
 
 def cmd_studies(args: argparse.Namespace) -> None:
@@ -235,6 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_set_password)
 
     sub.add_parser("protocols", help="list study protocols found in studies/").set_defaults(fn=cmd_protocols)
+    sub.add_parser("registries", help="every registry of named things (job kinds, rules, roles...) as "
+                   "Markdown (docs/extending.md)").set_defaults(fn=cmd_registries)
     p = sub.add_parser("studies", help="create, open, close and inspect studies")
     p.add_argument("action", choices=["list", "create", "open", "close", "links", "progress"])
     p.add_argument("slug", nargs="?")

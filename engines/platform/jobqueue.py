@@ -41,6 +41,7 @@ from engines.platform.files import echo
 from engines.platform.models import Job, JobStatus, utcnow
 from engines.platform.private_files import private_dir
 from engines.platform.provenance import code_version
+from engines.platform.registries import Registry
 from engines.platform.settings import REPO_ROOT, get_settings
 
 HEARTBEAT_EVERY_S = 2.0
@@ -65,14 +66,15 @@ class JobKind:
     params: type[BaseModel] | None
 
 
-_KINDS: dict[str, JobKind] = {}
+_KINDS: Registry[JobKind] = Registry("platform", "job kinds")
 
 
 def register_job(name: str, *, title: str = "", params: type[BaseModel] | None = None):
     """Decorator: make ``fn(ctx, **params) -> dict`` runnable as job kind ``name``."""
 
     def wrap(fn: Callable[..., dict]) -> Callable[..., dict]:
-        _KINDS[name] = JobKind(name, fn, title or name, (fn.__doc__ or "").strip(), params)
+        _KINDS.add(name, JobKind(name, fn, title or name, (fn.__doc__ or "").strip(), params), title or name,
+                   replace=True)
         return fn
 
     return wrap

@@ -11,10 +11,11 @@ import importlib
 import pkgutil
 import threading
 
+from engines.platform.registries import Registry
 from engines.platform.settings import get_settings
 from engines.platform.study import StudyProtocol, protocol_from_module
 
-_PROTOCOLS: dict[str, StudyProtocol] = {}
+_PROTOCOLS: Registry[StudyProtocol] = Registry("platform", "study protocols")
 _DISCOVERED: set[str] = set()
 _IN_CODE: set[str] = set()  # registered by register_protocol rather than discovered from a package
 _LOCK = threading.RLock()
@@ -38,7 +39,7 @@ def _put(protocol: StudyProtocol, *, replace: bool) -> StudyProtocol:
         existing = _PROTOCOLS.get(protocol.name)
         if existing is not None and existing is not protocol and not replace:
             raise ValueError(f"a study protocol named {protocol.name!r} is already registered")
-        _PROTOCOLS[protocol.name] = protocol
+        _PROTOCOLS.add(protocol.name, protocol, getattr(protocol, "title", "") or "", replace=True)
     return protocol
 
 
@@ -48,7 +49,7 @@ def unregister_protocol(name: str) -> None:
     with _LOCK:
         if name in _IN_CODE:
             _IN_CODE.discard(name)
-            _PROTOCOLS.pop(name, None)
+            _PROTOCOLS.remove(name)
 
 
 def names_registered_in_code() -> set[str]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from engines.platform.registries import Registry
 from engines.video.decode import VideoReader
 from engines.video.index import Captioner, Retriever
 from engines.video.questions import Question
@@ -85,19 +86,15 @@ class Roles:
     hits_shown: int = 5  # how many hits a retrieve shows the planner
 
 
-PLANNERS: dict[str, Callable[..., Planner]] = {}
-INSPECTORS: dict[str, Callable[..., Inspector]] = {}
-CAPTIONERS: dict[str, Callable[..., Captioner]] = {}
+PLANNERS: Registry[Callable[..., Planner]] = Registry("video", "planners")
+INSPECTORS: Registry[Callable[..., Inspector]] = Registry("video", "inspectors")
+CAPTIONERS: Registry[Callable[..., Captioner]] = Registry("video", "captioners")
 
 
-def register(kind: str, name: str):
-    """Register a factory of a planner, inspector or captioner under ``name``."""
-    table = {"planner": PLANNERS, "inspector": INSPECTORS, "captioner": CAPTIONERS}[kind]
-
-    def decorate(factory):
-        table[name] = factory
-        return factory
-    return decorate
+def register(kind: str, name: str, description: str = ""):
+    """Register a factory of a planner, inspector or captioner under ``name`` (described by its
+    docstring's first line unless ``description`` says otherwise)."""
+    return {"planner": PLANNERS, "inspector": INSPECTORS, "captioner": CAPTIONERS}[kind].register(name, description)
 
 
 def hit_summary(hits: Sequence[Hit]) -> str:

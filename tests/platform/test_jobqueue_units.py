@@ -172,7 +172,7 @@ def _log_of(engine: Engine, job_id: int) -> str:
 
 
 def test_a_kind_without_a_title_is_titled_by_its_name_and_described_by_its_docstring(monkeypatch):
-    monkeypatch.setattr(jobqueue, "_KINDS", {})
+    monkeypatch.setattr(jobqueue._KINDS, "_entries", {})  # noqa: SLF001 - an empty registry for this test
 
     @register_job("tests.units.plain")
     def plain(ctx):
@@ -200,14 +200,15 @@ def test_kinds_registered_by_discovery_are_known(monkeypatch):
     def discover_all():  # as importing an area's jobs.py would
         register_job("tests.units.discovered")(free_job)
 
-    monkeypatch.setattr(jobqueue, "_KINDS", {})
+    monkeypatch.setattr(jobqueue._KINDS, "_entries", {})  # noqa: SLF001 - an empty registry for this test
     monkeypatch.setattr(jobqueue, "discover_all", discover_all)
     assert jobqueue.get_kind("tests.units.discovered").fn is free_job
 
 
 def test_unknown_kind_message_lists_the_known_kinds_in_order(monkeypatch):
     monkeypatch.setattr(jobqueue, "discover_all", lambda: None)
-    monkeypatch.setattr(jobqueue, "_KINDS", {"b.two": None, "a.one": None})
+    monkeypatch.setattr(jobqueue._KINDS, "_entries", {})  # noqa: SLF001 - an empty registry for this test
+    jobqueue._KINDS["b.two"] = jobqueue._KINDS["a.one"] = None  # noqa: SLF001
     with pytest.raises(jobqueue.JobError) as caught:
         jobqueue.get_kind("nope")
     assert str(caught.value) == "Unknown job kind 'nope' (known: a.one, b.two)."
@@ -215,7 +216,7 @@ def test_unknown_kind_message_lists_the_known_kinds_in_order(monkeypatch):
 
 def test_unknown_kind_message_says_none_are_known_when_none_are(monkeypatch):
     monkeypatch.setattr(jobqueue, "discover_all", lambda: None)
-    monkeypatch.setattr(jobqueue, "_KINDS", {})
+    monkeypatch.setattr(jobqueue._KINDS, "_entries", {})  # noqa: SLF001 - an empty registry for this test
     with pytest.raises(jobqueue.JobError) as caught:
         jobqueue.get_kind("nope")
     assert str(caught.value) == "Unknown job kind 'nope' (known: none)."
@@ -1119,4 +1120,4 @@ def test_a_kind_registered_with_parameters_checks_them_when_a_job_is_submitted(a
             jobqueue.submit_job("tests.units.registered_late", {"factor": 0}, engine=engine)
         assert jobqueue.get_kind("tests.units.registered_late").params is _ScaleParams
     finally:
-        jobqueue._KINDS.pop("tests.units.registered_late", None)  # noqa: SLF001 - registered for this test only
+        jobqueue._KINDS.remove("tests.units.registered_late")  # noqa: SLF001 - registered for this test only
