@@ -85,9 +85,10 @@ def cmd_protocols(args: argparse.Namespace) -> None:
 
 
 def cmd_registries(args: argparse.Namespace) -> None:
-    from engines.platform.registries import discover, every_registry, markdown_table
+    from engines.platform.discovery import discover_all
+    from engines.platform.registries import every_registry, markdown_table
 
-    discover()
+    discover_all()
     rows = [{"area": r.area, "holds": r.holds, "entries": [{"name": n, "description": d} for n, d in r.described()]}
             for r in every_registry()]
     _emit(args, rows, markdown_table())

@@ -5,8 +5,9 @@ A :class:`Registry` maps a name to an entry and keeps a one-line description of 
 mapping (``name in registry``, ``registry[name]``, ``sorted(registry)``), refuses a second entry
 under a taken name unless told to replace it, and names the choices when asked for an unknown one.
 Each registry is created once, in its area's module, with the area and what it holds; all of them
-are listed by :func:`every_registry` once the areas are imported (:func:`discover`), which is how
-``python -m engines.platform registries`` writes the table of docs/extending.md.
+are listed by :func:`every_registry` once the areas are imported
+(:func:`engines.platform.discovery.discover_all`), which is how ``python -m engines.platform
+registries`` writes the table of docs/extending.md.
 """
 
 from __future__ import annotations
@@ -108,23 +109,17 @@ _ALL: weakref.WeakSet[Registry] = weakref.WeakSet()  # a test's own registry goe
 _ALL_LOCK = threading.Lock()
 
 
-def discover() -> None:
-    """Fill every registry: the areas register their entries when their modules are imported, and
-    :func:`engines.platform.discovery.discover_all` imports them (the one place that does)."""
-    from engines.platform.discovery import discover_all
-
-    discover_all()
-
-
 def every_registry() -> list[Registry]:
-    """Every registry created so far (after :func:`discover`: every area's), by area and contents."""
+    """Every registry created so far, by area and contents (every area's once
+    :func:`engines.platform.discovery.discover_all` has imported them; this module does not import
+    it, as discovery imports the modules that hold registries)."""
     with _ALL_LOCK:
         return sorted(list(_ALL), key=lambda registry: (registry.area, registry.holds))
 
 
 def markdown_table() -> str:
-    """The table of docs/extending.md: each registry, where it lives, and its entries."""
-    discover()
+    """The table of docs/extending.md: each registry, where it lives, and its entries (call
+    ``discover_all()`` first for every area's)."""
     lines = ["| area | registry | entries |", "|---|---|---|"]
     for registry in every_registry():
         names = ", ".join(f"`{name}`" for name in sorted(registry)) or "(none)"
