@@ -7,7 +7,10 @@ PY := $(VENV)/bin/python
 PORT ?= 8501
 # Only this machine by default; HOST=0.0.0.0 serves every interface (put a TLS proxy in front: docs/security.md).
 HOST ?= 127.0.0.1
-export PYTHONDONTWRITEBYTECODE := 1
+# Compiled modules are cached in __pycache__ (ignored by git), even where the environment turns that off:
+# the app's processes, job workers and the test suite's processes would otherwise each compile the
+# project afresh (about 17 s of a test worker's start). bench/mutation.py turns it off for its mutants.
+unexport PYTHONDONTWRITEBYTECODE
 
 PROCESSES ?= 2
 WORKERS ?= 1

@@ -299,8 +299,7 @@ def streamlit_servers(database: BenchDatabase, count: int, log_dir: Path) -> Ite
     """
     from engines.platform import serve
 
-    env = {**os.environ, "HAI_DATABASE_URL": database.url, "HAI_DATA_DIR": str(database.data_dir),
-           "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "HAI_DATABASE_URL": database.url, "HAI_DATA_DIR": str(database.data_dir)}
     config = serve.ServeConfig(processes=count, workers=0, proxy=False, app_port=serve.free_ports(count),
                                run_dir=log_dir)
     try:
@@ -390,7 +389,7 @@ def baseline_servers(code: Code, database: BenchDatabase, count: int, log_dir: P
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / "serve.log"
     env = {**os.environ, "HAI_DATABASE_URL": database.url, "HAI_DATA_DIR": str(database.data_dir),
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(code.root)}
+           "PYTHONPATH": str(code.root)}
     argv = [sys.executable, "-m", "engines.platform", "serve", "--processes", str(count), "--workers", "0",
             "--no-proxy", "--app-port", str(first)]
     with open(log_path, "ab") as log:

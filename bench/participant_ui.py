@@ -233,7 +233,7 @@ def free_port() -> int:
 def streamlit_server(database: BenchDatabase, port: int, log_path: Path) -> Iterator[str]:
     """``streamlit run app.py`` on ``port`` against ``database``; yields its base URL once healthy."""
     env = {**os.environ, "HAI_DATABASE_URL": database.url, "HAI_DATA_DIR": str(database.data_dir),
-           "HAI_RUN_JOBS_IN_APP": "false", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+           "HAI_RUN_JOBS_IN_APP": "false", "PYTHONUNBUFFERED": "1"}
     base = f"http://127.0.0.1:{port}"
     with open(log_path, "ab") as log:
         process = subprocess.Popen(

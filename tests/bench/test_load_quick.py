@@ -30,7 +30,7 @@ def quick_run_with_baseline(tmp_path_factory):
     """One quick run, with the last commit's code as the baseline (each pass starts its own servers:
     the script's subprocess smoke test, taken once for the tests below)."""
     out = tmp_path_factory.mktemp("load") / "load.json"
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ}
     proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--baseline", "HEAD", "--database", "sqlite",
                            "--out", str(out)], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
     return proc, out

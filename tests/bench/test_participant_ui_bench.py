@@ -29,7 +29,7 @@ SUBMIT_KEYS = MEASURE_KEYS | {"warmup_samples_ms"}
 
 def test_quick_run_writes_both_measures(tmp_path):
     out = tmp_path / "participant_ui.json"
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ}
     proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -26,7 +26,7 @@ def run_quick(tmp_path, *args: str, timeout: int = 120) -> dict:
 
 def test_quick_run_reports_every_participant(tmp_path):
     out = tmp_path / "platform_store.json"
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ}
     proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -275,7 +275,7 @@ def test_result_is_json_ready_with_running_traces():
 # Command line
 
 def _run_cli(*argv: str, timeout: int = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ}
     return subprocess.run([sys.executable, "-m", "engines.collab", *argv], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -429,7 +429,7 @@ def test_reference_loop_takes_the_ai_scores_of_each_round():
 
 def test_bench_quick_prints_one_json_line(tmp_path):
     out = tmp_path / "collab.json"
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ}
     proc = subprocess.run([sys.executable, str(REPO_ROOT / "bench" / "collab.py"), "--quick", "--out", str(out)],
                           cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -120,7 +120,7 @@ class StreamlitServer:
             "HAI_DATABASE_URL": self.database.url,
             "HAI_DATA_DIR": str(self.database.data_dir),
             "HAI_RUN_JOBS_IN_APP": "false",
-            "PYTHONDONTWRITEBYTECODE": "1",
+           
             "PYTHONUNBUFFERED": "1",
         })
         return env

@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(SKIP_REASON is not None, r
 
 def test_quick_run_times_the_first_view_and_the_next_item_through_the_page(tmp_path):
     out = tmp_path / "hoi_ui.json"
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ}
     proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -19,7 +19,7 @@ AUDIT_KEYS = {"items", "labels", "verdicts", "judges", "behaviours", "cells", "b
 
 def test_quick_run_writes_the_audit_section(tmp_path):
     out = tmp_path / "judge.json"
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ}
     proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -50,7 +50,7 @@ def test_quick_run_writes_the_audit_section(tmp_path):
 
 def test_quick_run_measures_label_latency_and_judge_throughput(tmp_path):
     out = tmp_path / "judge.json"
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HAI_BENCH_PG_URL": "", "HAI_TEST_DATABASE_URL": ""}
+    env = {**os.environ, "HAI_BENCH_PG_URL": "", "HAI_TEST_DATABASE_URL": ""}
     proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]

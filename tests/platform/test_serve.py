@@ -49,7 +49,7 @@ def plan():
 
 
 def child_env(url: str, data_dir: Path) -> dict[str, str]:
-    return {**os.environ, "HAI_DATABASE_URL": url, "HAI_DATA_DIR": str(data_dir), "PYTHONDONTWRITEBYTECODE": "1"}
+    return {**os.environ, "HAI_DATABASE_URL": url, "HAI_DATA_DIR": str(data_dir)}
 
 
 @pytest.fixture(scope="module")
