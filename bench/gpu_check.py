@@ -257,7 +257,7 @@ def counter(device, ratios: dict) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         config = TrainConfig(**QUICK, device=str(device))
         for name in ("a.pt", "b.pt"):
-            train_counter(config, Path(folder) / name, quick=True, progress=False)
+            train_counter(config, Path(folder) / name, quick=True)
         a, b = (torch.load(Path(folder) / name, weights_only=True)["state_dict"] for name in ("a.pt", "b.pt"))
         reproducible = all(torch.equal(a[key], b[key]) for key in a)
         result = {"probabilities_max_abs_vs_cpu": versus_cpu, "probabilities_max_abs_vs_shipped": versus_shipped,
@@ -266,8 +266,7 @@ def counter(device, ratios: dict) -> dict:
             sizes = {**QUICK, "train_size": 8192, "epochs": 2, "batch_size": 128}
             times = {}
             for where in ("cpu", str(device)):
-                report = train_counter(TrainConfig(**sizes, device=where, threads=2), Path(folder) / f"{where}.pt",
-                                       progress=False)
+                report = train_counter(TrainConfig(**sizes, device=where, threads=2), Path(folder) / f"{where}.pt")
                 times[where] = report["train_time_s"]
             result["train_seconds"] = times
             ratios["counter_train_speedup_vs_2_cpu_threads"] = round(times["cpu"] / max(times[str(device)], 0.05), 2)

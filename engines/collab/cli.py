@@ -37,6 +37,7 @@ from engines.collab.sweep import (
 )
 from engines.platform.config_schema import argparse_options, option_values
 from engines.platform.files import echo
+from engines.platform.progress import ProgressBar
 
 LLM_PREFIX = "llm_"  # LLMConfig's options: --llm-base-url, ... (args.llm_base_url, ...)
 
@@ -56,6 +57,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"small run: T={QUICK_T}, calibration {QUICK_CALIBRATION} "
                              f"(--human llm: {llm_simulate.QUICK_T} and {llm_simulate.QUICK_CALIBRATION})")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON result to this file")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
 def add_simulate_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,7 +95,9 @@ def run_simulate(args: argparse.Namespace) -> dict:
     """Run T simulated interactions under online control and a fixed baseline (``--human llm``: an LLM plays the human)."""
     if args.human == LLM_HUMAN:
         return run_llm_simulate(args)
-    result = simulate(config_from_args(args), progress=True).to_dict()
+    config = config_from_args(args)
+    with ProgressBar(f"simulate {config.schedule}", "interaction", enabled=not args.no_progress) as bar:
+        result = simulate(config, progress=bar).to_dict()
     write_result_file(result, args.out)
     return result
 
@@ -106,7 +110,8 @@ def run_llm_simulate(args: argparse.Namespace) -> dict:
                      llm_simulate.QUICK_CALIBRATION),
         calibration_passes=0)  # one pass on round-1 answers (replays would cost many more calls)
     try:
-        result = simulate_llm(config, llm, progress=True).to_dict()
+        with ProgressBar("simulate llm", "interaction", enabled=not args.no_progress) as bar:
+            result = simulate_llm(config, llm, progress=bar).to_dict()
     except BackendError as exc:
         raise ValueError(f"the LLM backend at {echo(llm.where)} failed: {exc}") from None
     write_result_file(result, args.out)
@@ -119,6 +124,7 @@ def run_sweep_command(args: argparse.Namespace) -> dict:
     grids = option_values(SweepConfig, args)
     harm = grids["alpha_harm_grid"] or (QUICK_HARM_GRID if args.quick else DEFAULT_HARM_GRID)
     comp = grids["alpha_comp_grid"] or (QUICK_COMP_GRID if args.quick else DEFAULT_COMP_GRID)
-    result = run_sweep(SweepConfig(base=base, alpha_harm_grid=harm, alpha_comp_grid=comp), progress=True).to_dict()
+    with ProgressBar("sweep", "cell", enabled=not args.no_progress) as bar:
+        result = run_sweep(SweepConfig(base=base, alpha_harm_grid=harm, alpha_comp_grid=comp), progress=bar).to_dict()
     write_result_file(result, args.out)
     return result

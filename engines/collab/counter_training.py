@@ -32,21 +32,19 @@ import argparse
 import json
 import math
 import shlex
-import sys
 import time
 import zlib
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
-from tqdm import tqdm
 
 from engines.collab.counter import DEFAULT_WEIGHTS, CounterConfig, ShapeCounter, n_parameters, save_counter
 from engines.collab.shapes import DIFFICULTY_PRESETS, LABELS, generate_batch
 from engines.platform.files import echo
+from engines.platform.progress import Progress, ProgressBar
 from engines.platform.settings import REPO_ROOT
 from engines.platform.torch_device import exact_float32, resolve_device
 
@@ -111,7 +109,7 @@ class TrainConfig:
                              f"got {echo(self.train_difficulty)}")
 
 
-# Shares of on_progress's [0, 1] (data generation before, calibration and evaluation after).
+# Shares of the progress reported, a share of the whole run (data generation before, calibration and evaluation after).
 TRAIN_SHARE = (0.05, 0.85)
 
 # A --quick run: seconds on a laptop, enough to check the pipeline end to end (not a useful model).
@@ -248,7 +246,8 @@ def run(args: argparse.Namespace) -> dict:
     """Train, calibrate, evaluate and write the files; returns the report (with a "summary")."""
     config = config_from_args(args)
     out = Path(args.out)
-    report = train_counter(config, out, quick=args.quick, progress=not args.no_progress)
+    with ProgressBar("train-counter", "run", enabled=not args.no_progress) as bar:
+        report = train_counter(config, out, quick=args.quick, progress=bar)
     report["summary"] = format_summary(report)
     return report
 
@@ -280,23 +279,21 @@ def _logits(model: ShapeCounter, images: np.ndarray, device: torch.device, batch
     return torch.cat(out)
 
 
-def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progress: bool = True,
-                  on_progress: Callable[[float, str | None], None] | None = None) -> dict:
+def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progress: Progress | None = None) -> dict:
     """Run one training and write ``out`` plus its ``_report.json`` and ``_scores.npz``; return the report.
 
     Args:
         config: the run.
         out: the weights file; the report and scores go next to it.
         quick: recorded in the report and its command (the sizes are already in ``config``).
-        progress: a tqdm bar on stderr.
-        on_progress: ``on_progress(fraction, message)``, fraction of the whole run in [0, 1]:
-            after every optimiser step (message None) and every epoch (loss and accuracy), then
+        progress: ``progress(fraction, 1, message)``, the share of the whole run done:
+            after every optimiser step (no message) and every epoch (loss and accuracy), then
             before calibration and evaluation. It may raise to stop the run (a background job
             raises ``JobCancelled`` when a cancel was requested); nothing is written then.
     """
-    def report_progress(fraction: float, message: str | None = None) -> None:
-        if on_progress is not None:
-            on_progress(fraction, message)
+    def report_progress(fraction: float, message: str = "") -> None:
+        if progress is not None:
+            progress(fraction, 1.0, message)
 
     start = time.perf_counter()
     previous_threads = torch.get_num_threads()
@@ -323,8 +320,6 @@ def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progre
         labels = torch.from_numpy(train.counts)
 
         total_steps = steps_per_epoch * config.epochs
-        bar = tqdm(total=total_steps, desc="train-counter", file=sys.stderr,
-                   disable=not progress, mininterval=1.0)
         history = []
         for epoch in range(config.epochs):
             model.train()
@@ -343,16 +338,13 @@ def train_counter(config: TrainConfig, out: Path, *, quick: bool = False, progre
                 scheduler.step()
                 loss_sum += loss.item() * len(idx)
                 correct += int((logits.argmax(1) == yb).sum())
-                bar.update(1)
                 done = epoch * steps_per_epoch + step + 1
                 report_progress(TRAIN_SHARE[0] + (TRAIN_SHARE[1] - TRAIN_SHARE[0]) * done / total_steps)
             seen = steps_per_epoch * config.batch_size
             history.append({"epoch": epoch + 1, "loss": round(loss_sum / seen, 4), "accuracy": round(correct / seen, 4)})
-            bar.set_postfix(epoch=epoch + 1, loss=f"{loss_sum / seen:.3f}", acc=f"{correct / seen:.3f}")
             report_progress(TRAIN_SHARE[0] + (TRAIN_SHARE[1] - TRAIN_SHARE[0]) * (epoch + 1) / config.epochs,
                             f"epoch {epoch + 1}/{config.epochs}: loss {loss_sum / seen:.3f}, "
                             f"training accuracy {correct / seen:.3f}")
-        bar.close()
         train_time = time.perf_counter() - start - data_time
 
         # Temperature scaling on held-out images (the training accuracy is optimistic).

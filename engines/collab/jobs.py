@@ -54,6 +54,7 @@ from engines.platform.jobqueue import (
     register_job,
 )
 from engines.platform.models import Job, JobStatus
+from engines.platform.progress import job_progress
 
 SIMULATE = "collab.simulate"
 SWEEP = "collab.sweep"
@@ -186,7 +187,7 @@ def simulate_job(ctx: JobContext, **params) -> dict:
     """Run T simulated interactions under the online controller and the fixed baseline; writes result.json."""
     config = SimulateParams(**params).base_config()
     ctx.progress(0.0, f"simulating {config.T:,} interactions, schedule {config.schedule}")
-    result = simulate(config, on_progress=lambda f: ctx.progress(0.95 * f))
+    result = simulate(config, progress=job_progress(ctx, 0.0, 0.95, prefix="simulating: ", unit="interactions"))
     ctx.progress(0.97, "writing the result")
     data = result.to_dict()
     path = _write(ctx, data)
@@ -209,7 +210,7 @@ def sweep_job(ctx: JobContext, **params) -> dict:
     config = SweepParams(**params).sweep_config()
     cells = len(config.alpha_harm_grid) * len(config.alpha_comp_grid)
     ctx.progress(0.0, f"{cells} cells of {config.base.T:,} interactions")
-    result = run_sweep(config, on_progress=lambda f, message: ctx.progress(0.95 * f, message))
+    result = run_sweep(config, progress=job_progress(ctx, 0.0, 0.95))
     ctx.progress(0.97, "writing the result")
     data = result.to_dict()
     path = _write(ctx, data)
@@ -282,12 +283,14 @@ def train_counter_job(ctx: JobContext, **params) -> dict:
     folder = ctx.result_dir
     out = folder / f"{COUNTER_STEM}.pt"
 
-    def on_progress(fraction: float, message: str | None) -> None:
-        if message is not None:
-            ctx.log(message)
-        ctx.progress(0.95 * fraction, message)  # raises JobCancelled on a cancel request
+    share = job_progress(ctx, 0.0, 0.95, prefix="training: ")
 
-    report = counter_training.train_counter(config, out, quick=p.quick, progress=False, on_progress=on_progress)
+    def progress(done: float, total: float, message: str = "") -> None:
+        if message:
+            ctx.log(message)  # the epochs' losses stay in the job's log
+        share(done, total, message)  # raises JobCancelled on a cancel request
+
+    report = counter_training.train_counter(config, out, quick=p.quick, progress=progress)
     ctx.progress(0.96, "drawing the plots")
     try:
         plots = counter_training.write_plots(report, folder, stem=COUNTER_STEM)

@@ -34,7 +34,6 @@ the first ``--llm-transcripts`` interactions of each run.
 from __future__ import annotations
 
 import dataclasses
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,6 +53,7 @@ from engines.collab.trace import RunTrace
 from engines.platform.credentials import api_key, check_key_variable
 from engines.platform.endpoints import check_endpoint_url
 from engines.platform.files import echo
+from engines.platform.progress import Progress, after
 
 QUICK_T, QUICK_CALIBRATION = 20, 10
 DEFAULT_T, DEFAULT_CALIBRATION = 200, 50  # each interaction costs up to rounds + 1 LLM calls per run
@@ -285,7 +285,7 @@ def _add(total: dict, part: dict) -> None:
 
 
 def run_llm(cases: list[LLMCase], state: ControllerState, protect: Rule, supply: Rule, person: PersonFactory,
-            rounds: int, transcripts: int = 0, on_progress=None) -> LLMRun:
+            rounds: int, transcripts: int = 0, progress: Progress | None = None) -> LLMRun:
     """``loop_reference.run_reference`` over ``cases`` with ``person(t, case)`` as the human, keeping
     each interaction's record (``interaction_record``) and reply counts."""
     records, counts = [], {}
@@ -297,7 +297,7 @@ def run_llm(cases: list[LLMCase], state: ControllerState, protect: Rule, supply:
 
     trace = run_reference(np.array([c.label for c in cases], dtype=np.int64), lambda t, k: cases[t].scores(k),
                           lambda t, _thresholds: person(t, cases[t]), protect, supply, state, rounds,
-                          on_progress=on_progress, on_interaction=keep)
+                          progress=progress, on_interaction=keep)
     return LLMRun(trace, records, counts)
 
 
@@ -361,7 +361,7 @@ class LLMSimulationResult:
 
 
 def calibrate_llm(config: SimulationConfig, cases: list[LLMCase], person: PersonFactory, protect: Rule,
-                  supply: Rule, on_progress=None) -> tuple[ControllerState, dict, float]:
+                  supply: Rule, progress: Progress | None = None) -> tuple[ControllerState, dict, float]:
     """Split-conformal q_1 from the LLM's human-alone round-1 answers: (state, reply counts, their accuracy)."""
     n, k = len(cases), len(cases[0].labels)
     scores, labels = np.zeros((n, k)), np.array([c.label for c in cases], dtype=np.int64)
@@ -372,26 +372,24 @@ def calibrate_llm(config: SimulationConfig, cases: list[LLMCase], person: Person
         prefix = Prefix.first_round(alone.belief_set(), alone.answer(), alone.confidence())
         scores[i], p_masks[i], s_masks[i], answers[i] = case.scores(1), protect(prefix), supply(prefix), prefix.answers[0]
         _add(counts, reply_counts(alone.records))
-        if on_progress is not None:
-            on_progress(1)
+        if progress is not None:
+            progress(i + 1, n)
     state = calibrate(config.controller_config(), scores, labels, p_masks, s_masks)
     return state, counts, float(np.mean(answers == labels))
 
 
 def simulate_llm(config: SimulationConfig, llm: LLMConfig, backend: ChatBackend | None = None,
-                 progress: bool = False, on_progress=None) -> LLMSimulationResult:
+                 progress: Progress | None = None) -> LLMSimulationResult:
     """Run ``config`` with the LLM human: calibration, the online run and (``with_fixed``) the fixed baseline.
 
     Args:
         config: the experiment (``human`` must be "llm"; ``schedule`` "stationary").
         llm: the model and its options; ``backend`` (any ``ChatBackend``) overrides the one it builds.
-        progress: a tqdm bar on stderr; ``on_progress(fraction)`` is called as interactions finish.
+        progress: ``progress(done, total, part)`` as interactions finish (calibration, then each run).
 
     Raises:
         ValueError: bad options; BackendError: the endpoint or model failed (the command line names the URL).
     """
-    from tqdm import tqdm
-
     if config.human != LLM_HUMAN:
         raise ValueError(f"simulate_llm runs human 'llm', got {echo(config.human)}")
     # The coverage-matched conformal baseline replays every interaction once more: not for paid LLM calls.
@@ -421,21 +419,13 @@ def simulate_llm(config: SimulationConfig, llm: LLMConfig, backend: ChatBackend 
 
     n_runs = 2 if config.with_fixed else 1
     total = config.n_calibration + config.T * n_runs
-    with tqdm(total=total, desc="simulate llm", unit="interaction", file=sys.stderr,
-              disable=None if progress else True, leave=False) as bar:
-
-        def advance(n: int) -> None:
-            bar.update(n)
-            if on_progress is not None:
-                on_progress(bar.n / total)
-
-        bar.set_postfix_str("calibration")
-        state, cal_counts, cal_accuracy = calibrate_llm(config, cal_cases, person, protect, supply, advance)
-        runs = {"online": state, **({"fixed": fixed_baseline(state)} if config.with_fixed else {})}
-        done = {}
-        for name, start in runs.items():
-            bar.set_postfix_str(name)
-            done[name] = run_llm(cases, start, protect, supply, person, config.rounds, llm.transcripts, advance)
+    state, cal_counts, cal_accuracy = calibrate_llm(config, cal_cases, person, protect, supply,
+                                                    after(progress, 0, total, "calibration"))
+    runs = {"online": state, **({"fixed": fixed_baseline(state)} if config.with_fixed else {})}
+    done = {}
+    for number, (name, start) in enumerate(runs.items()):
+        done[name] = run_llm(cases, start, protect, supply, person, config.rounds, llm.transcripts,
+                             after(progress, config.n_calibration + number * config.T, total, name))
     wall = time.perf_counter() - started
     labels = np.array([c.label for c in cases])
     ai_final = np.array([int(np.argmax(c.probs[-1])) for c in cases])  # the AI with all the evidence

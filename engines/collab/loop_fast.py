@@ -20,6 +20,7 @@ from engines.collab.controller import ControllerState
 from engines.collab.humans import ANCHOR_GAIN, HumanDraws, ParamTrack
 from engines.collab.rules import Rule, fast_encoding
 from engines.collab.trace import RunTrace
+from engines.platform.progress import Progress
 
 try:  # numba makes the fast path ~500x faster; without it the same function runs as plain Python
     from numba import njit
@@ -217,9 +218,10 @@ def _kernel(start, end, labels, scores, weights0, trust_f, attention, anchoring,
 
 
 def run_fast(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rule, supply: Rule,
-             state: ControllerState, rounds: int, chunks: int = 1, on_progress=None, overlap: int = 1,
-             plain: bool = False) -> RunTrace:
-    """The compiled loop over pre-drawn arrays (built-in rules only); identical to ``loop_reference.run_parametric``."""
+             state: ControllerState, rounds: int, chunks: int = 1, progress: Progress | None = None,
+             overlap: int = 1, plain: bool = False) -> RunTrace:
+    """The compiled loop over pre-drawn arrays (built-in rules only); identical to ``loop_reference.run_parametric``.
+    ``progress(done, T)`` after each of the ``chunks`` pieces of the T interactions."""
     assert ANCHOR_GAIN == 2.0  # hard-coded in _kernel
     p_code, p_param = fast_encoding(protect)
     c_code, c_param = fast_encoding(supply)
@@ -239,8 +241,8 @@ def run_fast(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rul
             q_h, q_c, state.step_harm, state.step_comp, cfg.alpha_harm, cfg.alpha_comp, cfg.conditional, plain,
             ring_h, ring_c, out.err_harm, out.err_comp, out.fired_harm, out.fired_comp, out.q_harm, out.q_comp,
             out.answer_first, out.answer_final, out.rounds, out.stabilise, out.set_size, out.covered)
-        if on_progress is not None:
-            on_progress(int(end - start))
+        if progress is not None:
+            progress(int(end), T)
     out.final_state = dataclasses.replace(
         state, q_harm=float(q_h), q_comp=float(q_c), t=state.t + T,
         n_err_harm=state.n_err_harm + int(out.err_harm.sum()), n_err_comp=state.n_err_comp + int(out.err_comp.sum()),

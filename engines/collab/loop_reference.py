@@ -30,6 +30,7 @@ from engines.collab.controller import ControllerState, InteractionErrors, Online
 from engines.collab.humans import AdversarialHuman, HumanDraws, ParametricHuman, ParamTrack
 from engines.collab.rules import Prefix, Rule
 from engines.collab.trace import RunTrace
+from engines.platform.progress import Progress
 
 
 @runtime_checkable
@@ -137,7 +138,7 @@ class Finished:
 
 
 def run_reference(labels: np.ndarray, ai_scores: RoundScores, collaborator: CollaboratorFactory, protect: Rule,
-                  supply: Rule, state: ControllerState, rounds: int, *, on_progress=None,
+                  supply: Rule, state: ControllerState, rounds: int, *, progress: Progress | None = None,
                   on_interaction: Callable[[Finished], None] | None = None, overlap: int = 1,
                   plain: bool = False) -> RunTrace:
     """T = len(labels) interactions, one at a time; runs any registered rule (custom ones included).
@@ -146,7 +147,7 @@ def run_reference(labels: np.ndarray, ai_scores: RoundScores, collaborator: Coll
         labels: (T,) the true labels, revealed after each interaction.
         ai_scores: the AI's scores per interaction and round; ``collaborator``: who plays the human.
         protect, supply: the rules; state: the controller's starting state; rounds: R.
-        on_progress: called with 1 after each interaction; ``on_interaction`` with its ``Finished``.
+        progress: ``progress(t + 1, T)`` after each interaction; ``on_interaction`` with its ``Finished``.
         overlap: with P > 1, interaction t shows sets and counts errors with the thresholds frozen
             P − 1 updates earlier (``frozen_index``), while its update applies to the live state: P
             participants in flight on one stream, as in a crowdsourced study.
@@ -169,8 +170,8 @@ def run_reference(labels: np.ndarray, ai_scores: RoundScores, collaborator: Coll
         out.record(t, errors, answers, y, q_h, q_c)
         if on_interaction is not None:
             on_interaction(Finished(t, person, answers, errors, q_h, q_c))
-        if on_progress is not None:
-            on_progress(1)
+        if progress is not None:
+            progress(t + 1, len(labels))
     out.final_state = ctl.state
     return out
 
@@ -190,11 +191,11 @@ def parametric_collaborators(labels: np.ndarray, scores: np.ndarray, draws: Huma
 
 
 def run_parametric(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rule, supply: Rule,
-                   state: ControllerState, rounds: int, on_progress=None, overlap: int = 1,
+                   state: ControllerState, rounds: int, progress: Progress | None = None, overlap: int = 1,
                    plain: bool = False) -> RunTrace:
     """``run_reference`` with the parametric people and the same scores in every round: the reference
     twin of ``loop_fast.run_fast`` (same arguments, bit-identical results)."""
     scores = cases.scores  # (T, K)
     return run_reference(cases.labels, lambda t, k: scores[t],
                          parametric_collaborators(cases.labels, scores, draws, params, rounds), protect, supply,
-                         state, rounds, on_progress=on_progress, overlap=overlap, plain=plain)
+                         state, rounds, progress=progress, overlap=overlap, plain=plain)

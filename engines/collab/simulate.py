@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -69,6 +68,7 @@ from engines.collab.rates import bound_trace, denominators, rolling_rate, runnin
 from engines.collab.rules import Prefix, Rule, fast_encoding, make_rule
 from engines.collab.trace import RunTrace
 from engines.platform.files import echo
+from engines.platform.progress import Progress, after
 
 TASKS = ("shapes", "medical")
 LLM_HUMAN = "llm"  # --human llm: a language model plays the human (engines.collab.llm_simulate)
@@ -520,13 +520,13 @@ def prepare(config: SimulationConfig, drawn: Drawn | None = None) -> Prepared:
 
 
 def run_controller(cases: AICases, draws: HumanDraws, params: ParamTrack, protect: Rule, supply: Rule,
-                   state: ControllerState, rounds: int, engine: str, on_progress=None, chunks: int = 50,
-                   overlap: int = 1, plain: bool = False) -> RunTrace:
+                   state: ControllerState, rounds: int, engine: str, progress: Progress | None = None,
+                   chunks: int = 50, overlap: int = 1, plain: bool = False) -> RunTrace:
     """One controller run over prepared draws with the chosen engine: "fast" (``loop_fast.run_fast``)
-    or "reference" (``loop_reference.run_parametric``)."""
+    or "reference" (``loop_reference.run_parametric``); ``progress(done, T)`` as interactions finish."""
     if engine == "fast":
-        return run_fast(cases, draws, params, protect, supply, state, rounds, chunks, on_progress, overlap, plain)
-    return run_parametric(cases, draws, params, protect, supply, state, rounds, on_progress, overlap, plain)
+        return run_fast(cases, draws, params, protect, supply, state, rounds, chunks, progress, overlap, plain)
+    return run_parametric(cases, draws, params, protect, supply, state, rounds, progress, overlap, plain)
 
 
 def matched_baseline(state: ControllerState, online: RunTrace, cases: AICases) -> ControllerState:
@@ -544,17 +544,15 @@ def matched_baseline(state: ControllerState, online: RunTrace, cases: AICases) -
     return fixed_baseline(dataclasses.replace(state, q_comp=q, q1_comp=q))
 
 
-def simulate(config: SimulationConfig, progress: bool = False, on_progress=None,
+def simulate(config: SimulationConfig, progress: Progress | None = None,
              drawn: Drawn | None = None) -> SimulationResult:
     """Run ``config``: the online controller and (``with_fixed``) the fixed baseline on the same draws,
     and (``with_matched``) the rule-blind conformal set matched in coverage (``matched_baseline``).
 
-    ``on_progress(fraction)``, if given, is called as interactions finish (a background job reports it).
-    ``drawn``: cases and humans already drawn for a config that differs from this one only in its
-    targets (``run_sweep``); by default they are drawn here.
+    ``progress(done, total, run)`` as interactions finish, counted over every run (the command
+    line's bar, a background job's progress). ``drawn``: cases and humans already drawn for a
+    config that differs from this one only in its targets (``run_sweep``); by default they are drawn here.
     """
-    from tqdm import tqdm
-
     require_parametric(config)
     engine = config.resolved_engine()
     if engine == "fast":
@@ -569,21 +567,13 @@ def simulate(config: SimulationConfig, progress: bool = False, on_progress=None,
         runs["matched"] = None  # its threshold comes from the online run's coverage
     traces = {}
     total = config.T * len(runs)
-    with tqdm(total=total, desc=f"simulate {config.schedule}", unit="interaction",
-              file=sys.stderr, disable=None if progress else True, leave=False) as bar:
-
-        def advance(n: int) -> None:
-            bar.update(n)
-            if on_progress is not None:
-                on_progress(bar.n / total)
-
-        for name, state in runs.items():
-            bar.set_postfix_str(name)
-            p = prepared
-            if name == "matched":
-                state = matched_baseline(prepared.state, traces["online"], prepared.cases)
-            traces[name] = run_controller(p.cases, p.draws, p.params, p.protect, p.supply, state, config.rounds,
-                                          engine, advance, overlap=config.overlap, plain=name == "matched")
+    for number, (name, state) in enumerate(runs.items()):
+        p = prepared
+        if name == "matched":
+            state = matched_baseline(prepared.state, traces["online"], prepared.cases)
+        traces[name] = run_controller(p.cases, p.draws, p.params, p.protect, p.supply, state, config.rounds,
+                                      engine, after(progress, number * config.T, total, name),
+                                      overlap=config.overlap, plain=name == "matched")
     wall = time.perf_counter() - started
     labels = prepared.cases.labels
     ai_top = prepared.cases.probs.argmax(axis=1)

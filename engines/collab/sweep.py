@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,6 +22,7 @@ from engines.collab.simulate import Drawn, SimulationConfig, draw, simulate
 from engines.platform.config_schema import cli_type
 from engines.platform.fanout import map_cells
 from engines.platform.files import echo
+from engines.platform.progress import Progress
 
 DEFAULT_HARM_GRID = (0.01, 0.02, 0.05, 0.1, 0.2)
 DEFAULT_COMP_GRID = (0.02, 0.05, 0.1, 0.15)
@@ -150,28 +150,23 @@ def _cell(base: SimulationConfig, drawn: Drawn, targets: tuple[float, float]) ->
             "ai_alone_accuracy": result.ai_alone_accuracy}
 
 
-def run_sweep(config: SweepConfig, progress: bool = False, on_progress=None) -> SweepResult:
-    """Simulate every cell of the grid; ``on_progress(fraction, message)`` is called as cells finish.
+def run_sweep(config: SweepConfig, progress: Progress | None = None) -> SweepResult:
+    """Simulate every cell of the grid; ``progress(done, cells, message)`` as cells finish.
 
     The cells fan out (``engines.platform.fanout.map_cells``): Ray tasks when jobs run on Ray,
     ``HAI_FANOUT_WORKERS`` local processes otherwise. Each cell depends on the shared draw and its
     targets alone, so the result is the serial one whichever way they ran.
     """
-    from tqdm import tqdm
-
     grid = [(h, c) for h in config.alpha_harm_grid for c in config.alpha_comp_grid]
     drawn = draw(config.base)  # the cells differ only in their targets: one draw serves them all
-    with tqdm(total=len(grid), desc="sweep", unit="cell", file=sys.stderr, disable=None if progress else True,
-              leave=False) as bar:
 
-        def finished(index: int, done: int) -> None:
-            bar.update(1)
-            if on_progress is not None:
-                alpha_harm, alpha_comp = grid[index]
-                on_progress(done / len(grid), f"{done}/{len(grid)} cells done "
-                                              f"(last: alpha_harm={alpha_harm:g}, alpha_comp={alpha_comp:g})")
+    def finished(index: int, done: int) -> None:
+        if progress is not None:
+            alpha_harm, alpha_comp = grid[index]
+            progress(done, len(grid), f"{done}/{len(grid)} cells done "
+                                      f"(last: alpha_harm={alpha_harm:g}, alpha_comp={alpha_comp:g})")
 
-        outcomes = map_cells(functools.partial(_cell, config.base, drawn), grid, on_done=finished)
+    outcomes = map_cells(functools.partial(_cell, config.base, drawn), grid, on_done=finished)
     cells = [outcome["cell"] for outcome in outcomes]
     n_comp = len(config.alpha_comp_grid)
     accuracy = [[cell["accuracy"] for cell in cells[i:i + n_comp]] for i in range(0, len(cells), n_comp)]

@@ -15,6 +15,7 @@ Benchmarks use ``ProgressBar`` as the command line does.
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any, Protocol
 
 
@@ -24,9 +25,32 @@ class Progress(Protocol):
     def __call__(self, done: float, total: float, message: str = "") -> None: ...
 
 
+COUNT_EVERY_S = 0.5  # a job's "done of total" message, at most this often
+
+
 def share(done: float, total: float) -> float:
     """``done / total`` kept within [0, 1] (a total of 0 or less counts as finished)."""
     return 1.0 if total <= 0 else min(1.0, max(0.0, done / total))
+
+
+def after(progress: Progress | None, before: float, total: float, label: str = "") -> Progress | None:
+    """Progress of one piece of a larger work: the piece's ``done`` counts after ``before`` of the
+    whole's ``total`` (both in the whole's unit); its message is ``label`` where it says nothing.
+    ``None`` stays ``None``, so a piece need not ask whether anyone listens."""
+    if progress is None:
+        return None
+
+    def report(done: float, piece_total: float, message: str = "") -> None:
+        progress(before + done, total, message or label)
+
+    return report
+
+
+def _count(done: float, total: float, unit: str) -> str:
+    """"1,200 of 5,000 items judged"; work measured in shares of 1 (no unit) as "80%"."""
+    if total == 1 and not unit:
+        return f"{share(done, total):.0%}"
+    return f"{done:,.0f} of {total:,.0f}" + (f" {unit}" if unit else "")
 
 
 def job_progress(ctx: Any, start: float = 0.0, end: float = 1.0, *, prefix: str = "", unit: str = "") -> Progress:
@@ -34,14 +58,30 @@ def job_progress(ctx: Any, start: float = 0.0, end: float = 1.0, *, prefix: str 
     which raises ``JobCancelled`` when the job is cancelled: the work stops at its next report.
 
     The job's message is ``prefix`` and the work's message, or, where the work says nothing,
-    "``done`` of ``total`` ``unit``" ("1,200 of 5,000 items judged").
+    "``done`` of ``total`` ``unit``" ("1,200 of 5,000 items judged"; a share of 1: "80%"). A new message is stored at
+    once; a repeated one, and the count at most every ``COUNT_EVERY_S`` (and at the end), so that
+    work reporting every item does not write the job's row for each: the fraction alone is
+    stored at the job's own pace.
     """
     if not 0.0 <= start <= end <= 1.0:
         raise ValueError(f"a job's part runs from start to end within [0, 1], got {start} to {end}")
+    last = {"said": None, "counted_at": -float("inf")}
 
     def report(done: float, total: float, message: str = "") -> None:
-        said = message or f"{done:,.0f} of {total:,.0f}" + (f" {unit}" if unit else "")
-        ctx.progress(start + (end - start) * share(done, total), prefix + said)
+        fraction = start + (end - start) * share(done, total)
+        said = prefix + (message or _count(done, total, unit))
+        now = time.monotonic()
+        if message:
+            tell = said != last["said"]
+        else:
+            tell = now - last["counted_at"] >= COUNT_EVERY_S or done >= total
+            if tell:
+                last["counted_at"] = now
+        if tell:
+            last["said"] = said
+            ctx.progress(fraction, said)
+        else:
+            ctx.progress(fraction)
 
     return report
 

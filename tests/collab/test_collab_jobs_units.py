@@ -258,13 +258,13 @@ def _fake_run(fixed: bool = True):
 
 @pytest.fixture
 def fake_simulate(monkeypatch):
-    """Replace ``simulate`` by a fake that reports progress 0.5 then 1; ``calls`` records its configs."""
+    """Replace ``simulate`` by a fake that reports half its interactions then all; ``calls`` records its configs."""
     calls = []
 
-    def simulate(config, on_progress=None):
+    def simulate(config, progress=None):
         calls.append({"config": config})
-        on_progress(0.5)
-        on_progress(1.0)
+        progress(config.T // 2, config.T)
+        progress(config.T, config.T)
         return _fake_run()
 
     monkeypatch.setattr(jobs, "simulate", simulate)
@@ -297,7 +297,9 @@ def test_simulate_job_reports_progress_up_to_writing(tmp_path, fake_simulate):
     ctx = FakeContext(tmp_path)
     jobs.simulate_job(ctx, T=4_000, n_calibration=40, schedule="drift")
     # The simulation's own fractions fill [0, 0.95].
-    assert ctx.reports == [(0.0, "simulating 4,000 interactions, schedule drift"), (0.475, None), (0.95, None),
+    assert ctx.reports == [(0.0, "simulating 4,000 interactions, schedule drift"),
+                           (0.475, "simulating: 2,000 of 4,000 interactions"),
+                           (0.95, "simulating: 4,000 of 4,000 interactions"),
                            (0.97, "writing the result")]
 
 
@@ -314,7 +316,7 @@ def test_simulate_job_result_summarises_the_run(tmp_path, fake_simulate):
 
 
 def test_simulate_job_result_without_a_fixed_run_has_none_for_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(jobs, "simulate", lambda config, on_progress=None: _fake_run(fixed=False))
+    monkeypatch.setattr(jobs, "simulate", lambda config, progress=None: _fake_run(fixed=False))
     result = jobs.simulate_job(FakeContext(tmp_path), T=400, n_calibration=40, with_fixed=False)
     assert result["violation_rate"] == {"online": {"harm": 0.04, "comp": 0.02}, "fixed": None}
     assert result["accuracy"]["fixed"] is None and result["accuracy"]["online"] == 0.83
@@ -335,10 +337,10 @@ def test_simulate_job_result_names_the_counter_job(sqlite_db, tmp_path, fake_sim
 def fake_sweep(monkeypatch):
     calls = []
 
-    def run_sweep(config, on_progress=None):
+    def run_sweep(config, progress=None):
         calls.append(config)
-        on_progress(0.5, "cell 1/2")
-        on_progress(1.0, None)
+        progress(1, 2, "cell 1/2")
+        progress(2, 2, "cell 2/2")
         return SimpleNamespace(accuracy=[[0.7, 0.8]], wall_s=2.5,
                                to_dict=lambda: {"accuracy": [[0.7, 0.8]], "summary": "2 cells, fine",
                                                 "trends": {"harm": "down"}})
@@ -371,7 +373,7 @@ def test_sweep_job_writes_result_json_and_logs_it(tmp_path, fake_sweep):
 def test_sweep_job_reports_the_cells_and_their_progress(tmp_path, fake_sweep):
     ctx = FakeContext(tmp_path)
     jobs.sweep_job(ctx, **SWEEP_PARAMS)
-    assert ctx.reports == [(0.0, "2 cells of 2,000 interactions"), (0.475, "cell 1/2"), (0.95, None),
+    assert ctx.reports == [(0.0, "2 cells of 2,000 interactions"), (0.475, "cell 1/2"), (0.95, "cell 2/2"),
                            (0.97, "writing the result")]
 
 
@@ -522,10 +524,10 @@ def fake_training(monkeypatch):
 
     calls = {}
 
-    def train_counter(config, out, *, quick, progress, on_progress):
-        calls["train"] = {"config": config, "out": out, "quick": quick, "progress": progress}
-        on_progress(0.5, "epoch 1/2: loss 1.0")
-        on_progress(0.8, None)
+    def train_counter(config, out, *, quick, progress):
+        calls["train"] = {"config": config, "out": out, "quick": quick}
+        progress(0.5, 1.0, "epoch 1/2: loss 1.0")
+        progress(0.8, 1.0)
         return REPORT
 
     def write_plots(report, folder, stem):
@@ -542,7 +544,7 @@ def test_train_counter_job_trains_into_its_own_folder(tmp_path, fake_training):
     jobs.train_counter_job(FakeContext(tmp_path), seed=4, quick=True)
     train = fake_training["train"]
     assert train["out"] == tmp_path / "counter.pt"
-    assert (train["quick"], train["progress"]) == (True, False)
+    assert train["quick"] is True
     assert (train["config"].seed, train["config"].train_size) == (4, 256)
     assert fake_training["plots"] == (REPORT, tmp_path, "counter")
 
@@ -550,7 +552,8 @@ def test_train_counter_job_trains_into_its_own_folder(tmp_path, fake_training):
 def test_train_counter_job_logs_and_reports_the_trainings_progress(tmp_path, fake_training):
     ctx = FakeContext(tmp_path)
     jobs.train_counter_job(ctx, quick=True)
-    assert ctx.reports == [(0.475, "epoch 1/2: loss 1.0"), (0.76, None), (0.96, "drawing the plots")]
+    assert ctx.reports == [(0.475, "training: epoch 1/2: loss 1.0"), (0.76, "training: 80%"),
+                           (0.96, "drawing the plots")]
     assert ctx.logs == ["epoch 1/2: loss 1.0", "summary of 1.7"]
 
 

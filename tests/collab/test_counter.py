@@ -188,18 +188,19 @@ def test_training_reports_progress_per_epoch_and_stops_when_the_callback_raises(
 
     calls = []
 
-    def on_progress(fraction, message):
-        calls.append((fraction, message))
-        if message is not None and message.startswith("epoch 1/2"):
+    def progress(done, total, message=""):
+        assert total == 1  # shares of the whole run
+        calls.append((done, message))
+        if message.startswith("epoch 1/2"):
             raise Stop  # what a cancelled background job does
 
     config = TrainConfig(**{**QUICK, "epochs": 2}, train_difficulty=(0.0, 0.5))
     with pytest.raises(Stop):
-        train_counter(config, tmp_path / "counter.pt", quick=True, progress=False, on_progress=on_progress)
+        train_counter(config, tmp_path / "counter.pt", quick=True, progress=progress)
     assert list(tmp_path.iterdir()) == []  # nothing written
     fractions = [f for f, _ in calls]
     assert fractions == sorted(fractions) and 0 < fractions[-1] < 1
-    assert calls[-1][1].startswith("epoch 1/2: loss") and sum(m is None for _, m in calls) == QUICK["train_size"] // 64
+    assert calls[-1][1].startswith("epoch 1/2: loss") and sum(m == "" for _, m in calls) == QUICK["train_size"] // 64
     assert "--train-difficulty 0,0.5" in reproduce_command(config, tmp_path / "counter.pt", quick=True)
     assert "--train-difficulty" not in reproduce_command(TrainConfig(), tmp_path / "counter.pt", quick=False)
     with pytest.raises(ValueError, match="train_difficulty"):
@@ -275,7 +276,7 @@ def test_the_probabilities_on_cuda_are_the_cpus_and_the_shipped_scores():
 @pytest.mark.cuda
 def test_training_on_cuda_is_bit_reproducible(tmp_path):
     config = TrainConfig(**QUICK, device="cuda")
-    train_counter(config, tmp_path / "a.pt", quick=True, progress=False)
-    train_counter(config, tmp_path / "b.pt", quick=True, progress=False)
+    train_counter(config, tmp_path / "a.pt", quick=True)
+    train_counter(config, tmp_path / "b.pt", quick=True)
     first, again = (torch.load(tmp_path / name, weights_only=True)["state_dict"] for name in ("a.pt", "b.pt"))
     assert all(torch.equal(first[key], again[key]) for key in first)

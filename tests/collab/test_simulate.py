@@ -193,9 +193,12 @@ def test_tighter_complementarity_raises_accuracy():
 
 
 def test_sweep_reports_accuracy_per_cell_and_trends():
+    reports = []
     result = sweep_mod.run_sweep(sweep_mod.SweepConfig(
         base=SimulationConfig(T=20_000, with_fixed=False), alpha_harm_grid=(0.01, 0.02, 0.05),
-        alpha_comp_grid=(0.02, 0.15)))
+        alpha_comp_grid=(0.02, 0.15)), progress=lambda done, total, message="": reports.append((done, total, message)))
+    assert [(done, total) for done, total, _ in reports] == [(n, 6) for n in range(1, 7)]
+    assert all(message.startswith(f"{done}/6 cells done") for done, _, message in reports)
     data = json.loads(json.dumps(result.to_dict()))
     assert len(data["cells"]) == 6 and np.array(data["accuracy"]).shape == (3, 2)
     assert data["trends"]["along_alpha_harm"] == {"0.02": "increasing", "0.15": "increasing"}
@@ -524,3 +527,18 @@ def test_age_order_calibrates_on_the_youngest_and_streams_by_age():
     assert_same_run(fast, ref)
     with pytest.raises(ValueError, match="case_order 'age' needs task 'medical'"):
         SimulationConfig(case_order="age")
+
+
+@pytest.mark.parametrize("engine", ["fast", "reference"])
+def test_progress_counts_every_runs_interactions_once_in_order(engine):
+    """Three runs (online, fixed, matched) of T interactions: the reports climb to 3T, each run's
+    own reports named after it and counted after the runs before it."""
+    reports = []
+    simulate(SimulationConfig(T=120, n_calibration=60, engine=engine),
+             progress=lambda done, total, message="": reports.append((done, total, message)))
+    assert {total for _, total, _ in reports} == {360}
+    done = [d for d, _, _ in reports]
+    assert done == sorted(done) and done[-1] == 360
+    ends = {message: max(d for d, _, m in reports if m == message) for _, _, message in reports}
+    assert ends == {"online": 120, "fixed": 240, "matched": 360}
+    assert min(d for d, _, m in reports if m == "fixed") > 120

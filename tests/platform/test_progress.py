@@ -30,6 +30,9 @@ def test_without_a_message_the_job_says_how_many_of_how_many_in_the_works_unit()
     job = _Job()
     job_progress(job, 0.0, 0.95, unit="items judged")(1200, 5000)
     assert job.reports == [(round(0.95 * 1200 / 5000, 6), "1,200 of 5,000 items judged")]
+    shares = _Job()
+    job_progress(shares, 0.0, 0.5)(0.8, 1)  # work measured in shares of the whole
+    assert shares.reports == [(0.4, "80%")]
 
 
 def test_shares_stay_within_the_job_and_a_bad_part_is_refused():
@@ -60,3 +63,22 @@ def test_the_bar_follows_the_work_and_is_silent_when_disabled(capsys):
     with ProgressBar("judging", "item", enabled=False) as quiet:
         quiet(3, 10, "anything")
     assert capsys.readouterr().err == ""
+
+
+def test_work_reporting_every_item_updates_the_jobs_message_only_when_it_says_something_new(monkeypatch):
+    """A count is told at most every COUNT_EVERY_S and at the end, a repeated message once; the
+    fraction goes with every report (the job stores it at its own pace)."""
+    from engines.platform import progress as progress_module
+
+    clock = [100.0]
+    monkeypatch.setattr(progress_module.time, "monotonic", lambda: clock[0])
+    job = _Job()
+    report = job_progress(job, 0.0, 1.0, unit="items")
+    for item in range(1, 5):
+        report(item, 4)  # four reports within 0.3 s: the first count is told, then the end
+        clock[0] += 0.1
+    clock[0] += 1.0
+    report(4, 4, "online")
+    report(4, 4, "online")
+    assert job.reports == [(0.25, "1 of 4 items"), (0.5, None), (0.75, None), (1.0, "4 of 4 items"),
+                           (1.0, "online"), (1.0, None)]
