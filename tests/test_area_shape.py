@@ -8,7 +8,10 @@ other than the platform is an area, and each has the same rooms, reached the sam
 - its tests under tests/<area>/, a benchmark bench/<area>.py, and its manual docs/<area>.md, which
   the README links to;
 - its offline stand-ins, where it has them, under engines/<area>/offline/, imported only by its role
-  registry engines/<area>/backends.py (and the named exceptions below), so the real path reads on its own.
+  registry engines/<area>/backends.py (and the named exceptions below), so the real path reads on its own;
+- its jobs write only where the path policy lets them (their own result folder, a temporary folder):
+  tests/platform/test_job_kinds_keep_the_repository.py runs every kind with an audit hook on the
+  files it opens for writing, and fails while a kind has no quick run there.
 
 A sixth area that misses a room fails here with the room named.
 """

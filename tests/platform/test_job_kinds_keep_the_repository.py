@@ -1,11 +1,15 @@
-"""Every job kind's quick run leaves the repository as it found it: runs write only under the data
-folder (the job's result folder), and ``assets/`` and the code are read-only at run time, so that an
-export's recorded code version describes the code that made it."""
+"""Every job kind's quick run leaves the repository as it found it and writes only where the path
+policy lets it (``engines/platform/files.py``): its own result folder under the data folder, or a
+temporary folder; ``assets/`` and the code are read-only at run time, so that an export's recorded
+code version describes the code that made it."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -47,6 +51,43 @@ def _tree_state() -> str:
                           capture_output=True, text=True).stdout
 
 
+_WRITES: list[str] | None = None  # while recording: every path opened for writing or made, in this process
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+
+def _record_writes(event: str, args: tuple) -> None:
+    """An audit hook (it stays for the process; it records only while ``_WRITES`` is a list)."""
+    if _WRITES is None:
+        return
+    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        path, mode, flags = args
+        if (mode is not None and any(c in mode for c in "wax+")) or (mode is None and flags & _WRITE_FLAGS):
+            _WRITES.append(os.fsdecode(path))
+    elif event in ("os.rename", "os.replace"):
+        _WRITES.append(os.fsdecode(args[1]))
+    elif event == "os.mkdir":
+        _WRITES.append(os.fsdecode(args[0]))
+
+
+# Libraries' own caches in the user's home (matplotlib makes its folders there on import), and /dev/null.
+_LIBRARY_PLACES = (Path.home() / ".cache", Path.home() / ".config", Path("/dev/null"))
+
+
+def _strays(paths: list[str], job_folder: Path) -> list[str]:
+    """The paths (resolved) a job may not write: in the data folder, anywhere but its own result
+    folder; elsewhere, anywhere but the temporary folder and the libraries' own places."""
+    data, job, temporary = (p.resolve() for p in (get_settings().data_dir, job_folder, Path(tempfile.gettempdir())))
+    strays = set()
+    for written in {Path(p).resolve() for p in paths}:
+        if written.is_relative_to(data):  # the result folder, or making the folders that lead to it
+            allowed = written.is_relative_to(job) or job.is_relative_to(written)
+        else:
+            allowed = written.is_relative_to(temporary) or any(written.is_relative_to(p) for p in _LIBRARY_PLACES)
+        if not allowed:
+            strays.add(str(written))
+    return sorted(strays)
+
+
 def test_every_kind_has_a_quick_run_here():
     shipped = {name for name in jobqueue.discover_job_kinds() if not name.startswith("tests.")}  # not a test's own
     assert set(QUICK_RUNS) | {"video.ask"} == shipped
@@ -61,7 +102,18 @@ def test_each_kind_s_quick_run_succeeds_and_leaves_the_working_tree_unchanged(sq
     study = study_admin.list_studies()[0].slug
     before = _tree_state()
     runs = {**QUICK_RUNS, "platform.export_study": {"slug": study}, "video.ask": _video_question()}
+    global _WRITES
+    sys.addaudithook(_record_writes)
+    outside = {}
     for kind, params in runs.items():
         job_id = jobqueue.submit_job(kind, params)
-        assert jobqueue.run_job(job_id) == "succeeded", (kind, jobqueue.get_job(job_id).error)
+        _WRITES = []
+        try:
+            assert jobqueue.run_job(job_id) == "succeeded", (kind, jobqueue.get_job(job_id).error)
+        finally:
+            written, _WRITES = _WRITES, None
         assert _tree_state() == before, f"{kind} changed the working tree"
+        strays = _strays(written, jobqueue.job_dir(job_id))
+        if strays:
+            outside[kind] = strays
+    assert outside == {}, f"written outside the job's result folder and a temporary folder: {outside}"
