@@ -79,6 +79,8 @@ def _strays(paths: list[str], job_folder: Path) -> list[str]:
     data, job, temporary = (p.resolve() for p in (get_settings().data_dir, job_folder, Path(tempfile.gettempdir())))
     strays = set()
     for written in {Path(p).resolve() for p in paths}:
+        if "__pycache__" in written.parts:
+            continue  # Python's own bytecode cache of a module imported for the first time (site-packages too)
         if written.is_relative_to(data):  # the result folder, or making the folders that lead to it
             allowed = written.is_relative_to(job) or job.is_relative_to(written)
         else:

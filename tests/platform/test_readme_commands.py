@@ -327,9 +327,10 @@ def test_make_run_serves_links_on_the_port_it_serves(tmp_path):
     with serving(_make("run", f"PORT={port}"), _make_env(env), ROOT) as (proc, output):
         wait_until(lambda: _get(f"http://127.0.0.1:{port}/_stcore/health") == (200, "ok"), "health answer",
                    proc, output)
-        printed = output.text()
-        assert re.search(r"one-time password: \S{12,}", printed), printed
-        assert f"http://localhost:{port}" in printed, printed
+        # Streamlit may answer the health check before it prints the address: wait for the line.
+        wait_until(lambda: f"http://localhost:{port}" in output.text(), f"printed address http://localhost:{port}",
+                   proc, output, timeout=20)
+        assert re.search(r"one-time password: \S{12,}", output.text()), output.text()
         link = readme_demo_link().replace("localhost:8501", f"localhost:{port}")
         issued = _links_as_make_run_sees_them(port, "demo-survey", env)["prolific"]
         params = {key: values[0] for key, values in parse_qs(urlsplit(link).query).items()}
