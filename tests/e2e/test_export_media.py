@@ -21,7 +21,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from engines.platform import auth, runtime
-from tests.e2e.browser_bot import wait_ready
+from tests.e2e.browser_bot import STEP_TIMEOUT_MS, wait_ready
 
 pytestmark = pytest.mark.browser
 
@@ -65,7 +65,7 @@ def _download(page):
     button = page.get_by_role("button", name="Download export (.zip)")
     for attempt in range(2):
         wait_ready(page)
-        expect(button).to_be_enabled()
+        expect(button).to_be_enabled(timeout=STEP_TIMEOUT_MS)  # a loaded server redraws it disabled for a while
         try:
             with page.expect_download(timeout=15_000) as info:
                 button.click()
