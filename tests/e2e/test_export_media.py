@@ -65,7 +65,13 @@ def _download(page):
     button = page.get_by_role("button", name="Download export (.zip)")
     for attempt in range(2):
         wait_ready(page)
-        expect(button).to_be_enabled(timeout=STEP_TIMEOUT_MS)  # a loaded server redraws it disabled for a while
+        try:
+            expect(button).to_be_enabled(timeout=STEP_TIMEOUT_MS)
+        except AssertionError as exc:  # seen twice in many runs; say what the page showed
+            state = page.locator("[data-testid='stApp']").evaluate(
+                "app => [app.dataset.testScriptState, app.dataset.testConnectionState]")
+            alerts = page.locator("[data-testid='stAlert']").all_inner_texts()
+            raise AssertionError(f"{exc}\nscript and connection state: {state}; alerts: {alerts}") from None
         try:
             with page.expect_download(timeout=15_000) as info:
                 button.click()
