@@ -109,7 +109,7 @@ class TrainConfig:
                              f"got {echo(self.train_difficulty)}")
 
 
-# Shares of the progress reported, a share of the whole run (data generation before, calibration and evaluation after).
+# The training steps' part of the whole run's progress (data generation before, calibration and evaluation after).
 TRAIN_SHARE = (0.05, 0.85)
 
 # A --quick run: seconds on a laptop, enough to check the pipeline end to end (not a useful model).
