@@ -13,7 +13,7 @@ import streamlit as st
 
 from engines.attribution import explain, plots
 from engines.attribution import jobs as attribution_jobs
-from engines.attribution.experiment import METHODS
+from engines.attribution.configs import METHODS
 from engines.attribution.policies import PolicyFileError, load_policy
 from engines.attribution.policy_set import shipped_policies
 from engines.attribution.replacements import REPLACEMENTS

@@ -20,8 +20,26 @@ Other kinds of policies (LeRobot's ``predict_action_chunk``, transformers models
 tokens as OpenVLA) come in through ``engines.attribution.adapters``.
 """
 
-from engines.attribution.episode import EpisodeISS, iss_episode
-from engines.attribution.iss import ISSResult, iss
-from engines.attribution.nmr import NMRValue, episode_nmr, nmr, nmr_with_interval
+import importlib
+import sys
+import types
 
-__all__ = ["EpisodeISS", "ISSResult", "NMRValue", "episode_nmr", "iss", "iss_episode", "nmr", "nmr_with_interval"]
+# The public API is imported when first used, so that the area's light modules (its jobs, paths
+# and tables, which every process discovers) do not pull torch and scipy in with the package.
+_PUBLIC = {"EpisodeISS": "episode", "iss_episode": "episode", "ISSResult": "iss", "iss": "iss",
+           "NMRValue": "nmr", "episode_nmr": "nmr", "nmr": "nmr", "nmr_with_interval": "nmr"}
+
+__all__ = sorted(_PUBLIC)
+
+
+class _PublicAPI(types.ModuleType):
+    """The package, whose ``iss`` and ``nmr`` are the functions (as before), not their submodules."""
+
+    def __getattribute__(self, name: str):
+        module = _PUBLIC.get(name)
+        if module is not None:
+            return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        return super().__getattribute__(name)
+
+
+sys.modules[__name__].__class__ = _PublicAPI

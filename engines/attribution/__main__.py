@@ -21,10 +21,8 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> None:
-    from engines.attribution.policies import PolicyFileError
-
-    run_command("python -m engines.attribution", __doc__.splitlines()[0], COMMANDS, argv,
-                errors=(PolicyFileError, ValueError))
+    # A policy file's error (``policies.PolicyFileError``) is a ValueError: it ends the command with its message.
+    run_command("python -m engines.attribution", __doc__.splitlines()[0], COMMANDS, argv, errors=(ValueError,))
 
 
 if __name__ == "__main__":

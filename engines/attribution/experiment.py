@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -25,65 +25,16 @@ import torch
 from scipy import stats
 
 from engines.attribution.baselines import attribute
+from engines.attribution.configs import QUICK, ExperimentConfig, TrainConfig
 from engines.attribution.env import TaskConfig, dataset
 from engines.attribution.iss import iss
 from engines.attribution.nmr import nmr_value
 from engines.attribution.paths import output_path, policy_folder, shown
 from engines.attribution.policies import ReachPolicy, load_policy, torch_policy
-from engines.attribution.policy_set import RHOS, SEEDS, SHIPPED_DIR, policy_file
-from engines.attribution.train import TrainConfig, evaluate, train_policy
-from engines.platform.config_schema import argparse_options, check_fields, option_values
-from engines.platform.files import echo
+from engines.attribution.policy_set import SHIPPED_DIR, SHIPPED_EXPERIMENT, policy_file
+from engines.attribution.train import evaluate, train_policy
+from engines.platform.config_schema import argparse_options, option_values
 from engines.platform.progress import Progress
-
-METHODS = ("iss", "iss_contrast", "occlusion", "feature_ablation", "rise", "saliency", "integrated_gradients",
-           "grad_cam")
-SHIPPED_EXPERIMENT = SHIPPED_DIR.parent / "experiment.json"  # the shipped run (its regeneration command's --out)
-QUICK = {"rhos": (0.0, 1.0), "seeds": (0, 1), "frames": 160, "epochs": 1, "nmr_frames": 1, "n_masks": 20,
-         "episodes": 5, "methods": ("iss", "iss_contrast", "occlusion"), "permutations": 100, "bootstrap": 100}
-
-
-@dataclass(frozen=True)
-class ExperimentConfig:
-    """The experiment's policies, maps and statistics. Each field's metadata is its one declaration
-    (``engines.platform.config_schema``): the ``experiment`` command's option (unset: the config's value,
-    or ``--quick``'s) and the ``attribution.experiment`` job's parameter."""
-
-    rhos: tuple[float, ...] = field(default=RHOS, metadata={
-        "help": "cue agreements of the policies (default: the shipped set's)", "min_length": 1, "max_length": 10,
-        "cli": {"type": float, "nargs": "+", "default": None}})
-    seeds: tuple[int, ...] = field(default=SEEDS, metadata={
-        "help": "training seeds of the policies", "min_length": 1, "max_length": 10,
-        "cli": {"type": int, "nargs": "+", "default": None}})
-    # Training frames and epochs per policy, when it is trained here.
-    frames: int = field(default=6000, metadata={"min": 1, "max": 100_000, "cli": False, "job": False})
-    epochs: int = field(default=20, metadata={"min": 1, "max": 100, "cli": False, "job": False})
-    nmr_frames: int = field(default=12, metadata={
-        "help": "held-out in-distribution frames NMR is averaged over", "min": 1, "max": 200, "cli": {"default": None}})
-    n_masks: int = field(default=300, metadata={"help": "masks per frame", "min": 1, "max": 5000,
-                                                "cli": {"default": None}})
-    grid: tuple[int, int] = field(default=(7, 7), metadata={"cli": False, "job": False})
-    k: float = field(default=10.0, metadata={"gt": 0, "max": 100, "cli": False, "job": False})  # NMR@k, % of pixels
-    episodes: int = field(default=100, metadata={"help": "closed-loop episodes per evaluation", "min": 1, "max": 1000,
-                                                 "cli": {"default": None}})
-    methods: tuple[str, ...] = field(default=METHODS, metadata={
-        "help": "attribution methods compared", "min_length": 1,
-        "cli": {"type": str, "nargs": "+", "choices": METHODS, "default": None}})
-    # Load <dir>/reach-rho<rho>-seed<seed>.pt where present (the command line's --policy-dir and --train).
-    policy_dir: str | None = field(default=None, metadata={"cli": False, "job": False})
-    permutations: int = field(default=2000, metadata={"min": 1, "cli": False, "job": False})
-    bootstrap: int = field(default=1000, metadata={"min": 1, "cli": False, "job": False})
-    seed: int = field(default=0, metadata={"min": 0, "cli": False, "job": False})
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-        if any(not 0.0 <= rho <= 1.0 for rho in self.rhos):
-            raise ValueError(f"every rho is a probability in [0, 1], got {', '.join(map(str, self.rhos))}")
-        unknown = [m for m in self.methods if m not in METHODS]
-        if unknown:
-            raise ValueError(f"unknown method {echo(unknown[0])}; choose from {', '.join(METHODS)}")
-        if len(self.rhos) * len(self.seeds) < 3:
-            raise ValueError("a correlation needs at least 3 policies (rhos x seeds)")
 
 
 def spearman(x: np.ndarray, y: np.ndarray, *, permutations: int, bootstrap: int, seed: int) -> dict:

@@ -4,6 +4,7 @@ The same functions the command line calls, in the job queue, with progress: a po
 here lands in the job's folder as ``policy.pt`` (with its ``policy.json``), an experiment's
 result as ``experiment.json``. A job writes only there (never into the shipped assets), and a
 job's result file is opened only from a job's result folder (``engines.attribution.paths``).
+The work itself (torch) is imported when a job runs: discovering the job kinds stays light.
 """
 
 from __future__ import annotations
@@ -15,11 +16,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from engines.attribution.experiment import SHIPPED_EXPERIMENT, ExperimentConfig, run_experiment
+from engines.attribution.configs import ExperimentConfig, TrainConfig
 from engines.attribution.paths import POLICY_SUFFIXES, result_file, shown
-from engines.attribution.policies import parameter_count, save_policy, torch_policy
-from engines.attribution.policy_set import SHIPPED_DIR
-from engines.attribution.train import TrainConfig, evaluate, train_policy
+from engines.attribution.policy_set import SHIPPED_DIR, SHIPPED_EXPERIMENT
 from engines.platform.config_schema import JobParams, job_model
 from engines.platform.files import FileRefused, loads_json
 from engines.platform.jobqueue import JobContext, get_job, list_jobs, register_job
@@ -40,6 +39,9 @@ class TrainParams(job_model(TrainConfig, name="TrainFields", base=_Evaluation)):
 @register_job(TRAIN, title="Attribution: train a reaching policy", params=TrainParams)
 def train_job(ctx: JobContext, **params) -> dict:
     """Behaviour cloning on the reaching task; writes policy.pt and its evaluation."""
+    from engines.attribution.policies import parameter_count, save_policy, torch_policy  # torch: when it runs
+    from engines.attribution.train import evaluate, train_policy
+
     p = TrainParams(**params)
     config = TrainConfig(rho=p.rho, seed=p.seed, frames=p.frames, epochs=p.epochs)  # the fields a job may set
 
@@ -68,6 +70,8 @@ class ExperimentParams(job_model(ExperimentConfig, name="ExperimentFields", base
 @register_job(EXPERIMENT, title="Attribution: NMR against out-of-distribution failure", params=ExperimentParams)
 def experiment_job(ctx: JobContext, **params) -> dict:
     """The experiment of ``python -m engines.attribution experiment``; writes experiment.json."""
+    from engines.attribution.experiment import run_experiment  # torch and scipy: when it runs
+
     p = ExperimentParams(**params)
     config = ExperimentConfig(rhos=p.rhos, seeds=p.seeds, n_masks=p.n_masks, nmr_frames=p.nmr_frames,
                               episodes=p.episodes, methods=p.methods,

@@ -19,13 +19,12 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
-from engines.attribution.train import CUE_MODES, TrainConfig
+from engines.attribution.configs import CUE_MODES, RHOS, SEEDS, TrainConfig
 from engines.platform.settings import REPO_ROOT
 
 SHIPPED_DIR = REPO_ROOT / "assets" / "attribution" / "policies"
+SHIPPED_EXPERIMENT = SHIPPED_DIR.parent / "experiment.json"  # the shipped run (its regeneration command's --out)
 COMMAND = "python -m engines.attribution train-set"
-RHOS = (0.5, 0.9, 0.97, 0.99, 1.0)  # cue agreement of the shipped set: dense near 1, where reliance on the cue varies most
-SEEDS = (0, 1, 2)
 
 
 def policy_file(directory: str | Path, rho: float, seed: int) -> Path:

@@ -5,7 +5,7 @@
 ``evaluate`` runs it in closed loop with the cue as in training ("normal"), randomised ("random") or
 absent ("none"), and measures the action error against the expert on held-out frames. The synthetic
 test of ``docs/attribution.md`` (Method, "The experiment and its permutation test"): cue agreement
-rho in {0.5, 0.9, 0.97, 0.99, 1} in the shipped set (``policy_set.RHOS``), MSE on the expert's action
+rho in {0.5, 0.9, 0.97, 0.99, 1} in the shipped set (``configs.RHOS``), MSE on the expert's action
 chunks, success within 3 px in 30 steps.
 
 Training runs on the ``HAI_DEVICE`` setting's device unless a device is given (the weights are
@@ -19,36 +19,18 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from engines.attribution.configs import CUE_MODES, TrainConfig
 from engines.attribution.env import TaskConfig, dataset, expert_chunk, render, sample_scene
 from engines.attribution.policies import ReachPolicy, parameter_count, save_policy, torch_policy
-from engines.platform.config_schema import argparse_options, check_fields, option_values
+from engines.platform.config_schema import argparse_options, option_values
 from engines.platform.progress import Progress, ProgressBar
 from engines.platform.torch_device import resolve_device, to_host
-
-CUE_MODES = ("normal", "random", "none")
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """How one reaching policy is trained. Each field's metadata is its one declaration
-    (``engines.platform.config_schema``): the ``train`` command's option, the ``attribution.train`` job's parameter."""
-
-    rho: float = field(default=0.95, metadata={"help": "how often the cue agrees with the target", "min": 0, "max": 1})
-    seed: int = field(default=0, metadata={"help": "seed of the expert frames and the initial weights", "min": 0})
-    frames: int = field(default=6000, metadata={"help": "expert frames to train on", "min": 1, "max": 100_000})
-    epochs: int = field(default=20, metadata={"help": "passes over the frames", "min": 1, "max": 100})
-    batch_size: int = field(default=128, metadata={"min": 1, "cli": False, "job": False})
-    learning_rate: float = field(default=2e-3, metadata={"gt": 0, "cli": False, "job": False})
-    width: int = field(default=24, metadata={"min": 1, "cli": False, "job": False})
-
-    def __post_init__(self) -> None:
-        check_fields(self)
 
 
 @dataclass

@@ -62,7 +62,6 @@ from engines.collab.humans import (
     human_preset,
     make_schedule,
 )
-from engines.collab.loop_fast import run_fast
 from engines.collab.loop_reference import run_parametric
 from engines.collab.rates import bound_trace, denominators, rolling_rate, running_rate
 from engines.collab.rules import Prefix, Rule, fast_encoding, make_rule
@@ -525,6 +524,8 @@ def run_controller(cases: AICases, draws: HumanDraws, params: ParamTrack, protec
     """One controller run over prepared draws with the chosen engine: "fast" (``loop_fast.run_fast``)
     or "reference" (``loop_reference.run_parametric``); ``progress(done, T)`` as interactions finish."""
     if engine == "fast":
+        from engines.collab.loop_fast import run_fast  # numba: imported by the runs that use it
+
         return run_fast(cases, draws, params, protect, supply, state, rounds, chunks, progress, overlap, plain)
     return run_parametric(cases, draws, params, protect, supply, state, rounds, progress, overlap, plain)
 

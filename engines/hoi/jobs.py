@@ -32,7 +32,6 @@ from engines.hoi.folders import benchmark_folder, input_folder, shown
 from engines.hoi.methods import METHOD_NAME, method_sources, write_method
 from engines.hoi.roles import factory
 from engines.hoi.scpe import SCPEConfig, run_scpe
-from engines.platform import job_table
 from engines.platform.config_schema import JobParams, job_model
 from engines.platform.credentials import check_key_variable
 from engines.platform.endpoints import check_endpoint_url
@@ -252,4 +251,6 @@ def describe(job: Job) -> str:
 
 
 def jobs_frame(jobs: list[Job]):
+    from engines.platform import job_table  # pandas: for the page that shows the table
+
     return job_table.jobs_frame(jobs, describe)

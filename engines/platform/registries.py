@@ -12,6 +12,7 @@ registries`` writes the table of docs/extending.md.
 
 from __future__ import annotations
 
+import importlib
 import threading
 import weakref
 from collections.abc import Callable, Iterator, MutableMapping
@@ -39,10 +40,13 @@ class Registry(MutableMapping[str, T]):
     added with :meth:`add` or :meth:`register`; item assignment and deletion exist so that a test
     can put an entry in for its own duration (``monkeypatch.setitem``)."""
 
-    def __init__(self, area: str, holds: str) -> None:
+    def __init__(self, area: str, holds: str, *, filled_by: str | None = None) -> None:
+        """``filled_by``: the module whose import registers the entries, imported when the registry is
+        first read, so that discovering an area does not import its implementations (often torch)."""
         self.area, self.holds = area, holds
         self._entries: dict[str, Described[T]] = {}
         self._lock = threading.RLock()
+        self._filled_by = filled_by
         with _ALL_LOCK:
             _ALL.add(self)
 
@@ -50,8 +54,15 @@ class Registry(MutableMapping[str, T]):
     __eq__ = object.__eq__
     __hash__ = object.__hash__
 
+    def _fill(self) -> None:
+        # Import once; a read during that import (the module registering its entries) sees what is there.
+        module, self._filled_by = self._filled_by, None
+        if module is not None:
+            importlib.import_module(module)
+
     # -- the mapping
     def __getitem__(self, name: str) -> T:
+        self._fill()
         try:
             return self._entries[name].entry
         except KeyError:
@@ -59,9 +70,11 @@ class Registry(MutableMapping[str, T]):
             raise UnknownName(f"unknown {self.holds.rstrip('s')} {name!r}; choose one of: {choices}") from None
 
     def __iter__(self) -> Iterator[str]:
+        self._fill()
         return iter(list(self._entries))
 
     def __len__(self) -> int:
+        self._fill()
         return len(self._entries)
 
     def __setitem__(self, name: str, entry: T) -> None:
@@ -102,6 +115,7 @@ class Registry(MutableMapping[str, T]):
 
     def described(self) -> list[tuple[str, str]]:
         """(name, description) of every entry, sorted by name."""
+        self._fill()
         return [(name, self._entries[name].description) for name in sorted(self._entries)]
 
 

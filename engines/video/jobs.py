@@ -22,7 +22,6 @@ from engines.platform.jobqueue import JobContext, list_jobs, register_job
 from engines.platform.models import Job
 from engines.platform.progress import job_progress
 from engines.video.agent import AgentConfig, answer
-from engines.video.backends import roles_for
 from engines.video.library import DEMO, RunFile, run_file, video_file
 from engines.video.loaders import read_questions
 from engines.video.metrics import with_metrics
@@ -61,6 +60,8 @@ class AskParams(job_model(AgentConfig, name="AskFields", base=_Question, only=("
 
 
 def _roles(agent: str):
+    from engines.video.backends import roles_for  # the offline models (torch): when a job runs
+
     return roles_for(PLANNERS[agent], "pixels", "pixels", "bm25")
 
 

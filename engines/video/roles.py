@@ -86,9 +86,12 @@ class Roles:
     hits_shown: int = 5  # how many hits a retrieve shows the planner
 
 
-PLANNERS: Registry[Callable[..., Planner]] = Registry("video", "planners")
-INSPECTORS: Registry[Callable[..., Inspector]] = Registry("video", "inspectors")
-CAPTIONERS: Registry[Callable[..., Captioner]] = Registry("video", "captioners")
+# The offline stand-ins and the adapters register themselves when this module is imported (torch):
+# the first read of a registry imports it.
+_FILLED_BY = "engines.video.backends"
+PLANNERS: Registry[Callable[..., Planner]] = Registry("video", "planners", filled_by=_FILLED_BY)
+INSPECTORS: Registry[Callable[..., Inspector]] = Registry("video", "inspectors", filled_by=_FILLED_BY)
+CAPTIONERS: Registry[Callable[..., Captioner]] = Registry("video", "captioners", filled_by=_FILLED_BY)
 
 
 def register(kind: str, name: str, description: str = ""):

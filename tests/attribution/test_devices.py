@@ -19,8 +19,9 @@ from torch import nn
 from engines.attribution import baselines, explain
 from engines.attribution.adapters import lerobot_policy, token_action_policy
 from engines.attribution.baselines import METHODS, attribute, rise
+from engines.attribution.configs import ExperimentConfig
 from engines.attribution.env import sample_scene
-from engines.attribution.experiment import ExperimentConfig, run_experiment
+from engines.attribution.experiment import run_experiment
 from engines.attribution.faithfulness import cell_scores, curves, faithfulness_correlation
 from engines.attribution.iss import iss
 from engines.attribution.policies import ReachPolicy, load_policy, save_policy, torch_policy
@@ -208,6 +209,7 @@ def test_the_experiment_loads_its_policies_onto_the_setting_s_device_and_runs_th
 
 def test_training_asks_the_setting_for_its_device(monkeypatch):
     from engines.attribution import train
+    from engines.attribution.configs import TrainConfig
 
     asked = []
 
@@ -216,7 +218,7 @@ def test_training_asks_the_setting_for_its_device(monkeypatch):
         return torch.device("cpu")
 
     monkeypatch.setattr(train, "resolve_device", resolve)
-    result = train.train_policy(train.TrainConfig(rho=1.0, seed=0, frames=64, epochs=1, batch_size=32))
+    result = train.train_policy(TrainConfig(rho=1.0, seed=0, frames=64, epochs=1, batch_size=32))
     assert asked == [None] and model_device(result.model) == torch.device("cpu")
 
 

@@ -11,7 +11,8 @@ from dataclasses import asdict
 import numpy as np
 import pytest
 
-from engines.attribution.experiment import ExperimentConfig, add_arguments, run_experiment, spearman
+from engines.attribution.configs import ExperimentConfig
+from engines.attribution.experiment import add_arguments, run_experiment, spearman
 
 
 def test_spearman_matches_scipy_with_an_exact_permutation_p_value():
@@ -86,9 +87,8 @@ def test_by_default_the_experiment_loads_the_shipped_policies_and_their_figures_
 
 
 def test_only_the_shipped_run_itself_may_be_written_into_the_assets(data_dir):
-    from engines.attribution.experiment import SHIPPED_EXPERIMENT
     from engines.attribution.paths import output_path
-    from engines.attribution.policy_set import SHIPPED_DIR
+    from engines.attribution.policy_set import SHIPPED_DIR, SHIPPED_EXPERIMENT
     from engines.platform.files import FileRefused
 
     assert output_path(SHIPPED_EXPERIMENT, what="--out", shipped=SHIPPED_EXPERIMENT) == SHIPPED_EXPERIMENT.resolve()

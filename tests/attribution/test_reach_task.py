@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from engines.attribution.__main__ import main
+from engines.attribution.configs import TrainConfig
 from engines.attribution.env import (
     AGENT_COLOUR,
     CUE_COLOUR,
@@ -22,7 +23,7 @@ from engines.attribution.env import (
     sample_scene,
 )
 from engines.attribution.policies import PolicyFileError, ReachPolicy, load_policy, save_policy, torch_policy
-from engines.attribution.train import TrainConfig, expert_success, success_rate, train_policy
+from engines.attribution.train import expert_success, success_rate, train_policy
 from tests.helpers import run_main
 
 TASK = TaskConfig()

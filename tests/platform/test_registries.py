@@ -28,6 +28,31 @@ def test_a_registry_holds_entries_by_name_with_their_descriptions():
     assert "square" in shapes and len(shapes) == 2 and sorted(shapes) == ["circle", "square"]
 
 
+def test_a_registry_filled_by_a_module_imports_it_when_first_read_and_not_before(tmp_path, monkeypatch):
+    module = "hai_test_registry_filler"
+    (tmp_path / f"{module}.py").write_text(
+        "from engines.platform.registries import every_registry\n"
+        "filled = next(r for r in every_registry() if r.holds == 'test models filled on reading')\n"
+        "filled.add('heavy', 'the model', 'A stand-in that would import torch')\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    models = Registry("tests", "test models filled on reading", filled_by=module)
+    assert module not in sys.modules  # created: nothing imported yet
+    assert sorted(models) == ["heavy"] and module in sys.modules
+    assert models["heavy"] == "the model" and models.described() == [("heavy", "A stand-in that would import torch")]
+
+
+def test_video_roles_are_registered_when_read_though_discovery_does_not_import_their_models():
+    code = ("import sys\nfrom engines.platform.discovery import discover_all\ndiscover_all()\n"
+            "print('torch' in sys.modules)\nfrom engines.video.roles import PLANNERS\n"
+            "print(sorted(PLANNERS))")
+    ran = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    torch_after_discovery, planners = ran.stdout.splitlines()
+    assert torch_after_discovery == "False"
+    assert {"heuristic", "coupled-heuristic"} <= set(eval(planners))  # noqa: S307 - our own printed list
+
+
 def test_a_taken_name_is_refused_unless_replaced_and_an_unknown_one_names_the_choices():
     roles = Registry("tests", "test roles")
     roles.add("offline", 1)
