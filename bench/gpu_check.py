@@ -246,7 +246,8 @@ def counter(device, ratios: dict) -> dict:
     import torch
 
     from engines.collab.counter import DEFAULT_WEIGHTS, load_counter, predict_proba
-    from engines.collab.counter_training import QUICK, TrainConfig, train_counter
+    from engines.collab.counter_config import QUICK, TrainConfig
+    from engines.collab.counter_training import train_counter
     from engines.collab.shapes import generate_batch
 
     scores = np.load(DEFAULT_WEIGHTS.parent / "counter_scores.npz")

@@ -6,7 +6,7 @@ import os
 import threading
 from typing import NamedTuple
 
-# counter_training.QUICK sizes: 256 images, 1 epoch, seconds
+# counter_config.QUICK sizes: 256 images, 1 epoch, seconds
 QUICK_TRAINING = {"quick": True, "seed": 3}
 
 

@@ -22,51 +22,19 @@ Examples::
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
-from engines.collab.shapes import N_LABELS
+from engines.collab.counter_config import CounterConfig
 from engines.platform.settings import REPO_ROOT
 from engines.platform.torch_device import exact_float32, resolve_device
 
 DEFAULT_WEIGHTS = REPO_ROOT / "assets" / "collab" / "counter.pt"
 WEIGHTS_FORMAT = 1  # bump when the saved dictionary's layout changes
-
-
-@dataclass(frozen=True)
-class CounterConfig:
-    """Shape of the counting CNN.
-
-    Args:
-        image_size: side of the square input image (must match the generator's).
-        channels: output channels of (a strided 5x5 stem; a 3x3 conv then a 2x2 max-pool;
-            two 3x3 convs).
-        density: channels of the per-location 1x1 "density" layer that is summed over space.
-        hidden: width of the MLP head on the summed features.
-        dropout: dropout before the last layer (training only).
-        n_labels: number of counts predicted (0..n_labels-1).
-    """
-
-    image_size: int = 64
-    channels: tuple[int, int, int] = (16, 32, 48)
-    density: int = 32
-    hidden: int = 64
-    dropout: float = 0.0  # the small model underfits in its CPU budget; raise it for longer runs
-    n_labels: int = N_LABELS
-
-    def __post_init__(self) -> None:
-        if self.image_size % 4:
-            raise ValueError(f"image_size must be divisible by 4 (a stride-2 stem and a 2x2 pool), got {self.image_size}")
-        if len(self.channels) != 3 or min(self.channels) < 1:
-            raise ValueError(f"channels must be three positive ints, got {self.channels}")
-        if self.density < 1 or self.hidden < 1 or self.n_labels < 2:
-            raise ValueError("density and hidden must be >= 1 and n_labels >= 2")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
 
 def _conv(c_in: int, c_out: int, kernel: int = 3, stride: int = 1) -> list[nn.Module]:

@@ -34,87 +34,23 @@ import math
 import shlex
 import time
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
-from engines.collab.counter import DEFAULT_WEIGHTS, CounterConfig, ShapeCounter, n_parameters, save_counter
+from engines.collab.counter import DEFAULT_WEIGHTS, ShapeCounter, n_parameters, save_counter
+from engines.collab.counter_config import QUICK, TrainConfig
 from engines.collab.shapes import DIFFICULTY_PRESETS, LABELS, generate_batch
-from engines.platform.files import echo
+from engines.platform.config_schema import argparse_options, option_values
 from engines.platform.progress import Progress, ProgressBar
 from engines.platform.settings import REPO_ROOT
 from engines.platform.torch_device import exact_float32, resolve_device
 
-DEFAULT_SEED = 2026
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """One training run of the counter; every field is reproduced by the CLI options.
-
-    Args:
-        seed: seeds torch and every generated data set (train, validation, test, scores).
-        train_size: number of generated training images (each epoch sees them under a fresh
-            random flip/rotation).
-        epochs: passes over the training images.
-        batch_size: images per optimiser step.
-        lr: peak AdamW learning rate (one-cycle schedule).
-        weight_decay: AdamW weight decay.
-        val_size: held-out images used to fit the softmax temperature.
-        test_size: held-out images per difficulty preset for the report.
-        scores_size: held-out images (difficulty ~ U[0, 1]) whose probabilities are written
-            for the simulation engine; also the "overall" row of the report.
-        threads: torch CPU threads.
-        device: torch device for training: "cpu", "cuda", "cuda:N", "mps", or "auto" (the
-            ``HAI_DEVICE`` setting: CUDA when present). A seeded run is reproducible bit for bit
-            on the same machine and device; the report's command names the device it ran on.
-            Training keeps the device's default float32 arithmetic (TF32 convolutions on a
-            recent GPU: faster, deterministic); the held-out scores and the calibration are
-            computed with TF32 off, so they are the model's float32 probabilities.
-        train_difficulty: (lo, hi): training images' difficulty ~ U[lo, hi]. The evaluation
-            and score images keep U[0, 1] and the presets, so models trained on different
-            mixes are compared on the same cases.
-        model: the network's shape.
-    """
-
-    seed: int = DEFAULT_SEED
-    train_size: int = 20_000
-    epochs: int = 8
-    batch_size: int = 128
-    lr: float = 4e-3
-    weight_decay: float = 1e-4
-    val_size: int = 2_000
-    test_size: int = 1_000
-    scores_size: int = 5_000
-    threads: int = 2
-    device: str = "cpu"
-    train_difficulty: tuple[float, float] = (0.0, 1.0)
-    model: CounterConfig = field(default_factory=CounterConfig)
-
-    def __post_init__(self) -> None:
-        if self.train_size < self.batch_size:
-            raise ValueError(f"train_size ({self.train_size}) must be at least batch_size ({self.batch_size})")
-        if self.epochs < 1 or self.batch_size < 2:
-            raise ValueError("epochs must be >= 1 and batch_size >= 2 (batch norm needs two images)")
-        if min(self.val_size, self.test_size, self.scores_size) < 1:
-            raise ValueError("val_size, test_size and scores_size must be positive")
-        if self.lr <= 0 or self.weight_decay < 0 or self.threads < 1:
-            raise ValueError("lr must be > 0, weight_decay >= 0, threads >= 1")
-        lo, hi = self.train_difficulty
-        if not 0.0 <= lo <= hi <= 1.0:
-            raise ValueError("train_difficulty must be (lo, hi) with 0 <= lo <= hi <= 1, "
-                             f"got {echo(self.train_difficulty)}")
-
-
 # The training steps' part of the whole run's progress (data generation before, calibration and evaluation after).
 TRAIN_SHARE = (0.05, 0.85)
-
-# A --quick run: seconds on a laptop, enough to check the pipeline end to end (not a useful model).
-QUICK = {"train_size": 256, "epochs": 1, "batch_size": 64, "val_size": 128, "test_size": 64, "scores_size": 128}
-
 
 @dataclass
 class EvalMetrics:
@@ -191,28 +127,17 @@ def fit_temperature(logits: torch.Tensor, labels: torch.Tensor) -> float:
 
 # ---------------------------------------------------------------- CLI
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``python -m engines.collab train-counter``."""
-    d = TrainConfig()
-    parser.add_argument("--seed", type=int, default=d.seed, help=f"seed of torch and all generated data (default {d.seed})")
-    parser.add_argument("--train-size", type=int, default=d.train_size, help=f"training images (default {d.train_size})")
-    parser.add_argument("--epochs", type=int, default=d.epochs, help=f"passes over the training images (default {d.epochs})")
-    parser.add_argument("--batch-size", type=int, default=d.batch_size, help=f"default {d.batch_size}")
-    parser.add_argument("--lr", type=float, default=d.lr, help=f"peak learning rate (default {d.lr})")
-    parser.add_argument("--train-difficulty", type=_difficulty_range, default=d.train_difficulty, metavar="LO,HI",
-                        help="training images' difficulty ~ U[LO, HI] (default 0,1; evaluation always uses 0,1)")
+    """The ``train-counter`` options: ``TrainConfig``'s (``engines.platform.config_schema``), where to write, how."""
+    argparse_options(TrainConfig, parser)
     parser.add_argument("--out", type=Path, default=DEFAULT_WEIGHTS,
-                        help="weights file; the report and scores are written next to it (default assets/collab/counter.pt)")
+                        help="weights file; the report and held-out scores are written beside it (default: the shipped model)")
     parser.add_argument("--quick", action="store_true",
-                        help="a tiny run (seconds) that checks the pipeline; overrides the sizes above")
-    parser.add_argument("--device", default=d.device, help=f"torch device for training (default {d.device})")
-    parser.add_argument("--threads", type=int, default=d.threads, help=f"torch CPU threads (default {d.threads})")
+                        help="tiny sizes: a useless model in seconds, to check the pipeline")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    values = {"seed": args.seed, "train_size": args.train_size, "epochs": args.epochs, "batch_size": args.batch_size,
-              "lr": args.lr, "device": args.device, "threads": args.threads,
-              "train_difficulty": tuple(getattr(args, "train_difficulty", TrainConfig.train_difficulty))}
+    values = option_values(TrainConfig, args)
     if args.quick:
         values.update(QUICK)
     return TrainConfig(**values)
@@ -231,15 +156,6 @@ def reproduce_command(config: TrainConfig, out: Path, quick: bool) -> str:
     parts += ["--device", str(resolve_device(config.device)), "--threads", str(config.threads),
               "--out", _display_path(out)]
     return shlex.join(parts)
-
-
-def _difficulty_range(text: str) -> tuple[float, float]:
-    """``"LO,HI"`` -> (lo, hi) for ``--train-difficulty``."""
-    try:
-        lo, hi = (float(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected LO,HI (two numbers in [0, 1]), got {echo(text)}") from None
-    return lo, hi
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -525,5 +441,5 @@ def _display_path(path: Path) -> str:
         return str(path)
 
 
-__all__ = ["EvalMetrics", "TrainConfig", "add_arguments", "expected_calibration_error", "fit_temperature",
+__all__ = ["EvalMetrics", "add_arguments", "expected_calibration_error", "fit_temperature",
            "reliability_bins", "run", "train_counter", "write_plots"]

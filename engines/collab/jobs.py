@@ -25,9 +25,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from engines.collab.ai_sources import DEFAULT_AI_SCORES
+from engines.collab.counter_config import JOB_DEFAULTS, QUICK, TrainConfig
 from engines.collab.humans import HUMAN_PRESETS
 from engines.collab.result_files import (
     CounterReportFile,
@@ -41,7 +42,7 @@ from engines.collab.simulate import JOB_DEFAULTS as SIMULATION_JOB_DEFAULTS
 from engines.collab.simulate import SIMULATE_ONLY, SimulationConfig, calibration_size, simulate
 from engines.collab.sweep import JOB_DEFAULTS as SWEEP_JOB_DEFAULTS
 from engines.collab.sweep import SweepConfig, parse_grid, run_sweep
-from engines.platform.config_schema import job_model
+from engines.platform.config_schema import JobParams, job_model
 from engines.platform.discovery import discover_all
 from engines.platform.files import echo
 from engines.platform.jobqueue import (
@@ -220,46 +221,20 @@ def sweep_job(ctx: JobContext, **params) -> dict:
             "base": {k: v for k, v in dataclasses.asdict(config.base).items() if k in ("schedule", "human", "T")}}
 
 
-class TrainCounterParams(BaseModel):
-    """Options of ``python -m engines.collab train-counter`` (``counter_training.TrainConfig``).
-
-    The defaults train on 6,000 images for 6 epochs: under a minute on 2 idle CPU cores (about
-    40 s), a usable but weaker model than the shipped one (20,000 images, 8 epochs; accuracy about
-    0.6 against 0.81). ``quick`` replaces the sizes by
-    the CLI's ``--quick`` ones: a useless model in seconds, to check the pipeline.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    seed: int = Field(default=2026, ge=0, title="Seed of torch and all generated images")  # TrainConfig's default
-    train_size: int = Field(default=6_000, ge=2, le=200_000, title="Training images")
-    epochs: int = Field(default=6, ge=1, le=100, title="Passes over the training images")
-    batch_size: int = Field(default=128, ge=2, le=4_096, title="Images per optimiser step")
-    lr: float = Field(default=4e-3, gt=0, le=1, title="Peak learning rate (one-cycle)")
-    train_difficulty: tuple[float, float] = Field(default=(0.0, 1.0),
-                                                  title="Training images' difficulty ~ U[lo, hi] (evaluation: U[0, 1])")
+class _Quick(JobParams):
     quick: bool = Field(default=False, title="Tiny sizes (seconds; a useless model, for checks)")
-    threads: int = Field(default=2, ge=1, le=64, title="Torch CPU threads")
-    device: str = Field(default="cpu", pattern=r"^(cpu|cuda(:\d+)?|mps)$", title="Torch device")
 
-    @model_validator(mode="after")
-    def _valid_config(self) -> TrainCounterParams:
-        lo, hi = self.train_difficulty
-        if not 0.0 <= lo <= hi <= 1.0:
-            raise ValueError(f"train_difficulty must be (lo, hi) with 0 <= lo <= hi <= 1, got ({lo}, {hi})")
-        if not self.quick and self.train_size < self.batch_size:
-            raise ValueError(f"train_size ({self.train_size}) must be at least batch_size ({self.batch_size})")
-        return self
 
-    def train_config(self):
-        """The ``counter_training.TrainConfig`` of these parameters (imports torch)."""
-        from engines.collab.counter_training import QUICK, TrainConfig
+def _quick_sizes(params: _Quick, values: dict) -> dict:
+    return {**values, **QUICK} if params.quick else values  # as the command line's --quick
 
-        values = self.model_dump(exclude={"quick"})
-        values["train_difficulty"] = tuple(values["train_difficulty"])
-        if self.quick:
-            values.update(QUICK)
-        return TrainConfig(**values)
+
+class TrainCounterParams(job_model(TrainConfig, name="TrainCounterFields", base=_Quick, defaults=JOB_DEFAULTS,
+                                   adjust=_quick_sizes)):
+    """Parameters of a ``collab.train_counter`` job: ``counter_config.TrainConfig``'s fields, as the
+    ``train-counter`` command's options, with the job's smaller defaults (``JOB_DEFAULTS``: under a
+    minute on 2 idle CPU cores, a weaker model than the shipped one). ``quick`` replaces the sizes by
+    the command line's ``--quick`` ones: a useless model in seconds, to check the pipeline."""
 
 
 def counter_summary(report: dict) -> dict:
@@ -279,7 +254,7 @@ def train_counter_job(ctx: JobContext, **params) -> dict:
     from engines.collab import counter_training  # torch is imported in the job's process only
 
     p = TrainCounterParams(**params)
-    config = p.train_config()
+    config = p.config()
     folder = ctx.result_dir
     out = folder / f"{COUNTER_STEM}.pt"
 

@@ -231,14 +231,18 @@ def option_values(cls: type, args: argparse.Namespace, *, only: Iterable[str] | 
 
 def job_model(cls: type, *, name: str, base: type[JobParams] = JobParams, only: Iterable[str] | None = None,
               exclude: Iterable[str] = (), defaults: Mapping[str, Any] | None = None,
-              doc: str | None = None) -> type[JobParams]:
+              doc: str | None = None,
+              adjust: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None) -> type[JobParams]:
     """A pydantic model with one field per field of the dataclass ``cls`` (``job=False`` ones left out).
 
     Each field keeps its type (a ``Literal`` of static ``choices``), its default (or the one in
     ``defaults``: jobs often run smaller than the command line), its bounds and a title from its
-    help. The model then builds ``cls`` from the job's values (the others at their defaults), so
-    the config's ``__post_init__`` refuses what it refuses anywhere else, with its own message.
-    Subclass the result to add methods and validators; ``base`` must derive from ``JobParams``.
+    help. The model's ``config()`` builds ``cls`` from the job's values (the others at their
+    defaults), and building it is the model's last check, so the config's ``__post_init__`` refuses
+    what it refuses anywhere else, with its own message. ``adjust(params, values)`` may change the
+    values first from the parameters ``base`` adds (a ``quick`` flag replacing sizes, as the command
+    line's ``--quick`` does). Subclass the result to add methods and validators; ``base`` must derive
+    from ``JobParams``.
     """
     if not issubclass(base, JobParams):
         raise TypeError(f"base must derive from JobParams (extra='forbid'), got {base.__name__}")
@@ -260,11 +264,18 @@ def job_model(cls: type, *, name: str, base: type[JobParams] = JobParams, only: 
         raise ValueError(f"defaults for field(s) that {name} does not have: {sorted(defaults)}")
     names = tuple(fields)
 
+    class Derived(base):
+        def config(self) -> Any:
+            """The config these parameters stand for (``job_model``)."""
+            values = {field_name: getattr(self, field_name) for field_name in names}
+            return cls(**(adjust(self, values) if adjust else values))
+
     def config_checks(params: JobParams) -> JobParams:
-        cls(**{field_name: getattr(params, field_name) for field_name in names})  # ValueError -> ValidationError
+        params.config()  # ValueError -> ValidationError
         return params
 
-    model = create_model(name, __base__=base, __module__=base.__module__,
+    Derived.__name__ = Derived.__qualname__ = f"{name}Base"
+    model = create_model(name, __base__=Derived, __module__=base.__module__,
                          __validators__={"_config_checks": model_validator(mode="after")(config_checks)}, **fields)
     model.__doc__ = doc or base.__doc__
     return model

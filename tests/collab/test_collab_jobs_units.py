@@ -482,7 +482,7 @@ def test_train_counter_form_labels():
 
 def test_train_config_carries_the_parameters():
     config = jobs.TrainCounterParams(seed=5, train_size=300, epochs=2, batch_size=32, lr=0.01,
-                                     train_difficulty=(0.2, 0.6), threads=3, device="cpu").train_config()
+                                     train_difficulty=(0.2, 0.6), threads=3, device="cpu").config()
     assert (config.seed, config.train_size, config.epochs, config.batch_size, config.lr, config.threads,
             config.device) == (5, 300, 2, 32, 0.01, 3, "cpu")
     assert config.train_difficulty == (0.2, 0.6)
@@ -490,8 +490,8 @@ def test_train_config_carries_the_parameters():
 
 
 def test_train_config_quick_takes_the_command_lines_quick_sizes():
-    config = jobs.TrainCounterParams(seed=5, quick=True).train_config()
-    # counter_training.QUICK, as --quick sets them.
+    config = jobs.TrainCounterParams(seed=5, quick=True).config()
+    # counter_config.QUICK, as --quick sets them.
     assert (config.train_size, config.epochs, config.batch_size, config.val_size, config.test_size,
             config.scores_size) == (256, 1, 64, 128, 64, 128)
     assert config.seed == 5

@@ -11,17 +11,15 @@ import torch
 
 from engines.collab.counter import (
     DEFAULT_WEIGHTS,
-    CounterConfig,
     ShapeCounter,
     load_counter,
     n_parameters,
     predict_proba,
     save_counter,
 )
+from engines.collab.counter_config import QUICK, CounterConfig, TrainConfig
 from engines.collab.counter_training import (
-    QUICK,
     EvalMetrics,
-    TrainConfig,
     add_arguments,
     expected_calibration_error,
     fit_temperature,

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass, field
 
 import pytest
 from pydantic import ValidationError
 
-from engines.platform.config_schema import argparse_options, check_fields, job_model, option_values
+from engines.platform.config_schema import JobParams, argparse_options, check_fields, job_model, option_values
 
 
 @dataclass(frozen=True)
@@ -87,3 +88,28 @@ def test_a_job_meets_the_configs_own_cross_field_check():
     assert params(start=2, end=3).end == 3
     with pytest.raises(ValidationError, match="end must come after start, got 5 to 5"):
         params(start=5, end=5)
+
+
+def test_a_jobs_config_is_built_from_its_values_after_the_base_models_flag_adjusts_them():
+    @dataclass(frozen=True)
+    class Training:
+        images: int = field(default=1000, metadata={"min": 1})
+        batch: int = field(default=100, metadata={"min": 1})
+
+        def __post_init__(self) -> None:
+            check_fields(self)
+            if self.images < self.batch:
+                raise ValueError(f"images ({self.images}) must be at least batch ({self.batch})")
+
+    class Quick(JobParams):
+        quick: bool = False
+
+    def quick_sizes(params, values):
+        return {**values, "images": 8, "batch": 4} if params.quick else values
+
+    params = job_model(Training, name="TrainingParams", base=Quick, adjust=quick_sizes)
+    assert params(images=500).config() == Training(images=500, batch=100)
+    assert params(images=2, quick=True).config() == Training(images=8, batch=4)  # the sizes a quick run uses
+    with pytest.raises(ValidationError, match=re.escape("images (2) must be at least batch (100)")):
+        params(images=2)  # not quick: the config's own check refuses the job
+    assert job_model(Training, name="PlainParams")(batch=10).config() == Training(batch=10)
