@@ -168,3 +168,22 @@ def test_small_objects_of_a_160_by_120_video_keep_their_shapes_after_compression
         frame = reader.frame_at(1.0)
     seen = sorted((region.colour, region.shape) for region in find_objects(frame).objects)
     assert seen == [("cyan", "square"), ("orange", "circle"), ("purple", "triangle"), ("red", "diamond")]
+
+
+def test_a_frame_seen_again_gets_its_view_from_the_cache_and_a_different_frame_its_own(monkeypatch):
+    analysed = []
+    real = perception._analyse
+    monkeypatch.setattr(perception, "_analyse", lambda frame: analysed.append(frame.shape) or real(frame))
+    perception.forget_views()
+    red = _frame([(30, 30, 30)], [("square", (220, 30, 30), (0.3, 0.5), 30)])
+    blue = _frame([(30, 30, 30)], [("circle", (30, 60, 230), (0.7, 0.5), 30)])
+    first = find_objects(red)
+    assert find_objects(red.copy()) is first and len(analysed) == 1  # same pixels: analysed once
+    [square] = first.objects
+    [circle] = find_objects(blue).objects
+    assert (square.colour, square.shape) == ("red", "square") and (circle.colour, circle.shape) == ("blue", "circle")
+    # The same bytes read as another shape are another frame.
+    find_objects(red.reshape(red.shape[1], red.shape[0], 3))
+    assert len(analysed) == 3
+    perception.forget_views()
+    assert find_objects(red) == first and len(analysed) == 4  # forgotten: analysed again, to the same view

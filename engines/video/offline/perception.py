@@ -28,11 +28,14 @@ shapes or layout of a particular generator.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -252,8 +255,40 @@ def _structure(size: int) -> np.ndarray:
     return np.ones((size, size), bool)
 
 
+# What frames showed, by their pixels: an agent looks at the same frames again (another budget, the
+# other agent, a question asked again, the captioner's clips), and analysing one costs ~10 ms.
+VIEWS_KEPT = 4096
+_views: OrderedDict[bytes, FrameView] = OrderedDict()
+_views_lock = threading.Lock()
+
+
+def forget_views() -> None:
+    """Empty the cache of analysed frames (a benchmark times the analysis itself)."""
+    with _views_lock:
+        _views.clear()
+
+
 def find_objects(frame: np.ndarray) -> FrameView:
-    """The objects (and text-like regions) of an RGB frame (H, W, 3) uint8; see the module docstring."""
+    """The objects (and text-like regions) of an RGB frame (H, W, 3) uint8; see the module docstring.
+    A frame with the same pixels as one analysed recently gets the same view from the cache."""
+    frame = np.ascontiguousarray(frame)
+    hashed = hashlib.blake2b(f"{frame.shape} {frame.dtype}".encode(), digest_size=16)
+    hashed.update(frame.data)
+    digest = hashed.digest()
+    with _views_lock:
+        view = _views.get(digest)
+        if view is not None:
+            _views.move_to_end(digest)
+            return view
+    view = _analyse(frame)
+    with _views_lock:
+        _views[digest] = view
+        while len(_views) > VIEWS_KEPT:
+            _views.popitem(last=False)
+    return view
+
+
+def _analyse(frame: np.ndarray) -> FrameView:
     if frame.shape[1] < ANALYSIS_WIDTH:
         scale = ANALYSIS_WIDTH / frame.shape[1]
         size = (ANALYSIS_WIDTH, max(2, int(round(frame.shape[0] * scale))))
