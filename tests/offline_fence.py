@@ -1,5 +1,5 @@
 """The check behind each area's offline fence: no module of ``engines.<area>`` outside
-``engines/<area>/offline/`` imports the stand-ins but the area's role registry (``backends.py``),
+``engines/<area>/offline/`` imports the stand-ins but the area's role registry (``backends.py``; the judges' ``judges.py``),
 so the real path reads on its own (docs/extending.md, "The rooms of an area").
 
 Imports are read with ``ast`` at module and function level (``import``, ``from ... import``, relative
@@ -53,13 +53,21 @@ def fenced_imports(source: str, module: str, fenced: str, *, is_package: bool = 
     return sorted(set(found), key=lambda entry: (int(entry.split(":")[0][5:]), entry))
 
 
+def registry_module(area: str) -> str:
+    """The module of ``area`` that names its stand-ins: its role registry (the judges' registry for judge)."""
+    return REGISTRIES.get(area, f"engines.{area}.backends")
+
+
+REGISTRIES = {"judge": "engines.judge.judges"}
+
+
 def fence_offenders(area: str, allowed: Mapping[str, set[str]]) -> dict[str, list[str]]:
     """{file: imports of ``engines.<area>.offline``} of every module of the area outside the fence but
-    its registry ``engines.<area>.backends``; ``allowed`` names, per module, fenced names it may use."""
+    its registry (``registry_module``); ``allowed`` names, per module, fenced names it may use."""
     root, fenced = ROOT / "engines" / area, f"engines.{area}.offline"
     offenders = {}
     for path in sorted(root.rglob("*.py")):
-        if root / "offline" in path.parents or module_name(path) == f"engines.{area}.backends":
+        if root / "offline" in path.parents or module_name(path) == registry_module(area):
             continue
         module = module_name(path)
         found = [entry for entry in fenced_imports(path.read_text(encoding="utf-8"), module, fenced,

@@ -15,7 +15,7 @@ Modules, one job each:
   ``exporters`` (back to HarmBench results and JBB ``jailbreaks[]``, with the human labels),
   ``demo`` (the synthetic, redacted demo set in ``assets/judge/``);
 - the judges: ``prompts`` (the upstream prompts and parsers), ``judges`` (string, prompt and
-  learned judges behind one interface), ``learned`` (the offline MiniLM + logistic-regression
+  learned judges behind one interface), ``offline.learned`` (the offline MiniLM + logistic-regression
   judge), ``backends`` (the model role: local transformers, OpenAI-compatible endpoints),
   ``judging`` (a batch run with a resumable cache);
 - the audit: ``audit_table`` (items, labels and verdicts as arrays), ``metrics`` (confusion

@@ -12,7 +12,7 @@ Safety" (Schwinn et al., ICML 2026) and their neighbours, by registry name:
   (PAIR's ``GCGJudge``: its keywords and its more-than-5-words rule);
 - prompt judges on a backend (``engines.judge.backends``): ``harmbench-cls``, ``llamaguard3``,
   ``strongreject``, ``pair``, ``jbb-llama3``, ``jbb-refusal``, each with its upstream prompt and parser;
-- the offline default learned judge ``minilm-logreg`` (``engines.judge.learned``).
+- the offline default learned judge ``minilm-logreg`` (``engines.judge.offline.learned``).
 
 ``get_judge(name, backend=...)`` builds one; ``available_judges()`` lists the names. Every judge
 also has ``cache_id`` (its name and what answers for it: same id, same verdicts) and
@@ -282,7 +282,7 @@ for _name, _factory, _description in (
 @register_judge("minilm-logreg", needs_backend=False,
                 description="offline learned judge: all-MiniLM-L6-v2 embeddings + logistic regression head")
 def _learned(backend=None, *, head: str | None = None, **options) -> Judge:
-    from engines.judge.learned import LearnedJudge  # numpy/sentence-transformers load only when used
+    from engines.judge.offline.learned import LearnedJudge  # numpy/sentence-transformers load only when used
 
     return LearnedJudge.from_file(head) if head else LearnedJudge.default()
 

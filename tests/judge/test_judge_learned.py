@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from engines.judge.items import Item, JudgeDataError, Label
-from engines.judge.learned import (
+from engines.judge.offline.learned import (
     DEFAULT_HEAD,
     LearnedHead,
     LearnedJudge,

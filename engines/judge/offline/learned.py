@@ -11,7 +11,7 @@ The head is saved as JSON (coefficients, intercept, threshold, what it was train
 pickle, so loading one runs no code. ``assets/judge/learned_head.json`` is the shipped head;
 retrain it with
 
-    python -m engines.judge.learned train --items assets/judge/demo_items.jsonl \\
+    python -m engines.judge.offline.learned train --items assets/judge/demo_items.jsonl \\
         --labels assets/judge/demo_labels.csv --out assets/judge/learned_head.json
 
 The embedding model loads once per process (``load_embedder``), on the CPU.
@@ -106,7 +106,7 @@ class LearnedHead:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise JudgeDataError(path, None, None, "no such file (train a head: python -m engines.judge.learned "
+            raise JudgeDataError(path, None, None, "no such file (train a head: python -m engines.judge.offline.learned "
                                  "train --items ... --labels ... --out ...)") from None
         except json.JSONDecodeError as exc:
             raise JudgeDataError(path, exc.lineno, None, f"not valid JSON: {exc.msg}") from None
@@ -205,10 +205,10 @@ class LearnedJudge:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m engines.judge.learned train --items ITEMS --labels LABELS --out HEAD.json``."""
+    """``python -m engines.judge.offline.learned train --items ITEMS --labels LABELS --out HEAD.json``."""
     from engines.judge.items import read_items, read_labels
 
-    parser = argparse.ArgumentParser(prog="python -m engines.judge.learned",
+    parser = argparse.ArgumentParser(prog="python -m engines.judge.offline.learned",
                                      description="train the minilm-logreg judge's head on human labels")
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="fit the logistic-regression head and write it as JSON")
