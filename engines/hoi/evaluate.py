@@ -53,9 +53,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +72,10 @@ from engines.hoi.judge_replies import (
     parse_match,
     parse_yes_no,
 )
+from engines.hoi.methods import METHOD_NAME
 from engines.hoi.roles import Box, Grounder, VLMJudge
 from engines.hoi.scoring import compute_scores, normalize_question, parse_records
+from engines.platform.config_schema import argparse_options, check_fields, option_values
 from engines.platform.files import echo
 from engines.platform.progress import Progress, ProgressBar
 
@@ -442,22 +445,55 @@ def _result(benchmark: Benchmark, method: str, out: Path | None, records: dict[s
 # ---------------------------------------------------------------- command line
 
 
+def _role_names(kind: str) -> list[str]:
+    _register_roles()
+    from engines.hoi.roles import names
+
+    return names(kind)
+
+
+@dataclass(frozen=True)
+class EvaluateConfig:
+    """Which method's edits HOI-Eval judges, with which models. Each field's metadata is its one
+    declaration (``engines.platform.config_schema``): the ``evaluate`` command's option, the
+    ``hoi.evaluate`` job's parameter. Where the edits and the records are is the command's own
+    (``--benchmark``, ``--outputs``, ``--out``); a job names its benchmark folder and writes into its
+    result folder."""
+
+    method: str = field(default="", metadata={
+        "help": "the method whose <method>_frames are judged (its name is written in the records)",
+        "required": True})
+    grounder: str = field(default="offline", metadata={
+        "help": "the grounder's registered name", "choices": lambda: _role_names("grounder")})
+    judge: str = field(default="offline", metadata={
+        "help": "the VLM judge's registered name", "choices": lambda: _role_names("judge")})
+    limit: int | None = field(default=None, metadata={"help": "only the first N items", "min": 1, "max": 100_000})
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if not re.fullmatch(METHOD_NAME, str(self.method)):
+            raise ValueError(f"method must be 1 to 64 letters, digits or _.+- starting with a letter or digit, "
+                             f"got {echo(self.method)}")
+        for kind in ("grounder", "judge"):
+            value, known = getattr(self, kind), _role_names(kind)
+            if value not in known:
+                raise ValueError(f"unknown {kind} {echo(value)}; choose one of {', '.join(known)}")
+
+
 def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``evaluate`` options: ``EvaluateConfig``'s, and where the edits and the records are."""
     parser.add_argument("--benchmark", type=Path, required=True,
                         help="the folder with the two upstream annotation JSONs and images/L1L2, images/L3: "
                              "datasets/hoi/<name> of the data folder, or shipped/hoi/demo")
-    parser.add_argument("--method", required=True, help="the method's name (written in the records)")
+    argparse_options(EvaluateConfig, parser)
     parser.add_argument("--outputs", type=Path, default=None,
                         help="the method's edits, <split>/<key> (default: <benchmark>/<method>_frames)")
     parser.add_argument("--out", type=Path, default=None,
                         help="the records file (default: <benchmark>/records/<method>.json); under datasets/ or "
                              "jobs/ of the data folder, never in the shipped assets")
-    parser.add_argument("--grounder", default="offline", help="the grounder's registered name")
-    parser.add_argument("--judge", default="offline", help="the VLM judge's registered name")
     parser.add_argument("--option", action="append", default=[], metavar="ROLE.KEY=VALUE",
                         help="an option of a role, e.g. judge.base_url=http://127.0.0.1:8000/v1, judge.model=NAME, "
                              "grounder.path=DIR; repeat for several")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N items")
     parser.add_argument("--fresh", action="store_true", help="judge every item again, ignoring the records in --out")
     parser.add_argument("--no-progress", action="store_true")
 
@@ -484,17 +520,17 @@ def run_evaluate(args: argparse.Namespace) -> dict:
     from engines.hoi.folders import benchmark_folder, input_folder, output_path
     from engines.hoi.roles import make
 
-    _register_roles()
+    config = EvaluateConfig(**option_values(EvaluateConfig, args))
     root = benchmark_folder(args.benchmark, what="--benchmark")
-    outputs = input_folder(args.outputs if args.outputs is not None else root / f"{args.method}_frames",
+    outputs = input_folder(args.outputs if args.outputs is not None else root / f"{config.method}_frames",
                            what="--outputs (the method's edits, <split>/<key>)")
-    out = output_path(args.out if args.out is not None else root / "records" / f"{args.method}.json", what="--out")
+    out = output_path(args.out if args.out is not None else root / "records" / f"{config.method}.json", what="--out")
     options = role_options(args.option)
-    grounder = make("grounder", args.grounder, **options["grounder"])
-    judge = make("judge", args.judge, **options["judge"])
-    with ProgressBar(f"HOI-Eval {args.method}", "item", enabled=not args.no_progress) as bar:
-        result = evaluate_method(root, args.method, outputs, grounder, judge, progress=bar, out=out,
-                                 resume=not args.fresh, limit=args.limit)
+    grounder = make("grounder", config.grounder, **options["grounder"])
+    judge = make("judge", config.judge, **options["judge"])
+    with ProgressBar(f"HOI-Eval {config.method}", "item", enabled=not args.no_progress) as bar:
+        result = evaluate_method(root, config.method, outputs, grounder, judge, progress=bar, out=out,
+                                 resume=not args.fresh, limit=config.limit)
     result.pop("records")  # in the file; the command prints what it did
-    result.update(grounder=args.grounder, judge=args.judge, outputs=str(outputs))
+    result.update(grounder=config.grounder, judge=config.judge, outputs=str(outputs))
     return result

@@ -24,10 +24,11 @@ import shutil
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from engines.hoi import backends
 from engines.hoi.benchmark import load_benchmark
+from engines.hoi.evaluate import EvaluateConfig, evaluate_method
 from engines.hoi.folders import benchmark_folder, input_folder, shown
 from engines.hoi.methods import METHOD_NAME, method_sources, write_method
 from engines.hoi.roles import factory
@@ -90,15 +91,17 @@ BenchmarkFolder = Annotated[str, AfterValidator(_benchmark_folder),
                             Field(title="The benchmark folder: shipped/hoi/demo or datasets/hoi/<name>")]
 
 
-class EvaluateParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Benchmark(JobParams):
+    """Where a ``hoi.evaluate`` job's edits are, and its judge's options (a job writes its records into
+    its result folder)."""
 
     benchmark: BenchmarkFolder
-    method: str = Field(pattern=METHOD_NAME, title="The method whose <method>_frames are judged")
-    grounder: _role("grounder") = "offline"
-    judge: _role("judge") = "offline"
     judge_options: dict[str, str] = Field(default_factory=dict, title="e.g. base_url, model for the openai judge")
-    limit: int | None = Field(default=None, ge=1, le=100_000)
+
+
+class EvaluateParams(job_model(EvaluateConfig, name="EvaluateFields", base=_Benchmark)):
+    """Parameters of a ``hoi.evaluate`` job: the benchmark folder, ``EvaluateConfig``'s fields (as the
+    ``evaluate`` command's options) and the judge's options."""
 
     @model_validator(mode="after")
     def _judge_options(self) -> EvaluateParams:
@@ -117,8 +120,6 @@ def result_layers(root: str | Path, *, besides: int | None = None) -> list[Path]
 
 def _evaluate(ctx: JobContext, root: Path, method: str, grounder: str, judge: str, judge_options: dict,
               limit: int | None, *, start: float, span: float) -> dict:
-    from engines.hoi.evaluate import evaluate_method
-
     sources = method_sources([root, *result_layers(root, besides=ctx.job_id), ctx.result_dir])
     source = sources.get(method)
     if source is None:

@@ -22,6 +22,9 @@ Metadata keys (all optional):
   float fields parse as such, bool fields are ``store_true`` flags and dict fields take
   ``key=value,key=value`` (``key_values``).
 - ``job``: False when a job may not set the field (a file path, an execution detail).
+- ``required``: True when every caller must give the field (a name with no sensible default): a
+  required option, a job parameter without a default. The dataclass still declares a default
+  (refused by its own checks), so that a config works as declared.
 
 ``argparse_options`` adds the options (dest = the field name, with ``prefix``), ``option_values``
 reads them back, and ``job_model`` builds the pydantic model of a job's parameters
@@ -200,7 +203,7 @@ def argparse_options(cls: type, parser: argparse.ArgumentParser | argparse._Argu
         cli = {**(meta.get("cli") or {}), **((overrides or {}).get(f.name) or {})}
         flag = cli.get("flag", "--" + (prefix + f.name).replace("_", "-"))
         kwargs: dict[str, Any] = {"dest": prefix + f.name, "help": cli.get("help", meta.get("help"))}
-        if cli.get("required"):
+        if cli.get("required") or meta.get("required"):
             kwargs["required"] = True
         else:
             kwargs["default"] = cli.get("default", _default(f))
@@ -256,7 +259,9 @@ def job_model(cls: type, *, name: str, base: type[JobParams] = JobParams, only: 
         value = defaults.pop(f.name, _default(f))
         title = meta.get("title") or (meta["help"][:1].upper() + meta["help"][1:] if meta.get("help") else None)
         bounds = {pydantic: meta[key] for key, pydantic in BOUNDS.items() if key in meta}
-        if isinstance(value, (dict, list)):
+        if meta.get("required"):
+            fields[f.name] = (hint, Field(title=title, **bounds))
+        elif isinstance(value, (dict, list)):
             fields[f.name] = (hint, Field(default_factory=lambda v=value: type(v)(v), title=title, **bounds))
         else:
             fields[f.name] = (hint, Field(default=value, title=title, **bounds))

@@ -132,7 +132,8 @@ def test_a_benchmark_outside_the_owned_folders_is_refused_at_submission(demo, da
 
 @pytest.mark.parametrize(("params", "message"), [
     ({"benchmark": "/nowhere", "method": "m"}, "is outside the folders"),
-    ({"method": "../escape"}, "should match pattern"),
+    ({"method": "../escape"}, r"method must be 1 to 64 letters, digits or _\.\+- starting with a letter or digit, "
+                              r"got '\.\./escape'"),
     ({"method": "offline-faithful", "judge": "gpt"}, "unknown judge 'gpt'"),
     ({"method": "m", "judge": "openai", "judge_options": {"model": "m", "api_key_file": "/etc/passwd"}},
      "the judge 'openai' has no option 'api_key_file'"),

@@ -113,3 +113,25 @@ def test_a_jobs_config_is_built_from_its_values_after_the_base_models_flag_adjus
     with pytest.raises(ValidationError, match=re.escape("images (2) must be at least batch (100)")):
         params(images=2)  # not quick: the config's own check refuses the job
     assert job_model(Training, name="PlainParams")(batch=10).config() == Training(batch=10)
+
+
+def test_a_required_field_is_a_required_option_and_a_job_parameter_without_default():
+    @dataclass(frozen=True)
+    class Named:
+        name: str = field(default="", metadata={"help": "name", "required": True})
+        size: int = field(default=1, metadata={"help": "size", "min": 1})
+
+        def __post_init__(self) -> None:
+            check_fields(self)
+            if not self.name:
+                raise ValueError("name is empty")
+
+    parser = argparse.ArgumentParser()
+    argparse_options(Named, parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--size", "2"])  # argparse: the option is required
+    assert Named(**option_values(Named, parser.parse_args(["--name", "x"]))) == Named(name="x")
+    params = job_model(Named, name="NamedParams")
+    with pytest.raises(ValidationError, match=r"name\n  Field required"):
+        params(size=2)
+    assert params(name="y").config() == Named(name="y")
