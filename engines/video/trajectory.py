@@ -31,16 +31,19 @@ file, the line.
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from engines.platform.files import echo, json_depth_problem
+from pydantic import ConfigDict, Field, PlainValidator, Strict, field_validator, model_validator
+from pydantic.dataclasses import dataclass
+
+from engines.platform import formats
+from engines.platform.files import echo
+from engines.platform.formats import FieldProblem, FormatError
 from engines.video.spans import Span, TimeFormatError
 
 SCHEMA = "lvqa-traj/1"
@@ -58,152 +61,83 @@ AGENTS = ("gated", "coupled")
 HIT_SOURCES = ("caption", "ocr", "frame")  # the values docs/video.md names; any string is accepted
 
 
-class TrajectoryFormatError(ValueError):
-    """A trajectory record that does not follow ``lvqa-traj/1``.
-
-    ``path`` names the field (``steps[2].verdict.confidence``), ``source`` the file and line when the
-    record was read from one; ``str(error)`` joins them: ``"run.jsonl, line 3: steps[2].verdict.confidence:
-    must be a number from 0 to 1 (got 1.5)"``.
-    """
-
-    def __init__(self, path: str, problem: str, source: str = "") -> None:
-        self.path, self.problem, self.source = path, problem, source
-        parts = [part for part in (source, path) if part]
-        super().__init__(": ".join([*parts, problem]))
-
-    def within(self, prefix: str) -> TrajectoryFormatError:
-        """The same error one level further out, e.g. ``confidence`` within ``steps[2].verdict``."""
-        if not self.path:
-            path = prefix
-        elif self.path.startswith("["):
-            path = prefix + self.path
-        else:
-            path = f"{prefix}.{self.path}"
-        return TrajectoryFormatError(path, self.problem, self.source)
-
-
-@contextmanager
-def _within(prefix: str) -> Iterator[None]:
-    try:
-        yield
-    except TrajectoryFormatError as err:
-        raise err.within(prefix) from None
+class TrajectoryFormatError(FormatError):
+    """A trajectory record that does not follow ``lvqa-traj/1`` (``engines.platform.formats``):
+    ``str(error)`` names the file and line, the field and the problem, e.g. ``"run.jsonl, line 3:
+    steps[2].verdict.confidence: must be at most 1 (got 1.5)"``."""
 
 
 # ---------------------------------------------------------------------------------------------------
-# Field checks shared by the dataclasses (each returns the value in its stored form).
+# The record's field types: pydantic checks them on construction and on reading (a string is never
+# a number, a bool never a count; lists become tuples).
+
+_FORMAT = ConfigDict(extra="forbid")
+Number = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+Seconds = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
+Text = Annotated[str, Strict()]
+Flag = Annotated[bool, Strict()]
 
 
-def _number(value: Any, path: str, rule: str = "a number", ok=lambda v: True) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not ok(value):
-        raise TrajectoryFormatError(path, f"must be {rule} (got {echo(value)})")
-    return float(value)
-
-
-def _seconds(value: Any, path: str) -> float:
-    return _number(value, path, "a number of seconds, 0 or more", lambda v: v >= 0)
-
-
-def _count(value: Any, path: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise TrajectoryFormatError(path, f"must be a whole number of {low} or more (got {echo(value)})")
-    return value
-
-
-def _text(value: Any, path: str, *, optional: bool = False) -> str | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        raise TrajectoryFormatError(path, f"must be {'text or null' if optional else 'text'} (got {echo(value)})")
-    return value
-
-
-def _one_of(value: Any, path: str, choices: tuple[str | None, ...]) -> Any:
-    if value not in choices:
-        shown = ", ".join("null" if c is None else repr(c) for c in choices)
-        raise TrajectoryFormatError(path, f"must be one of {shown} (got {echo(value)})")
-    return value
-
-
-def _sequence(value: Any, path: str) -> tuple:
-    if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
-        raise TrajectoryFormatError(path, f"must be a list (got {type(value).__name__})")
-    return tuple(value)
-
-
-def _mapping(value: Any, path: str, *, optional: bool = False) -> dict | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, Mapping):
-        raise TrajectoryFormatError(path, f"must be an object (got {type(value).__name__})")
-    return dict(value)
-
-
-def _span(value: Any, path: str) -> Span:
+def _span(value: Any) -> Span:
     """A :class:`Span`, or a ``[start, end]`` pair of seconds."""
     if isinstance(value, Span):
         return value
-    if (
-        isinstance(value, list | tuple)
-        and len(value) == 2
-        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
-    ):
+    if (isinstance(value, list | tuple) and len(value) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)):
         try:
             return Span(float(value[0]), float(value[1]))
         except TimeFormatError as err:
-            raise TrajectoryFormatError(path, str(err)) from None
-    raise TrajectoryFormatError(path, f"must be a [start, end] pair of seconds (got {echo(value)})")
+            raise FieldProblem("", str(err)) from None
+    raise FieldProblem("", f"must be a [start, end] pair of seconds (got {echo(value)})")
 
 
-def _spans(value: Any, path: str) -> tuple[Span, ...]:
-    return tuple(_span(item, f"{path}[{k}]") for k, item in enumerate(_sequence(value, path)))
+SpanValue = Annotated[Span, PlainValidator(_span)]
 
 
-def _items_of(value: Any, path: str, cls: type) -> tuple:
-    items = _sequence(value, path)
-    for k, item in enumerate(items):
-        if not isinstance(item, cls):
-            raise TrajectoryFormatError(f"{path}[{k}]", f"must be a {cls.__name__} (got {type(item).__name__})")
-    return items
-
-
-def _set(obj: object, name: str, value: Any) -> None:
-    object.__setattr__(obj, name, value)  # the dataclasses are frozen; __post_init__ stores normalised values
+def _spans(value: Any) -> tuple[Span, ...]:
+    if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
+        raise FieldProblem("", f"must be a list of [start, end] pairs (got {echo(value)})")
+    spans = []
+    for k, item in enumerate(value):
+        try:
+            spans.append(_span(item))
+        except FieldProblem as problem:
+            raise FieldProblem(f"[{k}]", problem.problem) from None
+    return tuple(spans)
 
 
 # ---------------------------------------------------------------------------------------------------
 # The record.
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_FORMAT)
 class Hit:
-    """One retrieval result: a span of the video, its score and the indexed text that matched."""
+    """One retrieval result: a span of the video, its score and the indexed text that matched
+    (in the file: ``{"s", "e", "score", "text", "source"}``)."""
 
-    span: Span
-    score: float
-    text: str
-    source: str  # "caption" | "ocr" | "frame" (HIT_SOURCES)
+    span: SpanValue
+    score: Number
+    text: Text
+    source: Text = "caption"  # "caption" | "ocr" | "frame" (HIT_SOURCES)
 
-    def __post_init__(self) -> None:
-        _set(self, "span", _span(self.span, "span"))
-        _set(self, "score", _number(self.score, "score"))
-        _text(self.text, "text")
-        _text(self.source, "source")
+    @model_validator(mode="before")
+    @classmethod
+    def _from_file(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and ("s" in data or "e" in data):
+            data = dict(data)
+            data["span"] = [data.pop("s", None), data.pop("e", None)]
+        return data
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_FORMAT)
 class FrameRef:
     """A frame the inspector looked at: its time in the video and, when saved, the image file."""
 
-    t: float
-    path: str | None = None
-
-    def __post_init__(self) -> None:
-        _set(self, "t", _seconds(self.t, "t"))
-        _text(self.path, "path", optional=True)
+    t: Seconds
+    path: Text | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_FORMAT)
 class Verdict:
     """The inspector's reply, parsed (:func:`engines.video.gate.parse_verdict`).
 
@@ -212,40 +146,27 @@ class Verdict:
     ``evidence``.
     """
 
-    status: str
-    answer: str | None
-    confidence: float
-    evidence: str
-    cited_times: tuple[float, ...] = ()
-    missing: str = ""
-    next_queries: tuple[str, ...] = ()
-    search_more_type: str | None = None
+    status: Literal["ANSWER", "SEARCH_MORE"]
+    answer: Text | None
+    confidence: Annotated[float, Strict(), Field(ge=0, le=1, allow_inf_nan=False)]
+    evidence: Text
+    cited_times: tuple[Seconds, ...] = ()
+    missing: Text = ""
+    next_queries: tuple[Text, ...] = ()
+    search_more_type: Literal[SEARCH_MORE_TYPES] | None = None
 
     def __post_init__(self) -> None:
-        _one_of(self.status, "status", STATUSES)
         if self.status == "ANSWER":
-            if not isinstance(self.answer, str) or not self.answer.strip():
-                raise TrajectoryFormatError(
-                    "answer", f"must be the answered option letters when status is ANSWER (got {echo(self.answer)})"
-                )
+            if not self.answer or not self.answer.strip():
+                raise FieldProblem("answer", "must be the answered option letters when status is ANSWER "
+                                             f"(got {echo(self.answer)})")
             if self.search_more_type is not None:
-                raise TrajectoryFormatError("search_more_type", "must be null when status is ANSWER")
-        else:
-            if self.answer is not None:
-                raise TrajectoryFormatError("answer", f"must be null when status is SEARCH_MORE (got {echo(self.answer)})")
-            _one_of(self.search_more_type, "search_more_type", (*SEARCH_MORE_TYPES, None))
-        _set(self, "confidence", _number(self.confidence, "confidence", "a number from 0 to 1", lambda v: 0 <= v <= 1))
-        _text(self.evidence, "evidence")
-        times = _sequence(self.cited_times, "cited_times")
-        _set(self, "cited_times", tuple(_seconds(t, f"cited_times[{k}]") for k, t in enumerate(times)))
-        _text(self.missing, "missing")
-        queries = _sequence(self.next_queries, "next_queries")
-        for k, query in enumerate(queries):
-            _text(query, f"next_queries[{k}]")
-        _set(self, "next_queries", queries)
+                raise FieldProblem("search_more_type", "must be null when status is ANSWER")
+        elif self.answer is not None:
+            raise FieldProblem("answer", f"must be null when status is SEARCH_MORE (got {echo(self.answer)})")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_FORMAT)
 class Step:
     """One planner action and what came of it.
 
@@ -257,55 +178,48 @@ class Step:
     to inspect steps; ``gate_passed``/``gate_reason`` to inspect and finalize steps.
     """
 
-    i: int
-    action: str
+    i: Annotated[int, Strict(), Field(ge=0)]
+    action: Literal["retrieve", "inspect", "finalize"]
     args: dict
-    planner_thought: str
-    latency_s: float
+    planner_thought: Text
+    latency_s: Seconds
     hits: tuple[Hit, ...] = ()
     frames: tuple[FrameRef, ...] = ()
     verdict: Verdict | None = None
-    gate_passed: bool | None = None
-    gate_reason: str | None = None
-    forced: bool = False
-    observation: str = ""
+    gate_passed: Flag | None = None
+    gate_reason: Text | None = None
+    forced: Flag = False
+    observation: Text = ""
+
+    @field_validator("args")
+    @classmethod
+    def _args(cls, args: dict, info) -> dict:
+        action, args = info.data.get("action"), dict(args)
+        if action == "retrieve":
+            if "query" not in args:
+                raise FieldProblem("query", "is missing (a retrieve step needs its query)")
+            if not isinstance(args["query"], str):
+                raise FieldProblem("query", f"must be text (got {echo(args['query'])})")
+        elif action == "inspect":
+            if "spans" not in args:
+                raise FieldProblem("spans", "is missing (an inspect step needs its spans)")
+            try:
+                args["spans"] = _spans(args["spans"])
+            except FieldProblem as problem:
+                raise FieldProblem(f"spans{problem.field}", problem.problem) from None
+            if not args["spans"]:
+                raise FieldProblem("spans", "must name at least one span")
+            if "context" in args and not isinstance(args["context"], str):
+                raise FieldProblem("context", f"must be text (got {echo(args['context'])})")
+        return args
 
     def __post_init__(self) -> None:
-        _count(self.i, "i", 0)
-        _one_of(self.action, "action", ACTIONS)
-        args = _mapping(self.args, "args")
-        if self.action == "retrieve":
-            if "query" not in args:
-                raise TrajectoryFormatError("args.query", "is missing (a retrieve step needs its query)")
-            _text(args["query"], "args.query")
-        elif self.action == "inspect":
-            if "spans" not in args:
-                raise TrajectoryFormatError("args.spans", "is missing (an inspect step needs its spans)")
-            args["spans"] = _spans(args["spans"], "args.spans")
-            if not args["spans"]:
-                raise TrajectoryFormatError("args.spans", "must name at least one span")
-            if "context" in args:
-                _text(args["context"], "args.context")
-        _set(self, "args", args)
-        _text(self.planner_thought, "planner_thought")
-        _set(self, "latency_s", _seconds(self.latency_s, "latency_s"))
-        _set(self, "hits", _items_of(self.hits, "hits", Hit))
-        _set(self, "frames", _items_of(self.frames, "frames", FrameRef))
         if self.hits and self.action != "retrieve":
-            raise TrajectoryFormatError("hits", f"only a retrieve step has hits (this is {self.action})")
+            raise FieldProblem("hits", f"only a retrieve step has hits (this is {self.action})")
         if self.frames and self.action != "inspect":
-            raise TrajectoryFormatError("frames", f"only an inspect step has frames (this is {self.action})")
-        if self.verdict is not None:
-            if not isinstance(self.verdict, Verdict):
-                raise TrajectoryFormatError("verdict", f"must be a Verdict (got {type(self.verdict).__name__})")
-            if self.action != "inspect":
-                raise TrajectoryFormatError("verdict", f"only an inspect step has a verdict (this is {self.action})")
-        if self.gate_passed is not None and not isinstance(self.gate_passed, bool):
-            raise TrajectoryFormatError("gate_passed", f"must be true, false or null (got {echo(self.gate_passed)})")
-        _text(self.gate_reason, "gate_reason", optional=True)
-        if not isinstance(self.forced, bool):
-            raise TrajectoryFormatError("forced", f"must be true or false (got {echo(self.forced)})")
-        _text(self.observation, "observation")
+            raise FieldProblem("frames", f"only an inspect step has frames (this is {self.action})")
+        if self.verdict is not None and self.action != "inspect":
+            raise FieldProblem("verdict", f"only an inspect step has a verdict (this is {self.action})")
 
     @property
     def spans(self) -> tuple[Span, ...]:
@@ -313,34 +227,26 @@ class Step:
         return self.args["spans"] if self.action == "inspect" else ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_FORMAT)
 class Final:
     """The final answer and where its authority came from (``mode``, one of FINAL_MODES)."""
 
-    answer: str | None
-    authorised_by_step: int | None
-    mode: str
+    answer: Text | None
+    authorised_by_step: Annotated[int, Strict(), Field(ge=0)] | None
+    mode: Literal[FINAL_MODES]
     # The answer rests on nothing seen: a forced or fallback inspection found nothing that bears on
     # the question and named an option anyway (its verdict cites no time, confidence 0).
-    guess: bool = False
+    guess: Flag = False
 
     def __post_init__(self) -> None:
-        _text(self.answer, "answer", optional=True)
-        if not isinstance(self.guess, bool):
-            raise TrajectoryFormatError("guess", f"must be true or false (got {echo(self.guess)})")
         if self.guess and self.answer is None:
-            raise TrajectoryFormatError("guess", "is true but there is no answer")
-        if self.authorised_by_step is not None:
-            _count(self.authorised_by_step, "authorised_by_step", 0)
-        _one_of(self.mode, "mode", FINAL_MODES)
+            raise FieldProblem("guess", "is true but there is no answer")
         if self.mode == "none" and (self.answer is not None or self.authorised_by_step is not None):
-            raise TrajectoryFormatError("mode", "is 'none' but an answer or an authorising step is given")
+            raise FieldProblem("mode", "is 'none' but an answer or an authorising step is given")
         if self.mode != "none" and self.answer is None:
-            raise TrajectoryFormatError("answer", f"is null but mode is {echo(self.mode)} (use mode 'none' for no answer)")
+            raise FieldProblem("answer", f"is null but mode is {echo(self.mode)} (use mode 'none' for no answer)")
         if self.mode == "gated" and self.authorised_by_step is None:
-            raise TrajectoryFormatError(
-                "authorised_by_step", "must name the inspect step whose verdict passed the gate"
-            )
+            raise FieldProblem("authorised_by_step", "must name the inspect step whose verdict passed the gate")
 
 
 def option_letters(options: Iterable[str]) -> tuple[str, ...]:
@@ -348,7 +254,25 @@ def option_letters(options: Iterable[str]) -> tuple[str, ...]:
     return tuple(chr(ord("A") + k) for k, _ in enumerate(options))
 
 
-@dataclass(frozen=True)
+def _budget(value: Any) -> dict:
+    budget = formats.validated(_BudgetFields, value, format_name=SCHEMA)
+    return {**value, "max_steps": budget.max_steps, "max_frames": budget.max_frames, "fps": budget.fps}
+
+
+@dataclass(frozen=True, config=ConfigDict(extra="ignore"))
+class _BudgetFields:
+    max_steps: Annotated[int, Strict(), Field(ge=1)]
+    max_frames: Annotated[int, Strict(), Field(ge=1)]
+    fps: Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+
+
+@dataclass(frozen=True, config=ConfigDict(extra="ignore"))
+class _Models:
+    planner: Text
+    inspector: Text
+
+
+@dataclass(frozen=True, config=_FORMAT)
 class Trajectory:
     """The record of one question: the question, the agent's steps and its final answer.
 
@@ -359,80 +283,71 @@ class Trajectory:
     the run configuration.
     """
 
-    run_id: str
-    benchmark: str
-    uid: str
-    video_id: str
-    video_path: str
-    duration_s: float
-    question: str
-    options: tuple[str, ...]
-    gt_answer: str | None
-    gt_spans: tuple[Span, ...]
+    run_id: Text
+    benchmark: Text
+    uid: Text
+    video_id: Text
+    video_path: Text
+    duration_s: Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+    question: Text
+    options: Annotated[tuple[Text, ...], Field(min_length=2, max_length=26)]
+    gt_answer: Text | None
+    gt_spans: Annotated[tuple[Span, ...], PlainValidator(_spans)]
     budget: dict
     steps: tuple[Step, ...]
     final: Final
     models: dict
     metrics: dict | None = None
-    agent: str = "gated"
+    agent: Literal["gated", "coupled"] = "gated"
     config: dict = field(default_factory=dict)
-    schema: str = SCHEMA
+    schema: Literal["lvqa-traj/1"] = SCHEMA
+
+    @model_validator(mode="before")
+    @classmethod
+    def _schema_first(cls, data: Any) -> Any:
+        # A record of another schema is named as such, before any field of this one is missed.
+        if isinstance(data, Mapping) and "schema" in data and data["schema"] != SCHEMA:
+            raise FieldProblem("schema", f"must be {SCHEMA!r} (got {echo(data['schema'])})")
+        return data
+
+    @field_validator("budget")
+    @classmethod
+    def _budget_fields(cls, value: dict) -> dict:
+        try:
+            return _budget(value)
+        except FormatError as err:
+            raise FieldProblem(err.field, err.problem) from None
+
+    @field_validator("models")
+    @classmethod
+    def _model_names(cls, value: dict) -> dict:
+        try:
+            formats.validated(_Models, value, format_name=SCHEMA)
+        except FormatError as err:
+            raise FieldProblem(err.field, err.problem) from None
+        return dict(value)
 
     def __post_init__(self) -> None:
-        if self.schema != SCHEMA:
-            raise TrajectoryFormatError("schema", f"must be {SCHEMA!r} (got {echo(self.schema)})")
-        for name in ("run_id", "benchmark", "uid", "video_id", "video_path", "question"):
-            _text(getattr(self, name), name)
-        _set(self, "duration_s", _number(self.duration_s, "duration_s", "a number of seconds above 0", lambda v: v > 0))
-        options = _sequence(self.options, "options")
-        if not 2 <= len(options) <= 26:
-            raise TrajectoryFormatError("options", f"must hold 2 to 26 options (got {len(options)})")
-        for k, option in enumerate(options):
-            _text(option, f"options[{k}]")
-        _set(self, "options", options)
-        if self.gt_answer is not None:
-            _one_of(self.gt_answer, "gt_answer", (*self.option_letters, None))
-        _set(self, "gt_spans", _spans(self.gt_spans, "gt_spans"))
-        budget = _mapping(self.budget, "budget")
-        for key in ("max_steps", "max_frames", "fps"):
-            if key not in budget:
-                raise TrajectoryFormatError(f"budget.{key}", "is missing")
-        _count(budget["max_steps"], "budget.max_steps", 1)
-        _count(budget["max_frames"], "budget.max_frames", 1)
-        budget["fps"] = _number(budget["fps"], "budget.fps", "a number above 0", lambda v: v > 0)
-        _set(self, "budget", budget)
-        steps = _items_of(self.steps, "steps", Step)
-        for k in range(1, len(steps)):
-            if steps[k].i <= steps[k - 1].i:
-                raise TrajectoryFormatError(f"steps[{k}].i", f"must be above the previous step's i ({steps[k - 1].i})")
-        _set(self, "steps", steps)
-        if not isinstance(self.final, Final):
-            raise TrajectoryFormatError("final", f"must be a Final (got {type(self.final).__name__})")
-        models = _mapping(self.models, "models")
-        for key in ("planner", "inspector"):
-            if key not in models:
-                raise TrajectoryFormatError(f"models.{key}", "is missing")
-            _text(models[key], f"models.{key}")
-        _set(self, "models", models)
-        _set(self, "metrics", _mapping(self.metrics, "metrics", optional=True))
-        _one_of(self.agent, "agent", AGENTS)
-        _set(self, "config", _mapping(self.config, "config"))
+        if self.gt_answer is not None and self.gt_answer not in self.option_letters:
+            shown = ", ".join([*map(repr, self.option_letters), "null"])
+            raise FieldProblem("gt_answer", f"must be one of {shown} (got {echo(self.gt_answer)})")
+        for k in range(1, len(self.steps)):
+            if self.steps[k].i <= self.steps[k - 1].i:
+                raise FieldProblem(f"steps[{k}].i", f"must be above the previous step's i ({self.steps[k - 1].i})")
         # Cross-field rules of the final answer.
         named = self.final.authorised_by_step
         if named is not None:
             step = self.step(named)
             if step is None:
-                raise TrajectoryFormatError("final.authorised_by_step", f"names step {named}, which is not in steps")
+                raise FieldProblem("final.authorised_by_step", f"names step {named}, which is not in steps")
             if step.action != "inspect":
-                raise TrajectoryFormatError(
-                    "final.authorised_by_step", f"names step {named}, a {step.action} step (must be an inspect step)"
-                )
+                raise FieldProblem("final.authorised_by_step",
+                                   f"names step {named}, a {step.action} step (must be an inspect step)")
         # Mode "coupled" belongs to the coupled agent, which answers in that mode or not at all.
         if (self.final.mode == "coupled") != (self.agent == "coupled" and self.final.answer is not None):
-            raise TrajectoryFormatError(
-                "final.mode", f"is {echo(self.final.mode)} but the agent is {echo(self.agent)} (the coupled agent answers in "
-                "mode 'coupled' or not at all; only it uses that mode)"
-            )
+            raise FieldProblem(
+                "final.mode", f"is {echo(self.final.mode)} but the agent is {echo(self.agent)} (the coupled agent answers "
+                "in mode 'coupled' or not at all; only it uses that mode)")
 
     # -- convenience ---------------------------------------------------------------------------
 
@@ -558,88 +473,17 @@ def to_json(trajectory: Trajectory) -> dict:
     }
 
 
-def _key(name: str) -> str:
-    """A key of the file as a field path: as it is when short and printable, else quoted shortened."""
-    return name if len(name) <= 60 and name.isprintable() else echo(name, 60)
-
-
-def _fields(obj: Any, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict:
-    """The keys of a JSON object, checked: every required key present, no unknown key."""
-    obj = _mapping(obj, "")
-    for key in required:
-        if key not in obj:
-            raise TrajectoryFormatError(key, "is missing")
-    unknown = sorted(set(obj) - set(required) - set(optional), key=str)
-    if unknown:
-        raise TrajectoryFormatError(_key(unknown[0]), f"is not a field of {SCHEMA}")
-    return obj
-
-
-def _verdict_from_json(obj: Any) -> Verdict:
-    d = _fields(obj, ("status", "answer", "confidence", "evidence"),
-                ("cited_times", "missing", "next_queries", "search_more_type"))
-    return Verdict(d["status"], d["answer"], d["confidence"], d["evidence"], d.get("cited_times", ()),
-                   d.get("missing", ""), d.get("next_queries", ()), d.get("search_more_type"))
-
-
-def _hit_from_json(obj: Any) -> Hit:
-    d = _fields(obj, ("s", "e", "score", "text"), ("source",))
-    start, end = _number(d["s"], "s", "a number of seconds"), _number(d["e"], "e", "a number of seconds")
-    return Hit(_span([start, end], ""), d["score"], d["text"], d.get("source", "caption"))
-
-
-def _frame_from_json(obj: Any) -> FrameRef:
-    d = _fields(obj, ("t",), ("path",))
-    return FrameRef(d["t"], d.get("path"))
-
-
-def _list_from_json(value: Any, path: str, read) -> tuple:
-    items = []
-    for k, item in enumerate(_sequence(value, path)):
-        with _within(f"{path}[{k}]"):
-            items.append(read(item))
-    return tuple(items)
-
-
-def _step_from_json(obj: Any) -> Step:
-    d = _fields(obj, ("i", "action", "args", "planner_thought", "latency_s"),
-                ("observation", "hits", "frames", "verdict", "gate_passed", "gate_reason", "forced"))
-    hits = _list_from_json(d.get("hits", []), "hits", _hit_from_json)
-    frames = _list_from_json(d.get("frames", []), "frames", _frame_from_json)
-    verdict = None
-    if d.get("verdict") is not None:
-        with _within("verdict"):
-            verdict = _verdict_from_json(d["verdict"])
-    return Step(d["i"], d["action"], d["args"], d["planner_thought"], d["latency_s"], hits=hits, frames=frames,
-                verdict=verdict, gate_passed=d.get("gate_passed"), gate_reason=d.get("gate_reason"),
-                forced=d.get("forced", False), observation=d.get("observation", ""))
-
-
-_TOP_REQUIRED = ("schema", "run_id", "benchmark", "uid", "video_id", "video_path", "duration_s", "question", "options",
-                 "gt_answer", "gt_spans", "budget", "steps", "final", "models")
-_TOP_OPTIONAL = ("metrics", "agent", "config")
-
-
 def from_json(obj: Any) -> Trajectory:
     """The :class:`Trajectory` of a JSON object written by :func:`to_json`.
 
     Raises:
         TrajectoryFormatError: the object does not follow ``lvqa-traj/1``; the message names the
-            field path, e.g. ``"steps[2].verdict.confidence: must be a number from 0 to 1 (got 1.5)"``.
+            field path, e.g. ``"steps[2].verdict.confidence: must be at most 1 (got 1.5)"``.
     """
-    if isinstance(obj, Mapping) and "schema" in obj and obj["schema"] != SCHEMA:
-        raise TrajectoryFormatError("schema", f"must be {SCHEMA!r} (got {echo(obj['schema'])})")
-    d = _fields(obj, _TOP_REQUIRED, _TOP_OPTIONAL)
-    steps = _list_from_json(d["steps"], "steps", _step_from_json)
-    with _within("final"):
-        f = _fields(d["final"], ("answer", "authorised_by_step", "mode"), ("guess",))
-        final = Final(f["answer"], f["authorised_by_step"], f["mode"], f.get("guess", False))
-    return Trajectory(
-        run_id=d["run_id"], benchmark=d["benchmark"], uid=d["uid"], video_id=d["video_id"], video_path=d["video_path"],
-        duration_s=d["duration_s"], question=d["question"], options=d["options"], gt_answer=d["gt_answer"],
-        gt_spans=d["gt_spans"], budget=d["budget"], steps=steps, final=final, models=d["models"],
-        metrics=d.get("metrics"), agent=d.get("agent", "gated"), config=d.get("config", {}), schema=d["schema"],
-    )
+    try:
+        return formats.validated(Trajectory, obj, format_name=SCHEMA)
+    except FormatError as err:
+        raise TrajectoryFormatError(err.field, err.problem, err.source) from None
 
 
 def _line(trajectory: Trajectory) -> str:
@@ -679,32 +523,16 @@ def append_jsonl(trajectory: Trajectory, path: str | os.PathLike) -> Path:
 
 
 def read_jsonl(path: str | os.PathLike, *, name: str | None = None) -> list[Trajectory]:
-    """The trajectories of a JSONL file (blank lines skipped).
+    """The trajectories of a JSONL file (blank lines skipped; ``engines.platform.formats.read_jsonl``).
 
     ``name`` is how messages call the file (default: its path); a page passes the path as a person
-    may see it. A line's values are quoted shortened in messages (``echo``), and a line nesting
-    deeper than ``HAI_MAX_JSON_DEPTH`` is refused before it is parsed.
+    may see it.
 
     Raises:
         TrajectoryFormatError: a line is not JSON or not ``lvqa-traj/1``; the message names the file,
             the line and the field, e.g. ``"run.jsonl, line 3: final.mode: must be one of ..."``.
     """
-    path = Path(path)
-    trajectories = []
-    with open(path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            where = f"{name or path}, line {number}"
-            problem = json_depth_problem(line)
-            if problem is not None:
-                raise TrajectoryFormatError("", f"the JSON {problem}", where)
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise TrajectoryFormatError("", f"not valid JSON ({err.msg} at column {err.colno})", where) from None
-            try:
-                trajectories.append(from_json(obj))
-            except TrajectoryFormatError as err:
-                raise TrajectoryFormatError(err.path, err.problem, where) from None
-    return trajectories
+    try:
+        return formats.read_jsonl(path, Trajectory, format_name=SCHEMA, name=name)
+    except FormatError as err:
+        raise TrajectoryFormatError(err.field, err.problem, err.source) from None

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
+from engines.platform.formats import format_error
 from engines.video.spans import Span
 from engines.video.trajectory import (
     SCHEMA,
@@ -152,20 +154,20 @@ def broken(edit) -> dict:
     ("edit", "message"),
     [
         (lambda o: o["steps"][2]["verdict"].__setitem__("confidence", 1.5),
-         "steps[2].verdict.confidence: must be a number from 0 to 1 (got 1.5)"),
+         "steps[2].verdict.confidence: must be at most 1 (got 1.5)"),
         (lambda o: o["steps"][2]["verdict"].__setitem__("confidence", "0.9"),
-         "steps[2].verdict.confidence: must be a number from 0 to 1 (got '0.9')"),
+         "steps[2].verdict.confidence: must be a number (got '0.9')"),
         (lambda o: o["steps"][1]["verdict"].__setitem__("search_more_type", "OTHER"),
          "steps[1].verdict.search_more_type: must be one of"),
         (lambda o: o["steps"][2]["verdict"].__setitem__("answer", None),
          "steps[2].verdict.answer: must be the answered option letters when status is ANSWER"),
         (lambda o: o["steps"][0]["hits"][1].__setitem__("e", 90.0),
-         "steps[0].hits[1]: a span must satisfy 0 <= start <= end"),
+         "steps[0].hits[1].span: a span must satisfy 0 <= start <= end"),  # the file's s and e
         (lambda o: o["steps"][0]["hits"][0].pop("score"), "steps[0].hits[0].score: is missing"),
         (lambda o: o["steps"][1]["args"]["spans"].__setitem__(0, [5.0]),
          "steps[1].args.spans[0]: must be a [start, end] pair of seconds"),
         (lambda o: o["steps"][1]["frames"][0].__setitem__("t", -1),
-         "steps[1].frames[0].t: must be a number of seconds, 0 or more"),
+         "steps[1].frames[0].t: must be at least 0 (got -1)"),
         (lambda o: o["steps"][0].__setitem__("action", "seek"), "steps[0].action: must be one of"),
         (lambda o: o["steps"][0]["args"].pop("query"), "steps[0].args.query: is missing"),
         (lambda o: o["steps"][3].__setitem__("i", 2), "steps[3].i: must be above the previous step's i (3)"),
@@ -174,7 +176,7 @@ def broken(edit) -> dict:
         (lambda o: o["steps"][0].__setitem__("colour", "red"), "steps[0].colour: is not a field of lvqa-traj/1"),
         (lambda o: o["gt_spans"].__setitem__(1, [30.0, 20.0]), "gt_spans[1]: a span must satisfy 0 <= start <= end"),
         (lambda o: o.__setitem__("gt_answer", "E"), "gt_answer: must be one of 'A', 'B', 'C', 'D', null (got 'E')"),
-        (lambda o: o.__setitem__("duration_s", 0), "duration_s: must be a number of seconds above 0 (got 0)"),
+        (lambda o: o.__setitem__("duration_s", 0), "duration_s: must be above 0 (got 0)"),
         (lambda o: o["budget"].pop("fps"), "budget.fps: is missing"),
         (lambda o: o["models"].pop("inspector"), "models.inspector: is missing"),
         (lambda o: o.pop("question"), "question: is missing"),
@@ -198,25 +200,31 @@ def test_from_json_errors_name_the_field_path(edit, message):
 def test_format_error_is_a_value_error_with_its_path():
     with pytest.raises(ValueError) as info:
         from_json(broken(lambda o: o["steps"][2]["verdict"].__setitem__("confidence", 1.5)))
-    assert info.value.path == "steps[2].verdict.confidence"
-    assert info.value.problem == "must be a number from 0 to 1 (got 1.5)"
+    assert info.value.field == "steps[2].verdict.confidence"
+    assert info.value.problem == "must be at most 1 (got 1.5)"
 
 
 def test_constructor_errors_name_the_field():
-    with pytest.raises(TrajectoryFormatError, match=r"^confidence: must be a number from 0 to 1"):
-        Verdict("ANSWER", "B", 1.2, "", ())
-    with pytest.raises(TrajectoryFormatError, match=r"^answer: must be null when status is SEARCH_MORE"):
-        Verdict("SEARCH_MORE", "B", 0.5, "", ())
-    with pytest.raises(TrajectoryFormatError, match=r"^search_more_type: must be null when status is ANSWER"):
-        Verdict("ANSWER", "B", 0.99, "", (), search_more_type="VISUAL_UNCLEAR")
-    with pytest.raises(TrajectoryFormatError, match=r"^args.spans: must name at least one span"):
-        Step(1, "inspect", {"spans": []}, "", 0.0)
-    with pytest.raises(TrajectoryFormatError, match=r"^hits: only a retrieve step has hits"):
-        Step(1, "inspect", {"spans": [[0, 15]]}, "", 0.0, hits=(Hit(Span(0, 1), 1.0, "", "caption"),))
-    with pytest.raises(TrajectoryFormatError, match=r"^mode: is 'none' but an answer"):
-        Final("B", None, "none")
-    with pytest.raises(TrajectoryFormatError, match=r"^authorised_by_step: must name the inspect step"):
-        Final("B", None, "gated")
+    def problem(make) -> str:
+        with pytest.raises(ValidationError) as info:
+            make()
+        return str(format_error(info.value, format_name=SCHEMA))
+
+    assert problem(lambda: Verdict(status="ANSWER", answer="B", confidence=1.2, evidence="")) == (
+        "confidence: must be at most 1 (got 1.2)")  # given by position, a value's path is its place ("[2]")
+    assert problem(lambda: Verdict("SEARCH_MORE", "B", 0.5, "", ())).startswith(
+        "answer: must be null when status is SEARCH_MORE")
+    assert problem(lambda: Verdict("ANSWER", "B", 0.99, "", (), search_more_type="VISUAL_UNCLEAR")) == (
+        "search_more_type: must be null when status is ANSWER")
+    assert problem(lambda: Step(i=1, action="inspect", args={"spans": []}, planner_thought="", latency_s=0.0)) == (
+        "args.spans: must name at least one span")
+    assert problem(lambda: Step(1, "inspect", {"spans": [[0, 15]]}, "", 0.0,
+                                hits=(Hit(Span(0, 1), 1.0, "", "caption"),))).startswith(
+        "hits: only a retrieve step has hits")
+    assert problem(lambda: Final("B", None, "none")).startswith("mode: is 'none' but an answer")
+    assert problem(lambda: Final("B", None, "gated")).startswith("authorised_by_step: must name the inspect step")
+    assert problem(lambda: Step(i=True, action="retrieve", args={"query": "q"}, planner_thought="", latency_s=0.0)) == (
+        "i: must be a whole number (got True)")
 
 
 def test_read_jsonl_names_file_and_line(tmp_path):
@@ -227,7 +235,7 @@ def test_read_jsonl_names_file_and_line(tmp_path):
     with pytest.raises(TrajectoryFormatError) as info:
         read_jsonl(path)
     assert str(info.value).startswith(f"{path}, line 3: final.mode: must be one of")
-    assert info.value.source == f"{path}, line 3" and info.value.path == "final.mode"
+    assert info.value.source == f"{path}, line 3" and info.value.field == "final.mode"
 
     path.write_text(good + "\n" + good[:40] + "\n", encoding="utf-8")  # torn second line
     with pytest.raises(TrajectoryFormatError, match=r", line 2: not valid JSON"):

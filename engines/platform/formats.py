@@ -1,0 +1,176 @@
+"""File formats as pydantic models: one error that names the file, the line and the field.
+
+An area declares a format as pydantic dataclasses or models (types, bounds, ``Literal`` choices,
+``extra="forbid"``), and reads a file of it here: :func:`read_jsonl` (one record per line, blank
+lines skipped) or :func:`validated` (one object). Whatever is wrong comes back as one
+:class:`FormatError` in one wording, ``"run.jsonl, line 3: steps[2].verdict.confidence: must be at
+most 1 (got 1.5)"``: the first problem pydantic found, its field path written as a person reads it,
+and the value quoted short (``files.echo``), since the value came from a file no one here wrote.
+
+A check pydantic cannot express (a rule between fields) raises :class:`FieldProblem` from a
+validator, naming the field below the model it checks (``FieldProblem("args.spans", "must name at
+least one span")``); its path joins the model's own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from engines.platform.files import echo, json_depth_problem
+
+
+class FormatError(ValueError):
+    """A record that does not follow its format. ``field`` is the path (``steps[2].verdict.confidence``),
+    ``source`` the file and line when it was read from one; ``str(error)`` joins them and the problem."""
+
+    def __init__(self, field: str, problem: str, source: str = "") -> None:
+        self.field, self.problem, self.source = field, problem, source
+        super().__init__(": ".join([*(part for part in (source, field) if part), problem]))
+
+
+class FieldProblem(ValueError):
+    """Raised by a format's validator: ``field`` (below the model checked; "" for the model itself)
+    and what is wrong with it."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field, self.problem = field, problem
+        super().__init__(f"{field}: {problem}" if field else problem)
+
+
+def field_path(parts: Iterable[str | int]) -> str:
+    """``("steps", 2, "verdict", "confidence")`` -> ``"steps[2].verdict.confidence"``."""
+    path = ""
+    for part in parts:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            name = part if len(part) <= 60 and part.isprintable() else echo(part, 60)
+            path = f"{path}.{name}" if path else name
+    return path
+
+
+def _join(path: str, below: str) -> str:
+    if not below:
+        return path
+    if not path or below.startswith("["):
+        return path + below
+    return f"{path}.{below}"
+
+
+# pydantic's error types, in words; ``{got}`` is the value as it was given.
+_WORDS = {
+    "missing": "is missing",
+    "missing_argument": "is missing",
+    "extra_forbidden": "is not a field of {format}",
+    "unexpected_keyword_argument": "is not a field of {format}",
+    "float_type": "must be a number (got {got})",
+    "float_parsing": "must be a number (got {got})",
+    "finite_number": "must be a finite number (got {got})",
+    "int_type": "must be a whole number (got {got})",
+    "int_parsing": "must be a whole number (got {got})",
+    "int_from_float": "must be a whole number (got {got})",
+    "bool_type": "must be true or false (got {got})",
+    "string_type": "must be text (got {got})",
+    "list_type": "must be a list (got {got})",
+    "tuple_type": "must be a list (got {got})",
+    "dict_type": "must be an object (got {got})",
+    "dataclass_type": "must be an object (got {got})",
+    "dataclass_exact_type": "must be an object (got {got})",
+    "model_type": "must be an object (got {got})",
+    "model_attributes_type": "must be an object (got {got})",
+    "none_required": "must be null (got {got})",
+    "greater_than": "must be above {gt} (got {got})",
+    "greater_than_equal": "must be at least {ge} (got {got})",
+    "less_than": "must be below {lt} (got {got})",
+    "less_than_equal": "must be at most {le} (got {got})",
+    "too_short": "must hold at least {min_length} item(s) (got {actual_length})",
+    "too_long": "must hold at most {max_length} item(s) (got {actual_length})",
+    "string_too_short": "must hold at least {min_length} character(s) (got {got})",
+    "string_too_long": "must hold at most {max_length} character(s)",
+    "literal_error": "must be one of {expected} (got {got})",
+    "string_pattern_mismatch": "must match {pattern} (got {got})",
+}
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return "null" if value is None else echo(value)
+
+
+def _problem(error: Mapping[str, Any], format_name: str) -> tuple[str, str]:
+    """(path below the error's location, the problem in words) of one of pydantic's errors."""
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, FieldProblem):
+        return cause.field, cause.problem
+    if error["type"] in ("value_error", "assertion_error"):
+        return "", str(cause) if cause is not None else error["msg"]
+    words = _WORDS.get(error["type"])
+    if words is None:
+        return "", f"{error['msg'][:1].lower()}{error['msg'][1:]} (got {_shown(error.get('input'))})"
+    values = {key: f"{value:g}" if isinstance(value, float) else value for key, value in (error.get("ctx") or {}).items()}
+    if "expected" in values:
+        values["expected"] = str(values["expected"]).replace("None", "null")
+    return "", words.format(format=format_name, got=_shown(error.get("input")), **values)
+
+
+def format_error(exc: ValidationError, *, format_name: str, source: str = "", at: Sequence[str | int] = ()) -> FormatError:
+    """The first of ``exc``'s errors as a :class:`FormatError` (``at``: where the validated object sits)."""
+    error = exc.errors(include_url=False)[0]
+    below, problem = _problem(error, format_name)
+    loc = [part for part in error["loc"] if not (isinstance(part, str) and part.startswith("function-"))]
+    return FormatError(_join(field_path([*at, *loc]), below), problem, source)
+
+
+def validated(kind: Any, value: Any, *, format_name: str, source: str = "") -> Any:
+    """``value`` (plain JSON data) as ``kind`` (a pydantic model or dataclass, or any type pydantic
+    validates), or a :class:`FormatError` naming the field."""
+    try:
+        return _adapter(kind).validate_python(value)
+    except ValidationError as exc:
+        raise format_error(exc, format_name=format_name, source=source) from None
+
+
+_ADAPTERS: dict[Any, TypeAdapter] = {}
+
+
+def _adapter(kind: Any) -> TypeAdapter:
+    if kind not in _ADAPTERS:
+        _ADAPTERS[kind] = TypeAdapter(kind)
+    return _ADAPTERS[kind]
+
+
+def read_jsonl(path: str | os.PathLike, kind: Any, *, format_name: str, name: str | None = None) -> list:
+    """The records of a JSONL file, one ``kind`` per line (blank lines skipped).
+
+    ``name`` is how messages call the file (default: its path). A line nesting deeper than
+    ``HAI_MAX_JSON_DEPTH`` is refused before it is parsed.
+
+    Raises:
+        FormatError: a line is not JSON or not a ``kind``; the message names the file, the line and
+            the field.
+    """
+    path = Path(path)
+    records = []
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            where = f"{name or path}, line {number}"
+            problem = json_depth_problem(line)
+            if problem is not None:
+                raise FormatError("", f"the JSON {problem}", where)
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise FormatError("", f"not valid JSON ({err.msg} at column {err.colno})", where) from None
+            records.append(validated(kind, value, format_name=format_name, source=where))
+    return records
