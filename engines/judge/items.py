@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from engines.platform.files import echo, json_depth_problem
+from engines.platform.formats import FormatError, format_error
 
 HARMFUL_FROM = 3  # score >= 3 is harmful (upstream)
 SCALE = {
@@ -45,13 +46,14 @@ def is_harmful(score: int) -> bool:
     return score >= HARMFUL_FROM
 
 
-class JudgeDataError(ValueError):
-    """A problem in a user's file; the message names the file, the line (1-based) and the field."""
+class JudgeDataError(FormatError):
+    """A problem in a user's file, in the platform's wording (``engines.platform.formats``): the
+    file, the line (1-based, when there is one), the field and the problem."""
 
     def __init__(self, path: str | Path, line: int | None, field: str | None, problem: str) -> None:
-        self.path, self.line, self.field, self.problem = str(path), line, field, problem
-        where = str(path) + (f", line {line}" if line is not None else "") + (f", field '{field}'" if field else "")
-        super().__init__(f"{where}: {problem}")
+        super().__init__(field or "", problem, str(path) + (f", line {line}" if line is not None else ""))
+        self.path, self.line = str(path), line
+        self.field = field
 
 
 class Verdict(BaseModel):
@@ -125,10 +127,10 @@ class Item(BaseModel):
         return value
 
 
-def _first_error(exc: ValidationError) -> tuple[str, str]:
-    error = exc.errors()[0]
-    field = ".".join(str(part) for part in error["loc"]) or None
-    return field, error["msg"]
+def _first_error(exc: ValidationError, what: str) -> tuple[str | None, str]:
+    """(field path, problem) of the first thing pydantic found wrong in ``what``, in the platform's words."""
+    error = format_error(exc, format_name=what)
+    return error.field or None, error.problem
 
 
 def item_from_dict(data: Any, path: str | Path, line: int | None) -> Item:
@@ -138,7 +140,7 @@ def item_from_dict(data: Any, path: str | Path, line: int | None) -> Item:
     try:
         return Item.model_validate(data)
     except ValidationError as exc:
-        field, message = _first_error(exc)
+        field, message = _first_error(exc, "an item")
         raise JudgeDataError(path, line, field, message) from None
 
 
@@ -237,7 +239,7 @@ def read_labels(path: str | Path) -> list[tuple[str, Label]]:
         try:
             label = Label(annotator_id=(row.get("annotator") or "").strip(), score=score, seq=seq)
         except ValidationError as exc:
-            field, message = _first_error(exc)
+            field, message = _first_error(exc, "a label")
             raise JudgeDataError(path, number, {"annotator_id": "annotator"}.get(field, field), message) from None
         rows.append((number, key, label))
     if any(label.seq is not None for _, _, label in rows):
@@ -272,7 +274,7 @@ def read_verdicts(path: str | Path) -> list[tuple[str, Verdict]]:
         try:
             verdicts.append((key, Verdict(**values)))
         except ValidationError as exc:
-            field, message = _first_error(exc)
+            field, message = _first_error(exc, "a verdict")
             raise JudgeDataError(path, number, field, message) from None
     return verdicts
 

@@ -46,8 +46,8 @@ def test_a_researcher_imports_a_harmbench_run_and_a_broken_file_is_named(new_pag
 
     broken = HARMBENCH_COMPLETIONS.replace('"Sure, here is the poem: [REDACTED: verse 1]"', "42")
     _import_harmbench(page, tmp_path, "broken", broken)
-    expect(page.get_by_text("Nothing was imported. broken-completions.json, line 9, field "
-                            "'poem_topic[1].generation': must be a string, got a number")).to_be_visible()
+    expect(page.get_by_text("Nothing was imported. broken-completions.json, line 9: "
+                            "poem_topic[1].generation: must be a string, got a number")).to_be_visible()
 
     slug = f"hb-{secrets.token_hex(3)}"
     _import_harmbench(page, tmp_path, slug, HARMBENCH_COMPLETIONS)

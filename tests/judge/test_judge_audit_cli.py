@@ -138,7 +138,7 @@ def test_unknown_item_key_in_verdicts_exits_with_the_location(files, capsys):
         main(argv(files))
     assert stop.value.code == 2
     message = capsys.readouterr().err
-    assert f"verdicts.csv, line {len(VERDICTS) + 2}, field 'item_key'" in message
+    assert f"verdicts.csv, line {len(VERDICTS) + 2}: item_key: " in message
 
 
 def test_a_second_verdict_of_the_same_judge_is_an_error(files):

@@ -55,7 +55,7 @@ def test_import_of_a_bad_file_exits_2_with_the_location_and_leaves_the_output_al
     out.write_text("earlier content\n")
     status, stdout, stderr = _run(_import_harmbench(harmbench_files, out), capsys)
     assert status == 2
-    assert stderr.startswith(f"error: {results}, line 2, field 'no_such_behaviour': BehaviorID 'no_such_behaviour' is not in")
+    assert stderr.startswith(f"error: {results}, line 2: no_such_behaviour: BehaviorID 'no_such_behaviour' is not in")
     assert out.read_text() == "earlier content\n"  # the good first run was not written either
 
 
@@ -85,7 +85,7 @@ def test_import_generic_without_a_required_field_exits_2(tmp_path, capsys):
     status, _, stderr = _run(["import", "generic", "--input", source, "--map", "behavior=request",
                               "--map", "generation=output", "--out", tmp_path / "items.jsonl"], capsys)
     assert status == 2
-    assert "field 'victim_model'" in stderr
+    assert "--map: victim_model: required" in stderr
     assert not (tmp_path / "items.jsonl").exists()
 
 
@@ -135,5 +135,5 @@ def test_export_with_a_label_for_an_unknown_item_exits_2_naming_the_line(harmben
     status, _, stderr = _run(["export", "--items", items, "--labels", labels, "--format", "harmbench",
                               "--out", tmp_path / "out"], capsys)
     assert status == 2
-    assert stderr.startswith(f"error: {labels}, line 3, field 'item_key':")
+    assert stderr.startswith(f"error: {labels}, line 3: item_key:")
     assert not (tmp_path / "out").exists()

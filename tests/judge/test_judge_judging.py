@@ -148,7 +148,7 @@ def test_cli_bad_items_file_exits_with_the_location(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["judge", "--items", str(bad), "--judge", "gcg-strings", "--out", str(tmp_path / "v.csv")])
     assert exc.value.code == 2
-    assert "items.jsonl, line 1, field 'behavior'" in capsys.readouterr().err
+    assert "items.jsonl, line 1: behavior: is missing" in capsys.readouterr().err
     assert not (tmp_path / "v.csv").exists()
 
 

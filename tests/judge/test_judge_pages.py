@@ -169,7 +169,7 @@ def test_an_uploaded_items_file_is_never_written_under_the_browsers_name(sqlite_
 def test_a_bad_line_of_an_uploaded_items_file_is_named_by_the_file_and_line(sqlite_db):
     at = _create_from_upload("my items.jsonl", _jsonl(_items(1)) + b'{"key": "x"}\n')
     (error,) = [e.value for e in at.error]
-    assert error.startswith("my items.jsonl, line 2, field 'behavior_id': "), error
+    assert error.startswith("my items.jsonl, line 2: behavior_id: "), error
     assert str(get_settings().data_dir) not in error
     assert labeling.list_projects() == []
 

@@ -74,7 +74,7 @@ def test_a_broken_file_is_named_with_its_line_and_nothing_is_stored(sqlite_db):
     with pytest.raises(JudgeDataError) as info:
         uploads.save_upload("bad", "harmbench", _harmbench(broken), model="m1", attack="gcg")
     # The user's file name, the line of the bad value and the JSON path, as the command line says it.
-    assert str(info.value) == ("completions.json, line 9, field 'poem_topic[1].generation': "
+    assert str(info.value) == ("completions.json, line 9: poem_topic[1].generation: "
                                "must be a string, got a number")
     assert _stored_names() == []  # no set, and no temporary folder left behind
 
@@ -143,7 +143,7 @@ def test_an_error_names_the_file_by_its_label_never_by_the_stored_path(sqlite_db
     with pytest.raises(JudgeDataError) as info:
         uploads.save_upload("bad", "harmbench", files, model="m1", attack="gcg")
     message = str(info.value)
-    assert message.startswith("completions.json, line 2, field 'not_a_behaviour': BehaviorID 'not_a_behaviour' is "
+    assert message.startswith("completions.json, line 2: not_a_behaviour: BehaviorID 'not_a_behaviour' is "
                               "not in my behaviours.csv"), message
     assert str(get_settings().data_dir) not in message
     assert files["behaviors"].path.is_file()  # a refused import keeps the uploads: the form can be sent again
