@@ -207,6 +207,9 @@ def argparse_options(cls: type, parser: argparse.ArgumentParser | argparse._Argu
             kwargs["required"] = True
         else:
             kwargs["default"] = cli.get("default", _default(f))
+            if kwargs["help"] and kwargs["default"] not in (None, False, "", ()) and "default" not in kwargs["help"]:
+                shown = _shown(kwargs["default"]).replace("%", "%%")  # argparse formats help with %
+                kwargs["help"] += f" (default {shown})"  # what a run without the option uses
         hint = _plain(hints[f.name])
         if hint is bool or "action" in cli:
             kwargs["action"] = cli.get("action", "store_true")

@@ -55,10 +55,20 @@ class Registry(MutableMapping[str, T]):
     __hash__ = object.__hash__
 
     def _fill(self) -> None:
-        # Import once; a read during that import (the module registering its entries) sees what is there.
-        module, self._filled_by = self._filled_by, None
-        if module is not None:
-            importlib.import_module(module)
+        # Import once, under the registry's lock: another thread waits for the whole table; a read during
+        # the import in this thread (the module registering its entries) sees what is there so far. An
+        # import that fails is tried again at the next read, and its error is the reader's.
+        if self._filled_by is None:
+            return
+        with self._lock:
+            module, self._filled_by = self._filled_by, None
+            if module is None:
+                return
+            try:
+                importlib.import_module(module)
+            except BaseException:
+                self._filled_by = module
+                raise
 
     # -- the mapping
     def __getitem__(self, name: str) -> T:

@@ -135,3 +135,11 @@ def test_a_required_field_is_a_required_option_and_a_job_parameter_without_defau
     with pytest.raises(ValidationError, match=r"name\n  Field required"):
         params(size=2)
     assert params(name="y").config() == Named(name="y")
+
+
+def test_an_options_help_says_the_default_a_run_without_it_uses():
+    parser = argparse.ArgumentParser()
+    argparse_options(Budget, parser)
+    shown = " ".join(parser.format_help().split())
+    assert "--steps STEPS steps (default 8)" in shown and "--rate RATE rate (default 2)" in shown
+    assert "--limit LIMIT limit" in shown and "limit (default" not in shown  # None: no default to say

@@ -42,6 +42,13 @@ def test_a_registry_filled_by_a_module_imports_it_when_first_read_and_not_before
     assert models["heavy"] == "the model" and models.described() == [("heavy", "A stand-in that would import torch")]
 
 
+def test_a_registry_whose_module_fails_to_import_says_so_at_every_read():
+    broken = Registry("tests", "test models of a missing module", filled_by="hai_no_such_filler_module")
+    for _ in range(2):  # not filled once and then silently empty
+        with pytest.raises(ModuleNotFoundError):
+            sorted(broken)
+
+
 def test_video_roles_are_registered_when_read_though_discovery_does_not_import_their_models():
     code = ("import sys\nfrom engines.platform.discovery import discover_all\ndiscover_all()\n"
             "print('torch' in sys.modules)\nfrom engines.video.roles import PLANNERS\n"
