@@ -9,13 +9,16 @@ out of its leaderboard. The ratings are ``engines.hoi.ratings``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, Strict, ValidationError
+from pydantic.dataclasses import dataclass as format_dataclass
 
 from engines.platform.files import echo
+from engines.platform.formats import FieldProblem, FormatError, format_error, json_lines
 
 Winner = Literal["model_a", "model_b", "tie", "tie (bothbad)"]
 WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
@@ -27,48 +30,33 @@ UPSTREAM_TYPES = {"leftvote": "model_a", "rightvote": "model_b", "tievote": "tie
 ANONYMOUS_NAMES = ("", "Model A")
 
 
-class VoteFormatError(ValueError):
-    """A vote that cannot be read; ``path`` and ``line`` are set when it came from a file."""
+class VoteFormatError(FormatError):
+    """A vote that cannot be read, in the platform's wording (``engines.platform.formats``): the file
+    and line when it came from one (``path``, ``line``), the field and the problem."""
 
-    def __init__(self, message: str, *, field: str | None = None, path: str | None = None, line: int | None = None):
-        self.message, self.field, self.path, self.line = message, field, path, line
-        where = ", ".join(
-            part
-            for part in (
-                str(path) if path is not None else "",
-                f"line {line}" if line is not None else "",
-                f"field '{field}'" if field is not None else "",
-            )
-            if part
-        )
-        super().__init__(f"{where}: {message}" if where else message)
+    def __init__(self, field: str | None, problem: str, *, path: str | None = None, line: int | None = None):
+        source = ", ".join(part for part in (path, f"line {line}" if line is not None else None) if part)
+        super().__init__(field or "", problem, source, line=line)
+        self.path, self.field = path, field
 
 
-@dataclass(frozen=True)
+Name = Annotated[str, Strict(), Field(min_length=1)]
+
+
+@format_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
 class Vote:
     """One arena vote (``docs/hoi.md``, "Method: Arena pairing")."""
 
-    tstamp: float  # seconds since the epoch, when the vote was cast
-    item_id: str  # the benchmark item both edits were made for
-    model_a: str  # shown on the left
-    model_b: str  # shown on the right
+    tstamp: Annotated[float, Strict(), Field(allow_inf_nan=False)]  # seconds since the epoch, when cast
+    item_id: Name  # the benchmark item both edits were made for
+    model_a: Name  # shown on the left
+    model_b: Name  # shown on the right
     winner: Winner
-    anony: bool = True  # the names were hidden until after the vote; only such votes count
+    anony: Annotated[bool, Strict()] = True  # the names were hidden until after the vote; only such votes count
 
     def __post_init__(self):
-        if isinstance(self.tstamp, bool) or not isinstance(self.tstamp, int | float):
-            raise VoteFormatError(f"expected a number, got {echo(self.tstamp)}", field="tstamp")
-        for name in ("item_id", "model_a", "model_b"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value:
-                raise VoteFormatError(f"expected a non-empty string, got {echo(value)}", field=name)
         if self.model_a == self.model_b:
-            raise VoteFormatError(f"model {echo(self.model_a)} is compared with itself", field="model_b")
-        if self.winner not in WINNERS:
-            expected = ", ".join(repr(w) for w in WINNERS)
-            raise VoteFormatError(f"unknown winner {echo(self.winner)} (expected one of {expected})", field="winner")
-        if not isinstance(self.anony, bool):
-            raise VoteFormatError(f"expected true or false, got {echo(self.anony)}", field="anony")
+            raise FieldProblem("model_b", f"model {echo(self.model_a)} is compared with itself")
 
     @property
     def is_tie(self) -> bool:
@@ -107,7 +95,7 @@ class VoteLog(Sequence):
 
 def _get(row: dict, key: str, *, field: str | None = None):
     if key not in row or row[key] is None:
-        raise VoteFormatError("missing", field=field or key)
+        raise VoteFormatError(field or key, "is missing")
     return row[key]
 
 
@@ -117,29 +105,23 @@ def _item_id(row: dict, states: list | None = None) -> str:
             return str(row[key])
     if states and isinstance(states[0], dict) and states[0].get("conv_id") is not None:
         return str(states[0]["conv_id"])  # upstream's raw log: the conversation id
-    raise VoteFormatError("missing", field="item_id")
+    raise VoteFormatError("item_id", "is missing")
 
 
 def _vote_from_row(row: dict) -> Vote | None:
     """A vote from one JSON object, ours or upstream's; None for an upstream row that is not a vote."""
     if not isinstance(row, dict):
-        raise VoteFormatError(f"expected a JSON object, got {type(row).__name__}")
+        raise VoteFormatError(None, f"must be an object (got {type(row).__name__})")
     if "winner" in row or "type" not in row:
-        return Vote(
-            tstamp=_get(row, "tstamp"),
-            item_id=_item_id(row),
-            model_a=_get(row, "model_a"),
-            model_b=_get(row, "model_b"),
-            winner=_get(row, "winner"),
-            anony=_get(row, "anony"),
-        )
+        return _vote(tstamp=_get(row, "tstamp"), item_id=_item_id(row), model_a=_get(row, "model_a"),
+                     model_b=_get(row, "model_b"), winner=_get(row, "winner"), anony=_get(row, "anony"))
     # Upstream's raw log: the button in "type", the public names in "models" ("" or "Model A" while
     # hidden), the hidden names in states[i]["model_name"]; other row types (chat, share) are skipped.
     if row["type"] not in UPSTREAM_TYPES:
         return None
     models = _get(row, "models")
     if not isinstance(models, list) or len(models) != 2:
-        raise VoteFormatError(f"expected a list of two names, got {echo(models)}", field="models")
+        raise VoteFormatError("models", f"must be a list of two names (got {echo(models)})")
     if models[0] is None or models[1] is None:
         return None  # upstream skips these too
     states = row.get("states") or []
@@ -152,14 +134,16 @@ def _vote_from_row(row: dict) -> Vote | None:
     else:
         names = list(models)
     anony = row["anony"] if "anony" in row else hidden
-    return Vote(
-        tstamp=_get(row, "tstamp"),
-        item_id=_item_id(row, states),
-        model_a=names[0],
-        model_b=names[1],
-        winner=UPSTREAM_TYPES[row["type"]],
-        anony=anony,
-    )
+    return _vote(tstamp=_get(row, "tstamp"), item_id=_item_id(row, states), model_a=names[0], model_b=names[1],
+                 winner=UPSTREAM_TYPES[row["type"]], anony=anony)
+
+
+def _vote(**fields) -> Vote:
+    try:
+        return Vote(**fields)
+    except ValidationError as exc:
+        error = format_error(exc, format_name="a vote")
+        raise VoteFormatError(error.field, error.problem) from None
 
 
 def read_votes(path: str | Path) -> VoteLog:
@@ -191,22 +175,22 @@ def read_votes(path: str | Path) -> VoteLog:
     path = Path(path)
     votes: list[Vote] = []
     n_left_out = n_skipped = 0
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise VoteFormatError(f"not JSON ({e.msg})", path=str(path), line=line_no) from None
-            try:
-                vote = _vote_from_row(row)
-            except VoteFormatError as e:
-                raise VoteFormatError(e.message, field=e.field, path=str(path), line=line_no) from None
-            if vote is None:
-                n_skipped += 1
-            elif not vote.anony:
-                n_left_out += 1
-            else:
-                votes.append(vote)
+    rows = json_lines(path)
+    while True:
+        try:
+            line, row = next(rows)
+        except StopIteration:
+            break
+        except FormatError as e:  # not JSON, or too deep
+            raise VoteFormatError(None, e.problem, path=str(path), line=e.line) from None
+        try:
+            vote = _vote_from_row(row)
+        except VoteFormatError as e:
+            raise VoteFormatError(e.field, e.problem, path=str(path), line=line) from None
+        if vote is None:
+            n_skipped += 1
+        elif not vote.anony:
+            n_left_out += 1
+        else:
+            votes.append(vote)
     return VoteLog(tuple(votes), n_left_out=n_left_out, n_skipped=n_skipped, path=str(path))

@@ -51,9 +51,8 @@ class JudgeDataError(FormatError):
     file, the line (1-based, when there is one), the field and the problem."""
 
     def __init__(self, path: str | Path, line: int | None, field: str | None, problem: str) -> None:
-        super().__init__(field or "", problem, str(path) + (f", line {line}" if line is not None else ""))
-        self.path, self.line = str(path), line
-        self.field = field
+        super().__init__(field or "", problem, str(path) + (f", line {line}" if line is not None else ""), line=line)
+        self.path, self.field = str(path), field
 
 
 class Verdict(BaseModel):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,8 @@ class FormatError(ValueError):
     """A record that does not follow its format. ``field`` is the path (``steps[2].verdict.confidence``),
     ``source`` the file and line when it was read from one; ``str(error)`` joins them and the problem."""
 
-    def __init__(self, field: str, problem: str, source: str = "") -> None:
-        self.field, self.problem, self.source = field, problem, source
+    def __init__(self, field: str, problem: str, source: str = "", *, line: int | None = None) -> None:
+        self.field, self.problem, self.source, self.line = field, problem, source, line
         super().__init__(": ".join([*(part for part in (source, field) if part), problem]))
 
 
@@ -158,8 +158,19 @@ def read_jsonl(path: str | os.PathLike, kind: Any, *, format_name: str, name: st
         FormatError: a line is not JSON or not a ``kind``; the message names the file, the line and
             the field.
     """
+    where = name or str(path)
+    return [validated(kind, value, format_name=format_name, source=f"{where}, line {number}")
+            for number, value in json_lines(path, name=name)]
+
+
+def json_lines(path: str | os.PathLike, *, name: str | None = None) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of a JSONL file: for a format read line by line in
+    a shape of its own (several upstream shapes of one record).
+
+    Raises:
+        FormatError: a line nests deeper than ``HAI_MAX_JSON_DEPTH`` or is not JSON (its ``line`` set).
+    """
     path = Path(path)
-    records = []
     with open(path, encoding="utf-8") as lines:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
@@ -167,10 +178,9 @@ def read_jsonl(path: str | os.PathLike, kind: Any, *, format_name: str, name: st
             where = f"{name or path}, line {number}"
             problem = json_depth_problem(line)
             if problem is not None:
-                raise FormatError("", f"the JSON {problem}", where)
+                raise FormatError("", f"the JSON {problem}", where, line=number)
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as err:
-                raise FormatError("", f"not valid JSON ({err.msg} at column {err.colno})", where) from None
-            records.append(validated(kind, value, format_name=format_name, source=where))
-    return records
+                raise FormatError("", f"not valid JSON ({err.msg} at column {err.colno})", where, line=number) from None
+            yield number, value

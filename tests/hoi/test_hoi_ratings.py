@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from pydantic import ValidationError
 from scipy.optimize import minimize
 from scipy.stats import binom
 
@@ -384,17 +385,19 @@ GOOD = {"tstamp": 1, "item_id": "i1", "model_a": "x", "model_b": "y", "winner": 
 @pytest.mark.parametrize(
     ("row", "field", "message"),
     [
-        ({**GOOD, "winner": "left"}, "winner", "unknown winner 'left'"),
+        ({**GOOD, "winner": "left"}, "winner",
+         "must be one of 'model_a', 'model_b', 'tie' or 'tie (bothbad)' (got 'left')"),
         ({**GOOD, "model_b": "x"}, "model_b", "compared with itself"),
-        ({k: x for k, x in GOOD.items() if k != "tstamp"}, "tstamp", "missing"),
-        ({k: x for k, x in GOOD.items() if k != "item_id"}, "item_id", "missing"),
-        ({k: x for k, x in GOOD.items() if k != "anony"}, "anony", "missing"),
-        ({**GOOD, "anony": "yes"}, "anony", "true or false"),
-        ({**GOOD, "tstamp": "noon"}, "tstamp", "a number"),
+        ({k: x for k, x in GOOD.items() if k != "tstamp"}, "tstamp", "is missing"),
+        ({k: x for k, x in GOOD.items() if k != "item_id"}, "item_id", "is missing"),
+        ({k: x for k, x in GOOD.items() if k != "anony"}, "anony", "is missing"),
+        ({**GOOD, "anony": "yes"}, "anony", "must be true or false (got 'yes')"),
+        ({**GOOD, "tstamp": "noon"}, "tstamp", "must be a number (got 'noon')"),
+        ({**GOOD, "model_a": ""}, "model_a", "must hold at least 1 character(s)"),
         (
             {"tstamp": 1, "type": "tievote", "models": ["", ""], "states": [{"conv_id": "c"}, {}]},
             "states[0].model_name",
-            "missing",
+            "is missing",
         ),
         ({"tstamp": 1, "type": "leftvote", "models": ["x"]}, "models", "two names"),
         ({"tstamp": 1, "type": "leftvote", "models": ["x", "x"], "anony": True, "item_id": "i"}, "model_b", "itself"),
@@ -407,20 +410,25 @@ def test_read_votes_errors_name_file_line_and_field(tmp_path, row, field, messag
         read_votes(path)
     err = info.value
     assert (err.path, err.line, err.field) == (str(path), 2, field)
-    assert str(path) in str(err) and "line 2" in str(err) and f"field '{field}'" in str(err)
-    assert message in str(err)
+    assert str(err).startswith(f"{path}, line 2: {field}: ") and message in str(err)
 
 
 def test_read_votes_bad_json_names_the_line(tmp_path):
     path = tmp_path / "votes.jsonl"
     write_lines(path, [GOOD, GOOD, '{"tstamp": 1,'])
-    with pytest.raises(VoteFormatError, match=r"votes\.jsonl, line 3: not JSON"):
+    with pytest.raises(VoteFormatError, match=r"votes\.jsonl, line 3: not valid JSON \(") as info:
+        read_votes(path)
+    assert info.value.line == 3
+    write_lines(path, [GOOD, "[" * 100 + "]" * 100])  # hostile nesting is refused before it is parsed
+    with pytest.raises(VoteFormatError, match=r"votes\.jsonl, line 2: the JSON nests deeper than"):
         read_votes(path)
 
 
 def test_vote_checks_itself():
-    with pytest.raises(VoteFormatError, match="field 'winner'"):
+    with pytest.raises(ValidationError, match="Input should be 'model_a', 'model_b', 'tie' or 'tie \\(bothbad\\)'"):
         Vote(0, "i", "x", "y", "model_c")
+    with pytest.raises(ValidationError, match="compared with itself"):
+        Vote(0, "i", "x", "x", "tie")
     assert v("x", "y", "tie (bothbad)").is_tie and not v("x", "y", "model_a").is_tie
     assert v("x", "y", "model_a").swapped() == v("y", "x", "model_b")
     assert v("x", "y", "model_a").to_dict()["winner"] == "model_a"
