@@ -66,15 +66,19 @@ import json
 import re
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from PIL import Image
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, Strict, ValidationError, field_validator
+from pydantic.dataclasses import dataclass as format_dataclass
 
 from engines.hoi.roles import make, register
 from engines.platform.endpoints import EndpointRefused, check_endpoint_url
 from engines.platform.files import echo
+from engines.platform.formats import FieldProblem, FormatError, format_error
 
 TASKS = ("i2v", "edit")
 ROLES = ("diffusers", "gradio", "offline")
@@ -112,13 +116,13 @@ _SET_BY_THE_ROLE = ("image", "prompt", "num_frames", "generator", "output_type",
 _CALL_FIELDS = ("negative_prompt", "height", "width", "num_inference_steps", "guidance_scale")
 
 
-class GenerationConfigError(ValueError):
-    """A generation config that cannot be used; the message names the source, the field and the problem."""
+class GenerationConfigError(FormatError):
+    """A generation config that cannot be used, in the platform's wording (``engines.platform.formats``):
+    the source (a file or a role's name), the field and the problem."""
 
     def __init__(self, field_name: str | None, problem: str, source: str | None = None) -> None:
-        self.field_name, self.problem, self.source = field_name, problem, source
-        where = f"{source}: " if source else ""
-        super().__init__(f"{where}field {echo(field_name)} {problem}" if field_name else f"{where}{problem}")
+        super().__init__(field_name or "", problem, source or "")
+        self.field_name = field_name
 
     def located(self, source: str) -> GenerationConfigError:
         """The same error, said of ``source`` (a file path or a role's name)."""
@@ -129,66 +133,48 @@ class PipelineLoadError(GenerationConfigError):
     """The config is well formed but its ``model`` does not load (missing folder, not cached, wrong class)."""
 
 
-# ---------------------------------------------------------------- field checks
+# ---------------------------------------------------------------- field types
+
+_CONFIG = ConfigDict(extra="forbid")
+Task = Literal["i2v", "edit"]
+Text = Annotated[str, Strict(), Field(min_length=1)]
 
 
-def _whole(name: str, value: Any, minimum: int) -> None:
-    # bool is an int in Python, but ``"height": true`` is a mistake, not 1.
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
-        raise GenerationConfigError(name, f"must be a whole number >= {minimum}, got {echo(value)}")
+def _whole(minimum: int):
+    return Annotated[int, Strict(), Field(ge=minimum)] | None
 
 
-def _number(name: str, value: Any, minimum: float) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum):
-        raise GenerationConfigError(name, f"must be a number >= {minimum}, got {echo(value)}")
+def _filled(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise FieldProblem("", f"must be non-empty text (got {echo(value)})")
+    return value
 
 
-def _text(name: str, value: Any, *, required: bool = False) -> None:
-    if (value is None and required) or (value is not None and (not isinstance(value, str) or not value.strip())):
-        raise GenerationConfigError(name, f"must be non-empty text, got {echo(value)}")
-
-
-def _flag(name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise GenerationConfigError(name, f"must be true or false, got {echo(value)}")
-
-
-def _choice(name: str, value: Any, choices: tuple[str, ...] | list[str]) -> None:
-    if value not in choices:
-        raise GenerationConfigError(name, f"must be one of {', '.join(map(repr, choices))}, got {echo(value)}")
-
-
-def _task(value: Any) -> None:
+def _task_given(value: Any) -> Any:
     if value is None:
-        raise GenerationConfigError("task", 'is missing: say "i2v" (image to video) or "edit" (image editing)')
-    _choice("task", value, TASKS)
+        raise FieldProblem("", 'is missing: say "i2v" (image to video) or "edit" (image editing)')
+    return value
 
 
 def _from_dict(cls, data: Any, source: str, **defaults: Any):
-    """``cls(**data)`` for a config dataclass, with unknown or missing fields named and every error
-    said of ``source``."""
+    """``cls(**data)`` for a config dataclass, with every error said of ``source`` in the platform's words."""
     if not isinstance(data, Mapping):
-        raise GenerationConfigError(None, f"expected a JSON object, got {type(data).__name__}", source)
-    known = [f.name for f in fields(cls)]
-    unknown = sorted(set(data) - set(known))
-    if unknown:
-        raise GenerationConfigError(unknown[0], f"is not a field of a {echo(data.get('role', cls.role))} config; "
-                                                f"its fields are {', '.join(known)}", source)
+        raise GenerationConfigError(None, f"must be an object (got {type(data).__name__})", source)
     values = {**{key: value for key, value in defaults.items() if value is not None}, **data}
-    required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
-    for name in required:
-        if name not in values:
-            raise GenerationConfigError(name, "is missing", source)
     try:
         return cls(**values)
-    except GenerationConfigError as error:
-        raise error.located(source) from None
+    except ValidationError as exc:
+        error = format_error(exc, format_name=f"a {echo(data.get('role', cls.role))} config")
+        problem = error.problem
+        if problem.startswith("is not a field of"):
+            problem += f"; its fields are {', '.join(f.name for f in dataclass_fields(cls))}"
+        raise GenerationConfigError(error.field or None, problem, source) from None
 
 
 # ---------------------------------------------------------------- configs
 
 
-@dataclass
+@format_dataclass(config=_CONFIG)
 class DiffusersConfig:
     """A diffusers pipeline as an I2V generator or an image editor (see the module docstring).
 
@@ -207,54 +193,46 @@ class DiffusersConfig:
         call_options: further ``__call__`` arguments by name.
     """
 
-    pipeline: str
-    model: str
-    task: str | None = None
-    dtype: str = "float32"  # diffusers' default: runs on any device; bfloat16 halves the memory on a GPU
-    device: str | None = None
-    num_inference_steps: int | None = None
-    height: int | None = None
-    width: int | None = None
-    guidance_scale: float | None = None
-    negative_prompt: str | None = None
-    offload: bool = False
-    allow_download: bool = False
-    variant: str | None = None
-    call_options: dict[str, Any] = field(default_factory=dict)
-    role: str = "diffusers"
+    pipeline: Literal[tuple(PIPELINES)]
+    model: Annotated[Text, AfterValidator(_filled)]
+    task: Task | None = None
+    dtype: Literal[DTYPES] = "float32"  # diffusers' default: runs on any device; bfloat16 halves the memory on a GPU
+    device: Annotated[str, Strict()] | None = None
+    num_inference_steps: _whole(1) = None
+    height: _whole(8) = None
+    width: _whole(8) = None
+    guidance_scale: Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)] | None = None
+    negative_prompt: Annotated[Text, AfterValidator(_filled)] | None = None
+    offload: Annotated[bool, Strict()] = False
+    allow_download: Annotated[bool, Strict()] = False
+    variant: Annotated[Text, AfterValidator(_filled)] | None = None
+    call_options: dict[Annotated[str, Strict()], Any] = field(default_factory=dict)
+    role: Literal["diffusers"] = "diffusers"
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, value: str | None) -> str | None:
+        if value is not None and not _DEVICE.match(value):
+            raise FieldProblem("", f'must be "auto", "cpu", "cuda", "cuda:N" or "mps" (got {echo(value)})')
+        return value
+
+    @field_validator("call_options")
+    @classmethod
+    def _call_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name in value:
+            if name in _SET_BY_THE_ROLE:
+                raise FieldProblem("", f"may not set {echo(name)}: the role sets it on every call")
+            if name in _CALL_FIELDS:
+                raise FieldProblem("", f"sets {echo(name)}, which is a field of its own; set it there")
+        return value
 
     def __post_init__(self) -> None:
-        _choice("role", self.role, ("diffusers",))
-        _choice("pipeline", self.pipeline, tuple(PIPELINES))
         spec = PIPELINES[self.pipeline]
         if self.task is None:
             self.task = spec.task
-        _task(self.task)
         if self.task != spec.task:
-            raise GenerationConfigError("task", f"is {echo(self.task)} but pipeline {echo(self.pipeline)} "
-                                                f"({spec.class_name}) does {echo(spec.task)}")
-        _text("model", self.model, required=True)
-        _choice("dtype", self.dtype, DTYPES)
-        if self.device is not None and not (isinstance(self.device, str) and _DEVICE.match(self.device)):
-            raise GenerationConfigError("device", 'must be "auto", "cpu", "cuda", "cuda:N" or "mps", '
-                                                  f"got {echo(self.device)}")
-        _whole("num_inference_steps", self.num_inference_steps, 1)
-        _whole("height", self.height, 8)
-        _whole("width", self.width, 8)
-        _number("guidance_scale", self.guidance_scale, 0)
-        _text("negative_prompt", self.negative_prompt)
-        _flag("offload", self.offload)
-        _flag("allow_download", self.allow_download)
-        _text("variant", self.variant)
-        if not isinstance(self.call_options, dict) or not all(isinstance(key, str) for key in self.call_options):
-            raise GenerationConfigError("call_options", "must be an object of argument names, "
-                                                        f"got {echo(self.call_options)}")
-        for name in self.call_options:
-            if name in _SET_BY_THE_ROLE:
-                raise GenerationConfigError("call_options", f"may not set {echo(name)}: the role sets it on every call")
-            if name in _CALL_FIELDS:
-                raise GenerationConfigError("call_options", f"sets {echo(name)}, which is a field of its own; "
-                                                            "set it there")
+            raise FieldProblem("task", f"is {echo(self.task)} but pipeline {echo(self.pipeline)} "
+                                       f"({spec.class_name}) does {echo(spec.task)}")
 
     @property
     def kind(self) -> str:
@@ -270,7 +248,7 @@ class DiffusersConfig:
         return _from_dict(cls, data, source, task=task)
 
 
-@dataclass
+@format_dataclass(config=_CONFIG)
 class GradioConfig:
     """A model served by ``python -m engines.hoi serve`` (or any Gradio app with the same endpoint).
 
@@ -281,28 +259,28 @@ class GradioConfig:
         timeout_s: seconds to wait for one result (default: no limit; a video can take minutes).
     """
 
-    url: str
-    task: str
-    api_name: str | None = None
-    timeout_s: float | None = None
-    role: str = "gradio"
+    url: Annotated[str, Strict()]
+    task: Annotated[Task, BeforeValidator(_task_given), Field(validate_default=True)] = None
+    api_name: Annotated[str, Strict()] | None = None
+    timeout_s: Annotated[float, Strict(), Field(ge=0.001, allow_inf_nan=False)] | None = None
+    role: Literal["gradio"] = "gradio"
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^\s/]+", value):
+            raise FieldProblem("", f'must be an http(s) address such as "http://127.0.0.1:7861" (got {echo(value)})')
+        try:
+            check_endpoint_url(value, field="url")  # the server's allowed hosts, before any request
+        except EndpointRefused as refused:
+            raise FieldProblem("", str(refused).removeprefix("url: ")) from None
+        return value
 
     def __post_init__(self) -> None:
-        _choice("role", self.role, ("gradio",))
-        _task(self.task)
-        if not isinstance(self.url, str) or not re.match(r"^https?://[^\s/]+", self.url):
-            raise GenerationConfigError("url", f'must be an http(s) address such as "http://127.0.0.1:7861", '
-                                               f"got {echo(self.url)}")
-        try:
-            check_endpoint_url(self.url, field="url")  # the server's allowed hosts, before any request
-        except EndpointRefused as refused:
-            raise GenerationConfigError(None, str(refused)) from None
         if self.api_name is None:
             self.api_name = DEFAULT_API_NAMES[self.task]
-        if not isinstance(self.api_name, str) or not re.match(r"^/\w+$", self.api_name):
-            raise GenerationConfigError("api_name", 'must be an endpoint name such as "/generate", '
-                                                    f"got {echo(self.api_name)}")
-        _number("timeout_s", self.timeout_s, 0.001)
+        if not re.match(r"^/\w+$", self.api_name):
+            raise FieldProblem("api_name", f'must be an endpoint name such as "/generate" (got {echo(self.api_name)})')
 
     @property
     def kind(self) -> str:
@@ -317,17 +295,13 @@ class GradioConfig:
         return _from_dict(cls, data, source, task=task)
 
 
-@dataclass
+@format_dataclass(config=_CONFIG)
 class OfflineConfig:
     """The role's deterministic offline default; any other field is passed to it as an option."""
 
-    task: str
+    task: Annotated[Task, BeforeValidator(_task_given), Field(validate_default=True)] = None
     extra: dict[str, Any] = field(default_factory=dict)  # the offline role's own options
-    role: str = "offline"
-
-    def __post_init__(self) -> None:
-        _choice("role", self.role, ("offline",))
-        _task(self.task)
+    role: Literal["offline"] = "offline"
 
     @property
     def kind(self) -> str:
@@ -340,13 +314,10 @@ class OfflineConfig:
     def from_dict(cls, data: Mapping[str, Any], source: str = "generation config", *,
                   task: str | None = None) -> OfflineConfig:
         if not isinstance(data, Mapping):
-            raise GenerationConfigError(None, f"expected a JSON object, got {type(data).__name__}", source)
+            raise GenerationConfigError(None, f"must be an object (got {type(data).__name__})", source)
         rest = {key: value for key, value in data.items() if key not in ("role", "task")}
-        values = {"role": data.get("role", "offline"), "task": data.get("task", task), "extra": rest}
-        try:
-            return cls(**values)
-        except GenerationConfigError as error:
-            raise error.located(source) from None
+        return _from_dict(cls, {"role": data.get("role", "offline"), "task": data.get("task", task), "extra": rest},
+                          source)
 
 
 GenerationConfig = DiffusersConfig | GradioConfig | OfflineConfig
@@ -393,9 +364,10 @@ def load_generation_config(source: str | Path | Mapping[str, Any], *, task: str 
                                           f"got {type(data).__name__}", label)
     role = data.get("role")
     if role not in _CONFIG_CLASSES:
-        raise GenerationConfigError("role", f"must be one of {', '.join(map(repr, ROLES))}, got {echo(role)}", label)
+        raise GenerationConfigError("role", f"must be one of {', '.join(map(repr, ROLES))} (got {echo(role)})", label)
     if task is not None:
-        _choice("task", task, TASKS)
+        if task not in TASKS:  # the caller's own argument, not the file's
+            raise ValueError(f"task must be one of {', '.join(map(repr, TASKS))}, got {echo(task)}")
         if data.get("task", task) != task:
             raise GenerationConfigError("task", f"is {echo(data['task'])} but {echo(task)} is needed here", label)
     return _CONFIG_CLASSES[role].from_dict(data, label, task=task)

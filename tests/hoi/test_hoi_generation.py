@@ -102,7 +102,7 @@ def test_a_model_that_is_not_local_is_not_downloaded_and_the_error_says_how():
 
 def test_a_field_the_pipeline_does_not_take_is_named_before_any_weight_is_read():
     # The folder does not exist: the argument check comes first, so that is the error.
-    with pytest.raises(GenerationConfigError, match=r"field 'guidance_scale' is not an argument of "
+    with pytest.raises(GenerationConfigError, match=r"guidance_scale: is not an argument of "
                                                     r"StableVideoDiffusionPipeline.*max_guidance_scale"):
         make("i2v", "diffusers", pipeline="svd", model="/no/such/folder", guidance_scale=3.0)
     with pytest.raises(GenerationConfigError, match=r"'bogus', which is not an argument of WanImageToVideoPipeline"):
@@ -110,29 +110,30 @@ def test_a_field_the_pipeline_does_not_take_is_named_before_any_weight_is_read()
 
 
 def test_offload_on_the_cpu_is_refused(saved):
-    with pytest.raises(GenerationConfigError, match="field 'offload'"):
+    with pytest.raises(GenerationConfigError, match="i2v 'diffusers': offload: moves models between the CPU and an accelerator"):
         make("i2v", "diffusers", **{**options(saved["wan"]), "offload": True, "device": "cpu"})
 
 
 @pytest.mark.parametrize(("config", "message"), [
-    ({"role": "diffusers", "pipeline": "sora", "model": "m"}, "field 'pipeline' must be one of 'wan'"),
-    ({"role": "diffusers", "pipeline": "wan"}, "field 'model' is missing"),
-    ({"role": "diffusers", "pipeline": "wan", "model": "m", "modle": "m"}, "field 'modle' is not a field"),
+    ({"role": "diffusers", "pipeline": "sora", "model": "m"}, "pipeline: must be one of 'wan'"),
+    ({"role": "diffusers", "pipeline": "wan"}, "model: is missing"),
+    ({"role": "diffusers", "pipeline": "wan", "model": "m", "modle": "m"},
+     "modle: is not a field of a 'diffusers' config; its fields are pipeline, model, task,"),
     ({"role": "diffusers", "pipeline": "wan", "model": "m", "task": "edit"},
-     "field 'task' is 'edit' but pipeline 'wan'"),
-    ({"role": "diffusers", "pipeline": "wan", "model": "m", "dtype": "fp8"}, "field 'dtype' must be one of"),
-    ({"role": "diffusers", "pipeline": "wan", "model": "m", "device": "gpu"}, "field 'device' must be"),
-    ({"role": "diffusers", "pipeline": "wan", "model": "m", "height": 0}, "field 'height' must be a whole number"),
+     "task: is 'edit' but pipeline 'wan'"),
+    ({"role": "diffusers", "pipeline": "wan", "model": "m", "dtype": "fp8"}, "dtype: must be one of"),
+    ({"role": "diffusers", "pipeline": "wan", "model": "m", "device": "gpu"}, "device: must be"),
+    ({"role": "diffusers", "pipeline": "wan", "model": "m", "height": 0}, "height: must be at least 8 (got 0)"),
     ({"role": "diffusers", "pipeline": "wan", "model": "m", "num_inference_steps": True},
-     "field 'num_inference_steps' must be a whole number"),
-    ({"role": "diffusers", "pipeline": "wan", "model": "m", "offload": "yes"}, "field 'offload' must be true or false"),
+     "num_inference_steps: must be a whole number"),
+    ({"role": "diffusers", "pipeline": "wan", "model": "m", "offload": "yes"}, "offload: must be true or false"),
     ({"role": "diffusers", "pipeline": "wan", "model": "m", "call_options": {"generator": 1}},
-     "field 'call_options' may not set 'generator'"),
+     "call_options: may not set 'generator'"),
     ({"role": "diffusers", "pipeline": "wan", "model": "m", "call_options": {"height": 64}},
-     "field 'call_options' sets 'height', which is a field of its own"),
-    ({"role": "gradio", "task": "i2v", "url": "gpu-box:7861"}, "field 'url' must be an http(s) address"),
-    ({"role": "gradio", "url": "http://gpu-box:7861"}, "field 'task' is missing"),
-    ({"role": "vllm"}, "field 'role' must be one of 'diffusers', 'gradio', 'offline'"),
+     "call_options: sets 'height', which is a field of its own"),
+    ({"role": "gradio", "task": "i2v", "url": "gpu-box:7861"}, "url: must be an http(s) address"),
+    ({"role": "gradio", "url": "http://gpu-box:7861"}, "task: is missing"),
+    ({"role": "vllm"}, "role: must be one of 'diffusers', 'gradio', 'offline'"),
 ])
 def test_bad_configs_name_the_file_and_the_field(tmp_path, config, message):
     path = tmp_path / "bad.json"
@@ -152,7 +153,7 @@ def test_unreadable_config_files_are_named(tmp_path):
 
 def test_the_task_a_command_needs_fills_or_refuses_the_config():
     assert load_generation_config({"role": "gradio", "url": "http://gpu-box:7861"}, task="i2v").task == "i2v"
-    with pytest.raises(GenerationConfigError, match="field 'task' is 'edit' but 'i2v' is needed here"):
+    with pytest.raises(GenerationConfigError, match="task: is 'edit' but 'i2v' is needed here"):
         load_generation_config({"role": "gradio", "task": "edit", "url": "http://gpu-box:7861"}, task="i2v")
     with pytest.raises(GenerationConfigError, match="pipeline 'flux-kontext'"):
         load_generation_config({"role": "diffusers", "pipeline": "flux-kontext", "model": "m"}, task="i2v")
