@@ -84,3 +84,30 @@ class ExperimentConfig:
             raise ValueError(f"unknown method {echo(unknown[0])}; choose from {', '.join(METHODS)}")
         if len(self.rhos) * len(self.seeds) < 3:
             raise ValueError("a correlation needs at least 3 policies (rhos x seeds)")
+
+
+# A train-set --quick run: seconds per policy, to check the command end to end.
+QUICK_SET = {"frames": 300, "epochs": 1, "episodes": 5}
+
+
+@dataclass(frozen=True)
+class TrainSetConfig:
+    """The shipped set of reaching policies, one per (rho, seed). Each field's metadata is its one
+    declaration (``engines.platform.config_schema``): the ``train-set`` command's option."""
+
+    rhos: tuple[float, ...] = field(default=RHOS, metadata={
+        "help": "cue agreements of the policies", "min_length": 1, "cli": {"type": float, "nargs": "+"}})
+    seeds: tuple[int, ...] = field(default=SEEDS, metadata={
+        "help": "training seeds", "min_length": 1, "cli": {"type": int, "nargs": "+"}})
+    frames: int = field(default=TrainConfig.frames, metadata={"help": "expert frames per policy", "min": 1,
+                                                              "max": 100_000})
+    epochs: int = field(default=TrainConfig.epochs, metadata={"help": "passes over the frames", "min": 1, "max": 100})
+    episodes: int = field(default=100, metadata={"help": "closed-loop episodes per evaluation", "min": 1, "max": 1000})
+    workers: int = field(default=2, metadata={"help": "training processes at once (one core each)", "min": 1,
+                                              "max": 64})
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        for rho in self.rhos:
+            if not 0.0 <= rho <= 1.0:
+                raise ValueError(f"rhos: every rho is a probability in [0, 1], got {rho:g}")

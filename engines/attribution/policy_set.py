@@ -19,7 +19,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
-from engines.attribution.configs import CUE_MODES, RHOS, SEEDS, TrainConfig
+from engines.attribution.configs import CUE_MODES, QUICK_SET, TrainConfig, TrainSetConfig
+from engines.platform.config_schema import argparse_options, option_values
+from engines.platform.progress import Progress
 from engines.platform.settings import REPO_ROOT
 
 SHIPPED_DIR = REPO_ROOT / "assets" / "attribution" / "policies"
@@ -77,8 +79,9 @@ def _train_one(rho: float, seed: int, frames: int, epochs: int, episodes: int, o
 
 
 def train_set(out_dir: str | Path, rhos: tuple[float, ...], seeds: tuple[int, ...], *, frames: int, epochs: int,
-              episodes: int, workers: int, progress=None, command: str = COMMAND) -> dict:
-    """Train every (rho, seed) into ``out_dir`` with ``workers`` processes; write the report there."""
+              episodes: int, workers: int, progress: Progress | None = None, command: str = COMMAND) -> dict:
+    """Train every (rho, seed) into ``out_dir`` with ``workers`` processes; write the report there.
+    ``progress(policies done, policies, "rho=.. seed=..: success per cue (seconds)")`` after each."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -91,7 +94,10 @@ def train_set(out_dir: str | Path, rhos: tuple[float, ...], seeds: tuple[int, ..
         for future in futures:
             rows.append(future.result())
             if progress is not None:
-                progress(len(rows), len(cells), rows[-1])
+                row, e = rows[-1], rows[-1]["evaluation"]
+                progress(len(rows), len(cells), f"rho={row['rho']:g} seed={row['seed']}: "
+                         + ", ".join(f"{cue} {e[cue]['success']:.0%}" for cue in CUE_MODES)
+                         + f" ({row['train_seconds']:.0f} s)")
     report = {"command": command, "frames": frames, "epochs": epochs, "episodes": episodes, "workers": workers,
               "seconds": round(time.perf_counter() - started, 1), "policies": rows}
     (out_dir / "report.json").write_text(_json(report), encoding="utf-8")
@@ -132,17 +138,13 @@ def report_markdown(report: dict) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    train = TrainConfig()
+    """The ``train-set`` options: ``TrainSetConfig``'s, where the set goes, and ``--quick``."""
     parser.add_argument("--out-dir", type=Path, default=SHIPPED_DIR,
                         help="where the weights and REPORT.md go: the shipped set (default), or a folder under "
                              "datasets/attribution/ of the data folder")
-    parser.add_argument("--rhos", type=float, nargs="+", default=list(RHOS))
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
-    parser.add_argument("--frames", type=int, default=train.frames)
-    parser.add_argument("--epochs", type=int, default=train.epochs)
-    parser.add_argument("--episodes", type=int, default=100, help="closed-loop episodes per evaluation")
-    parser.add_argument("--workers", type=int, default=2, help="training processes at once (one core each)")
-    parser.add_argument("--quick", action="store_true", help="a small run for tests: 300 frames, 1 epoch, 5 episodes")
+    argparse_options(TrainSetConfig, parser)
+    parser.add_argument("--quick", action="store_true", help=f"a small run for tests: {QUICK_SET['frames']} frames, "
+                                                             f"{QUICK_SET['epochs']} epoch, {QUICK_SET['episodes']} episodes")
 
 
 def _command_line(args: argparse.Namespace) -> str:
@@ -167,22 +169,14 @@ def run(args: argparse.Namespace) -> dict:
     """Train the shipped set of reaching policies (each rho x seed) and write their report."""
     from engines.attribution.paths import output_path
 
-    for rho in args.rhos:
-        if not 0.0 <= rho <= 1.0:
-            raise ValueError(f"--rhos: every rho is a probability in [0, 1], got {rho:g}")
-    if args.workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {args.workers}")
-    frames, epochs, episodes = (300, 1, 5) if args.quick else (args.frames, args.epochs, args.episodes)
-    TrainConfig(frames=frames, epochs=epochs)  # the same checks as one policy's, before any process starts
+    config = TrainSetConfig(**{**option_values(TrainSetConfig, args), **(QUICK_SET if args.quick else {})})
+    TrainConfig(frames=config.frames, epochs=config.epochs)  # one policy's checks, before any process starts
 
-    def progress(done: int, total: int, row: dict) -> None:
-        e = row["evaluation"]
-        print(f"[{done}/{total}] rho={row['rho']:g} seed={row['seed']}: "
-              + ", ".join(f"{cue} {e[cue]['success']:.0%}" for cue in CUE_MODES)
-              + f" ({row['train_seconds']:.0f} s)", file=sys.stderr, flush=True)
+    def progress(done: int, total: int, message: str = "") -> None:
+        print(f"[{done}/{total}] {message}", file=sys.stderr, flush=True)
 
     out_dir = output_path(args.out_dir, what="--out-dir", shipped=SHIPPED_DIR)
-    report = train_set(out_dir, tuple(args.rhos), tuple(args.seeds), frames=frames, epochs=epochs,
-                       episodes=episodes, workers=args.workers, progress=progress, command=_command_line(args))
+    report = train_set(out_dir, config.rhos, config.seeds, frames=config.frames, epochs=config.epochs,
+                       episodes=config.episodes, workers=config.workers, progress=progress, command=_command_line(args))
     return {**report, "summary": f"{len(report['policies'])} policies in {report['seconds']:.0f} s -> "
                                  f"{out_dir / 'REPORT.md'}"}

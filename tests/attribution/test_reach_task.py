@@ -160,7 +160,7 @@ def test_the_train_set_command_trains_each_rho_and_seed_and_reports_them(folder,
     assert meta["train"]["rho"] == 0.5 and meta["train"]["seed"] == 3 and meta["train"]["frames"] == 300
     bad = run_main(main, ["train-set", "--rhos", "1.5", "--out-dir", str(tmp_path / "bad")], capsys)
     assert bad.returncode == 2
-    assert bad.stderr.strip() == "error: --rhos: every rho is a probability in [0, 1], got 1.5"
+    assert bad.stderr.strip() == "error: rhos: every rho is a probability in [0, 1], got 1.5"
     assert not (tmp_path / "bad").exists()  # refused before anything is written
     outside = run_main(main, ["train-set", "--quick", "--out-dir", str(folder.parents[2] / "elsewhere")], capsys)
     assert outside.returncode == 2 and "error: --out-dir: " in outside.stderr
