@@ -122,21 +122,24 @@ def _problem(error: Mapping[str, Any], format_name: str) -> tuple[str, str]:
     return "", words.format(format=format_name, got=_shown(error.get("input")), **values)
 
 
-def format_error(exc: ValidationError, *, format_name: str, source: str = "", at: Sequence[str | int] = ()) -> FormatError:
-    """The first of ``exc``'s errors as a :class:`FormatError` (``at``: where the validated object sits)."""
-    error = exc.errors(include_url=False)[0]
-    below, problem = _problem(error, format_name)
-    loc = [part for part in error["loc"] if not (isinstance(part, str) and part.startswith("function-"))]
-    return FormatError(_join(field_path([*at, *loc]), below), problem, source)
+def format_error(exc: ValidationError, *, format_name: str, source: str = "", at: Sequence[str | int] = (),
+                 error: type[FormatError] = FormatError) -> FormatError:
+    """The first of ``exc``'s errors as a :class:`FormatError` (``at``: where the validated object sits;
+    ``error``: the format's own subclass, which takes FormatError's arguments)."""
+    first = exc.errors(include_url=False)[0]
+    below, problem = _problem(first, format_name)
+    loc = [part for part in first["loc"] if not (isinstance(part, str) and part.startswith("function-"))]
+    return error(_join(field_path([*at, *loc]), below), problem, source)
 
 
-def validated(kind: Any, value: Any, *, format_name: str, source: str = "") -> Any:
+def validated(kind: Any, value: Any, *, format_name: str, source: str = "",
+              error: type[FormatError] = FormatError) -> Any:
     """``value`` (plain JSON data) as ``kind`` (a pydantic model or dataclass, or any type pydantic
-    validates), or a :class:`FormatError` naming the field."""
+    validates), or an ``error`` (a :class:`FormatError`) naming the field."""
     try:
         return _adapter(kind).validate_python(value)
     except ValidationError as exc:
-        raise format_error(exc, format_name=format_name, source=source) from None
+        raise format_error(exc, format_name=format_name, source=source, error=error) from None
 
 
 _ADAPTERS: dict[Any, TypeAdapter] = {}
@@ -148,7 +151,8 @@ def _adapter(kind: Any) -> TypeAdapter:
     return _ADAPTERS[kind]
 
 
-def read_jsonl(path: str | os.PathLike, kind: Any, *, format_name: str, name: str | None = None) -> list:
+def read_jsonl(path: str | os.PathLike, kind: Any, *, format_name: str, name: str | None = None,
+               error: type[FormatError] = FormatError) -> list:
     """The records of a JSONL file, one ``kind`` per line (blank lines skipped).
 
     ``name`` is how messages call the file (default: its path). A line nesting deeper than
@@ -159,11 +163,12 @@ def read_jsonl(path: str | os.PathLike, kind: Any, *, format_name: str, name: st
             the field.
     """
     where = name or str(path)
-    return [validated(kind, value, format_name=format_name, source=f"{where}, line {number}")
-            for number, value in json_lines(path, name=name)]
+    return [validated(kind, value, format_name=format_name, source=f"{where}, line {number}", error=error)
+            for number, value in json_lines(path, name=name, error=error)]
 
 
-def json_lines(path: str | os.PathLike, *, name: str | None = None) -> Iterator[tuple[int, Any]]:
+def json_lines(path: str | os.PathLike, *, name: str | None = None,
+               error: type[FormatError] = FormatError) -> Iterator[tuple[int, Any]]:
     """(line number, value) of each non-blank line of a JSONL file: for a format read line by line in
     a shape of its own (several upstream shapes of one record).
 
@@ -178,9 +183,9 @@ def json_lines(path: str | os.PathLike, *, name: str | None = None) -> Iterator[
             where = f"{name or path}, line {number}"
             problem = json_depth_problem(line)
             if problem is not None:
-                raise FormatError("", f"the JSON {problem}", where, line=number)
+                raise error("", f"the JSON {problem}", where, line=number)
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as err:
-                raise FormatError("", f"not valid JSON ({err.msg} at column {err.colno})", where, line=number) from None
+                raise error("", f"not valid JSON ({err.msg} at column {err.colno})", where, line=number) from None
             yield number, value

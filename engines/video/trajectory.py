@@ -480,10 +480,7 @@ def from_json(obj: Any) -> Trajectory:
         TrajectoryFormatError: the object does not follow ``lvqa-traj/1``; the message names the
             field path, e.g. ``"steps[2].verdict.confidence: must be at most 1 (got 1.5)"``.
     """
-    try:
-        return formats.validated(Trajectory, obj, format_name=SCHEMA)
-    except FormatError as err:
-        raise TrajectoryFormatError(err.field, err.problem, err.source) from None
+    return formats.validated(Trajectory, obj, format_name=SCHEMA, error=TrajectoryFormatError)
 
 
 def _line(trajectory: Trajectory) -> str:
@@ -532,7 +529,4 @@ def read_jsonl(path: str | os.PathLike, *, name: str | None = None) -> list[Traj
         TrajectoryFormatError: a line is not JSON or not ``lvqa-traj/1``; the message names the file,
             the line and the field, e.g. ``"run.jsonl, line 3: final.mode: must be one of ..."``.
     """
-    try:
-        return formats.read_jsonl(path, Trajectory, format_name=SCHEMA, name=name)
-    except FormatError as err:
-        raise TrajectoryFormatError(err.field, err.problem, err.source) from None
+    return formats.read_jsonl(path, Trajectory, format_name=SCHEMA, name=name, error=TrajectoryFormatError)
