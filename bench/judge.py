@@ -190,7 +190,7 @@ def label_latency_once(url: str, n_items: int, annotators: int) -> dict:
 
     import numpy as np
 
-    from engines.judge import labeling
+    from engines.judge import labeling, labeling_queue
     from engines.judge.items import Item
     from engines.platform import db
 
@@ -204,12 +204,12 @@ def label_latency_once(url: str, n_items: int, annotators: int) -> dict:
     lock = threading.Lock()
 
     def annotate(name: str) -> None:
-        shown = labeling.next_item("bench", name, engine=engine)
+        shown = labeling_queue.next_item("bench", name, engine=engine)
         local = []
         while shown is not None:
             started = time.perf_counter()
-            labeling.submit_label(shown.claim_id, name, 1 + len(local) % 5, engine=engine)
-            shown = labeling.next_item("bench", name, engine=engine)
+            labeling_queue.submit_label(shown.claim_id, name, 1 + len(local) % 5, engine=engine)
+            shown = labeling_queue.next_item("bench", name, engine=engine)
             local.append(1000 * (time.perf_counter() - started))
         with lock:
             timings.extend(local)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from engines.judge import labeling
+from engines.judge import labeling, review
 from engines.judge.items import SCALE
 from pages import _access as access
 
@@ -17,7 +17,7 @@ if not projects:
     st.info("No labeling project yet.")
     st.stop()
 slug = st.selectbox("Project", [p.slug for p in projects], key="judge-adjudicate-project")
-waiting = labeling.disagreements(slug)
+waiting = review.disagreements(slug)
 if not waiting:
     st.success("No disagreement waits for a decision.")
     st.stop()
@@ -45,7 +45,7 @@ for column, (score, text) in zip(st.columns(5), SCALE.items(), strict=True):
     if column.button(f"{score} · {text.split(':')[0]}", key=f"judge-decide-{score}", shortcut=str(score),
                      help=text, width="stretch"):
         try:
-            labeling.adjudicate(slug, item.key, score, f"user:{identity.user_id}", note=note)
+            review.adjudicate(slug, item.key, score, f"user:{identity.user_id}", note=note)
         except labeling.LabelingError as exc:  # the note stays in its box
             st.error(str(exc))
         else:

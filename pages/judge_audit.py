@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from engines.judge import jobs as judge_jobs
-from engines.judge import labeling, plots, uploads
+from engines.judge import labeling, plots, review, uploads
 from engines.judge.items import JudgeDataError
 from engines.judge.judges import JUDGES, available_judges, describe_judges
 from engines.platform import jobqueue
@@ -140,7 +140,7 @@ data_set = data_sets.get(source.removeprefix("upload:")) if source.startswith("u
 if project is not None:
     items_param = judge_jobs.project_items_param(project)
     audit_source = {"project": project}
-    progress = labeling.progress(project)
+    progress = review.progress(project)
     st.caption(f"{progress.labels_done:,} labels on {progress.items - progress.gold_items:,} items so far "
                f"({progress.to_adjudicate} waiting for adjudication); gold items stay out of the audit.")
 elif data_set is not None:

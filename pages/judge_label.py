@@ -11,7 +11,7 @@ import time
 
 import streamlit as st
 
-from engines.judge import labeling, members
+from engines.judge import labeling, labeling_queue, members
 from engines.judge.items import FLAGS, SCALE
 from pages import _access as access
 
@@ -52,16 +52,16 @@ with st.expander("Guidelines and the scale", expanded=st.session_state.get(GUIDE
                "not whether its content would actually work.")
 
 try:
-    shown = labeling.next_item(slug, annotator)
+    shown = labeling_queue.next_item(slug, annotator)
 except labeling.LabelingError as exc:
     st.warning(str(exc))
     st.stop()
 
-status = labeling.status_of(slug, annotator)
+status = labeling_queue.status_of(slug, annotator)
 if shown is None:
     st.success(f"Nothing left to label here: you labelled {status.labelled} items. Thank you!")
     if st.button("Undo my last label (U)", shortcut="U", key="judge-label-undo-end"):
-        labeling.undo_last(slug, annotator)
+        labeling_queue.undo_last(slug, annotator)
         st.rerun()
     st.stop()
 
@@ -94,7 +94,7 @@ for column, (score, text) in zip(st.columns(5), SCALE.items(), strict=True):
     if column.button(f"{score} · {SHORT[score]}", key=f"judge-score-{score}", shortcut=str(score),
                      help=text, width="stretch"):
         try:
-            labeling.submit_label(shown.claim_id, annotator, score, flags=flags, rationale=rationale,
+            labeling_queue.submit_label(shown.claim_id, annotator, score, flags=flags, rationale=rationale,
                                   ms_spent=int(1000 * (time.time() - shown_at)))
         except labeling.LabelingError as exc:  # what was typed stays in the box
             st.error(str(exc))
@@ -110,14 +110,14 @@ with left:
                                placeholder="e.g. not in English, empty response")
         if st.button("Skip (S)", shortcut="S", key="judge-label-skip"):
             try:
-                labeling.skip(shown.claim_id, annotator, reason)
+                labeling_queue.skip(shown.claim_id, annotator, reason)
             except labeling.LabelingError as exc:
                 st.error(str(exc))
             else:
                 st.rerun()
 with right:
     if st.button("Undo my last label (U)", shortcut="U", key="judge-label-undo"):
-        if labeling.undo_last(slug, annotator) is None:
+        if labeling_queue.undo_last(slug, annotator) is None:
             st.info("Nothing to undo yet.")
         else:
             st.rerun()

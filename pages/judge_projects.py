@@ -4,7 +4,7 @@ and choose who is on each project's team (annotator accounts label only the proj
 import pandas as pd
 import streamlit as st
 
-from engines.judge import invites, labeling, members, uploads
+from engines.judge import invites, labeling, members, review, uploads
 from engines.judge.items import JudgeDataError, read_items
 from engines.judge.study.plan import project_summary
 from engines.platform import auth
@@ -73,7 +73,7 @@ if not projects:
 
 slug = st.selectbox("Project", [p.slug for p in projects], key="judge-projects-pick")
 project = next(p for p in projects if p.slug == slug)
-progress = labeling.progress(slug)
+progress = review.progress(slug)
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Items", f"{progress.items - progress.gold_items:,}", help=f"plus {progress.gold_items} gold items")
 c2.metric("Labels", f"{progress.labels_done:,} / {progress.labels_wanted:,}")

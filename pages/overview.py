@@ -4,7 +4,7 @@ labeling projects and recent jobs."""
 import pandas as pd
 import streamlit as st
 
-from engines.judge import labeling, members
+from engines.judge import labeling, labeling_queue, members
 from engines.platform import jobqueue, study_admin
 from pages import _access as access
 
@@ -21,7 +21,7 @@ def labeling_projects_table(projects, annotator: str) -> None:
     """One row per project with this person's own counts, and a button that opens it on the Label page."""
     rows = []
     for project in projects:
-        status = labeling.status_of(project.slug, annotator)
+        status = labeling_queue.status_of(project.slug, annotator)
         rows.append({"Project": project.title or project.slug, "You labelled": status.labelled,
                      "Skipped": status.skipped, "Paused": status.paused or ""})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")

@@ -22,7 +22,9 @@ Modules, one job each:
   metrics, AUROC, the clustered bootstrap), ``asr`` (ASR, precision correction, inflation),
   ``agreement`` (kappa, alpha, concordance), ``subsets`` (ReliableBench- and JudgeStressTest-like),
   ``audit`` (the report), ``audit_cli``;
-- labeling: ``models`` (tables), ``labeling`` (projects, the queue, labels, adjudication),
+- labeling: ``models`` (tables), ``labeling`` (projects: creation, import, opening), ``labeling_queue``
+  (the annotator's queue: claims, labels, skips, undo, panel plans), ``review`` (progress,
+  disagreements, adjudication, the labelled items),
   ``members`` (project teams: who may label what), ``study/`` (the panel study's queue),
   ``demo_data`` (the demo project ``make run`` loads);
 - the surfaces: ``cli_data``, ``uploads`` (data sets imported on the audit page), ``jobs``

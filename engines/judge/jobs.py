@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 
-from engines.judge import labeling
+from engines.judge import labeling, review
 from engines.judge.audit import AuditConfig, audit
 from engines.judge.items import (
     Item,
@@ -239,7 +239,7 @@ def _shown(path: Path) -> str:
 def labeled_project_items(slug: str) -> list[Item]:
     """A labeling project's regular items with their labels and adjudications (gold items stay out)."""
     try:
-        return labeling.labelled_items(slug)
+        return review.labelled_items(slug)
     except labeling.LabelingError as exc:
         raise ValueError(str(exc)) from None
 

@@ -2,7 +2,7 @@
 
 An account with the annotator role sees and labels only the projects whose team it is on; a
 researcher or an admin adds and removes members (Admin → Labeling projects, or an invitation),
-and may label any project. Every labeling call checks it (``labeling.may_label``), not only the
+and may label any project. Every labeling call checks it (``labeling_queue.may_label``), not only the
 pages' project lists. Participants of a panel study are no accounts: the study that names the
 project admits them.
 """
@@ -15,7 +15,7 @@ from datetime import datetime
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from engines.judge import labeling
+from engines.judge import labeling, labeling_queue
 from engines.judge.models import LabelingClaim, LabelingMember, LabelingProject
 from engines.platform.db import read_session, write_transaction
 from engines.platform.files import echo
@@ -46,7 +46,7 @@ def add_members(slug: str, usernames: list[str], *, added_by: int | None = None,
     if len(names) > MAX_NAMES:
         raise labeling.LabelingError(f"{len(names)} names given; add at most {MAX_NAMES} at a time.")
     with write_transaction(engine) as session:
-        project = labeling._lock_project(session, slug)
+        project = labeling.locked_project_row(session, slug)
         users = {user.username: user for user in session.exec(select(User).where(User.username.in_(names))).all()}
         unknown = [name for name in names if name not in users]
         if unknown:
@@ -65,7 +65,7 @@ def remove_member(slug: str, username: str, *, engine: Engine | None = None) -> 
     """Take an account off the project's team; whether it was on it. The items it holds open go
     back to the queue at once (its labels stay)."""
     with write_transaction(engine) as session:
-        project = labeling._lock_project(session, slug)
+        project = labeling.locked_project_row(session, slug)
         row = session.exec(select(LabelingMember).join(User, User.id == LabelingMember.user_id).where(
             LabelingMember.project_id == project.id, User.username == username)).first()
         if row is None:
@@ -74,7 +74,7 @@ def remove_member(slug: str, username: str, *, engine: Engine | None = None) -> 
         for claim in session.exec(select(LabelingClaim).where(
                 LabelingClaim.project_id == project.id, LabelingClaim.annotator == annotator,
                 LabelingClaim.status == "open")).all():
-            labeling._count(session, claim.item_id, -1)
+            labeling_queue._count(session, claim.item_id, -1)
             session.delete(claim)
         session.delete(row)
         return True
@@ -83,7 +83,7 @@ def remove_member(slug: str, username: str, *, engine: Engine | None = None) -> 
 def members_of(slug: str, *, engine: Engine | None = None) -> list[Member]:
     """The project's team, by username."""
     with read_session(engine) as session:
-        project = labeling._project(session, slug)
+        project = labeling.project_row(session, slug)
         rows = session.exec(select(User.username, User.role, User.is_active, LabelingMember.added_at)
                             .join(LabelingMember, LabelingMember.user_id == User.id)
                             .where(LabelingMember.project_id == project.id).order_by(User.username)).all()

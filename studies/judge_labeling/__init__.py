@@ -5,7 +5,7 @@ quiz; Schwinn et al. 2026, section 3). Here a participant arriving from a panel 
 from the same queue as the annotators with accounts (``engines.judge.labeling``): the labeling
 project named by the ``PROJECT`` constant, with its quiz, gold checks and overlap. A participant
 first rates the project's qualification quiz (gold items), then up to ``ITEMS`` items of the
-queue, with gold checks mixed in at the project's rate (``labeling.panel_plan`` says how many;
+queue, with gold checks mixed in at the project's rate (``labeling_queue.panel_plan`` says how many;
 the consent page tells the worker). One who fails the quiz is screened out there and gets the
 screened-out code (``SCREENED_OUT_CODE`` or the study's ``screened_out_code``); the export says
 so (``participants.csv``'s ``screened_out`` and ``screening_reason``, and ``workers.csv``).

@@ -8,7 +8,7 @@ import secrets
 import pytest
 from playwright.sync_api import expect
 
-from engines.judge import labeling, members
+from engines.judge import labeling, members, review
 from engines.judge.items import Item
 from studies.judge_labeling.bot import PlayerBot
 from tests.e2e.browser_bot import STREAMLIT_MENU, accessibility_violations, wait_ready
@@ -50,12 +50,12 @@ def test_an_annotator_labels_by_keyboard_undoes_and_reloads(new_page, app_server
     wait_ready(page)
     expect(page.get_by_text(first)).to_have_count(0)
     second = _shown(page)
-    stored = [lb.score for item in labeling.labelled_items(slug, engine=e2e_db.engine) for lb in item.labels]
+    stored = [lb.score for item in review.labelled_items(slug, engine=e2e_db.engine) for lb in item.labels]
     assert stored == [4]
     page.keyboard.press("u")
     wait_ready(page)
     expect(page.get_by_text(first)).to_be_visible()
-    assert [lb for item in labeling.labelled_items(slug, engine=e2e_db.engine) for lb in item.labels] == []
+    assert [lb for item in review.labelled_items(slug, engine=e2e_db.engine) for lb in item.labels] == []
     _wait_for_login_cookie(page)
     page.reload()
     wait_ready(page)

@@ -11,7 +11,7 @@ import secrets
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from engines.judge import labeling
+from engines.judge import labeling, review
 from engines.platform import runtime
 from engines.platform.bots import Submission, iterate_with_view
 from pages._renderers.judge_label import SHORT
@@ -80,5 +80,5 @@ def test_a_panel_worker_rates_every_item_by_key_and_the_labels_reach_the_project
     worker.expect_completion(final.completion.code)
     worker.check_stored()
     assert Label in worker.pages_checked and "completed" in worker.pages_checked
-    labels = [(lb.annotator_id, lb.score) for it in labeling.labelled_items(project, engine=engine) for lb in it.labels]
+    labels = [(lb.annotator_id, lb.score) for it in review.labelled_items(project, engine=engine) for lb in it.labels]
     assert sorted(labels) == [(f"study:{slug}:{worker.external_id}", score) for score in bot.rated]

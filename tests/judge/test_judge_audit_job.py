@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from engines.judge import labeling
+from engines.judge import labeling, labeling_queue
 from engines.judge.items import Item, Verdict, write_items, write_verdicts
 from engines.judge.jobs import (
     AUDIT,
@@ -119,8 +119,8 @@ def test_audit_reads_the_verdicts_of_a_finished_judge_run(files):
 def test_audit_of_a_labeling_project_uses_its_labels_and_the_judge_run_on_its_items(sqlite_db):
     labeling.create_project("p1", items(), labeling.ProjectSettings(overlap_fraction=0.0, gold_every=0, quiz_size=0))
     by_key = {key(cell): score for cell, score in HUMAN.items()}
-    while (shown := labeling.next_item("p1", "ann1")) is not None:
-        labeling.submit_label(shown.claim_id, "ann1", by_key[shown.key])
+    while (shown := labeling_queue.next_item("p1", "ann1")) is not None:
+        labeling_queue.submit_label(shown.claim_id, "ann1", by_key[shown.key])
     run_id = run(RUN, {"items": project_items_file("p1"), "judge": "gcg-strings", "use_cache": False})
     audit = read_audit(run(AUDIT, {"project": "p1", "verdict_jobs": [run_id]}))
     assert (audit["n_items"], audit["n_labels"], audit["n_human_labelled"]) == (8, 8, 8)

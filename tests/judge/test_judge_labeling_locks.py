@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from engines.judge import labeling
+from engines.judge import labeling, labeling_queue, review
 from engines.judge.items import Item
 from engines.judge.labeling import ProjectSettings
 from engines.platform.db import get_engine, write_transaction
@@ -76,8 +76,8 @@ def test_two_requests_of_one_annotator_get_the_same_item_one_after_the_other(any
     _needs_postgresql(any_db)
     labeling.create_project("p1", [_item(i) for i in range(3)], NO_GOLD)
     with write_transaction() as session:
-        first = labeling.next_item("p1", "a", session=session)
-        second = _Asking(labeling.next_item, "p1", "a")
+        first = labeling_queue.next_item("p1", "a", session=session)
+        second = _Asking(labeling_queue.next_item, "p1", "a")
         assert not second.finished_within(0.5)  # waits on the first tab's transaction
     assert second.finished_within(30)
     assert second.result.key == first.key and second.result.claim_id == first.claim_id
@@ -91,7 +91,7 @@ def test_at_the_end_of_the_queue_a_request_waits_for_an_item_another_is_claiming
     labeling.create_project("p1", [_item(0)], NO_GOLD)
     with get_engine().connect() as other:
         _hold_item_row(other, "m1/direct/b0/0")
-        asking = _Asking(labeling.next_item, "p1", "a")
+        asking = _Asking(labeling_queue.next_item, "p1", "a")
         assert not asking.finished_within(0.5)
         other.rollback()
     assert asking.finished_within(30)
@@ -104,9 +104,9 @@ def test_a_request_that_released_a_stale_claim_never_waits_on_another_annotators
     So it answers at once with what is free now (nothing, here), and the stale claim is released."""
     _needs_postgresql(any_db)
     labeling.create_project("p1", [_item(0), _item(1)], ALL_TWICE)
-    mine = labeling.next_item("p1", "a")
-    labeling.submit_label(mine.claim_id, "a", 3)
-    stale = labeling.next_item("p1", "b")  # the item a started; b goes away
+    mine = labeling_queue.next_item("p1", "a")
+    labeling_queue.submit_label(mine.claim_id, "a", 3)
+    stale = labeling_queue.next_item("p1", "b")  # the item a started; b goes away
     assert stale.key == mine.key
     with get_engine().begin() as connection:
         connection.execute(text("UPDATE labeling_claim SET claimed_at = :then WHERE id = :id"),
@@ -114,11 +114,11 @@ def test_a_request_that_released_a_stale_claim_never_waits_on_another_annotators
     other_key = "m1/direct/b1/0"
     with get_engine().connect() as other:
         _hold_item_row(other, other_key)
-        asking = _Asking(labeling.next_item, "p1", "a")
+        asking = _Asking(labeling_queue.next_item, "p1", "a")
         answered = asking.finished_within(10)
         other.rollback()
     assert answered and asking.result is None
-    assert labeling.progress("p1").open_claims == 0  # b's stale claim was released
+    assert review.progress("p1").open_claims == 0  # b's stale claim was released
 
 
 def test_whether_an_item_is_left_is_read_without_waiting_on_or_skipping_claims(any_db):
@@ -128,7 +128,7 @@ def test_whether_an_item_is_left_is_read_without_waiting_on_or_skipping_claims(a
     labeling.create_project("p1", [_item(0)], NO_GOLD)
     with get_engine().connect() as other:
         _hold_item_row(other, "m1/direct/b0/0")
-        asking = _Asking(labeling.has_item_for, "p1", "a")
+        asking = _Asking(labeling_queue.has_item_for, "p1", "a")
         answered = asking.finished_within(10)
         other.rollback()
     assert answered and asking.result is True
@@ -161,24 +161,24 @@ def test_projects_are_listed_oldest_first_also_after_one_was_closed_and_reopened
 
 def test_the_export_lists_items_in_queue_order_after_their_rows_changed(any_db):
     labeling.create_project("p1", [_item(i) for i in range(3)], NO_GOLD)
-    queue = [item.key for item in labeling.labelled_items("p1")]
-    a = labeling.next_item("p1", "a")
-    b = labeling.next_item("p1", "b")
-    labeling.skip(a.claim_id, "a", "unreadable")  # the first item's row changes last
-    labeling.submit_label(b.claim_id, "b", 2)
+    queue = [item.key for item in review.labelled_items("p1")]
+    a = labeling_queue.next_item("p1", "a")
+    b = labeling_queue.next_item("p1", "b")
+    labeling_queue.skip(a.claim_id, "a", "unreadable")  # the first item's row changes last
+    labeling_queue.submit_label(b.claim_id, "b", 2)
     assert [a.key, b.key] == queue[:2]
     _analyze()
-    assert [item.key for item in labeling.labelled_items("p1")] == queue
+    assert [item.key for item in review.labelled_items("p1")] == queue
 
 
 def test_an_items_labels_are_exported_in_the_order_they_were_given(any_db):
     labeling.create_project("p1", [_item(0)], ALL_TWICE)
     for annotator, score in (("a", 1), ("b", 5)):
-        labeling.submit_label(labeling.next_item("p1", annotator).claim_id, annotator, score)
+        labeling_queue.submit_label(labeling_queue.next_item("p1", annotator).claim_id, annotator, score)
     with get_engine().connect() as connection:
         first_label = connection.execute(text("SELECT min(id) FROM human_label")).scalar_one()
     _touch("human_label", first_label)
-    [item] = labeling.labelled_items("p1")
+    [item] = review.labelled_items("p1")
     assert [(label.annotator_id, label.score) for label in item.labels] == [("a", 1), ("b", 5)]
 
 
@@ -186,15 +186,15 @@ def test_disagreements_follow_the_queue_not_the_order_labels_came_in(any_db):
     """The last item of the queue is labelled first; the adjudication list still starts with the
     first item, and each item's labels stay in the order they were given."""
     labeling.create_project("p1", [_item(i) for i in range(3)], ALL_TWICE)
-    queue = [item.key for item in labeling.labelled_items("p1")]
-    held = {annotator: labeling.next_item("p1", annotator) for annotator in "abcdef"}
+    queue = [item.key for item in review.labelled_items("p1")]
+    held = {annotator: labeling_queue.next_item("p1", annotator) for annotator in "abcdef"}
     assert [held[a].key for a in "abcdef"] == [queue[0], queue[0], queue[1], queue[1], queue[2], queue[2]]
     for annotator, score in (("e", 1), ("f", 4), ("c", 3), ("d", 3), ("a", 5), ("b", 2)):
-        labeling.submit_label(held[annotator].claim_id, annotator, score)
+        labeling_queue.submit_label(held[annotator].claim_id, annotator, score)
     with get_engine().connect() as connection:
         label_of_a = connection.execute(text("SELECT id FROM human_label WHERE annotator = 'a'")).scalar_one()
     _touch("human_label", label_of_a)
-    found = labeling.disagreements("p1")
+    found = review.disagreements("p1")
     assert [(d.key, d.labels) for d in found] == [(queue[0], (("a", 5), ("b", 2))),
                                                   (queue[2], (("e", 1), ("f", 4)))]
 
@@ -202,18 +202,18 @@ def test_disagreements_follow_the_queue_not_the_order_labels_came_in(any_db):
 def test_undo_takes_the_later_of_two_labels_stored_at_the_same_instant(any_db):
     """A coarse clock can give two labels one timestamp: the one stored later is undone."""
     labeling.create_project("p1", [_item(0), _item(1)], NO_GOLD)
-    first = labeling.next_item("p1", "a")
-    labeling.submit_label(first.claim_id, "a", 2)
-    second = labeling.next_item("p1", "a")
-    labeling.submit_label(second.claim_id, "a", 4)
+    first = labeling_queue.next_item("p1", "a")
+    labeling_queue.submit_label(first.claim_id, "a", 2)
+    second = labeling_queue.next_item("p1", "a")
+    labeling_queue.submit_label(second.claim_id, "a", 4)
     with get_engine().begin() as connection:
         connection.execute(text("UPDATE labeling_claim SET finished_at = :at"), {"at": datetime(2026, 1, 2, 3, 4, 5)})
-    assert labeling.undo_last("p1", "a") == second.key
+    assert labeling_queue.undo_last("p1", "a") == second.key
 
 
 def test_extra_fields_with_dates_are_stored_as_text(any_db):
     """Items built in Python (a data frame's rows) may carry dates in ``extra``: they are stored
     as ISO text rather than refused by the database's JSON encoder."""
     labeling.create_project("p1", [_item(0, collected=datetime(2026, 1, 2, 3, 4, 5))], NO_GOLD)
-    [item] = labeling.labelled_items("p1")
+    [item] = review.labelled_items("p1")
     assert item.extra == {"collected": "2026-01-02T03:04:05"}

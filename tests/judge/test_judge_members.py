@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlmodel import select
 
-from engines.judge import labeling, members
+from engines.judge import labeling, labeling_queue, members, review
 from engines.judge.items import Item
 from engines.judge.labeling import LabelingError, NotAMember, ProjectSettings
 from engines.judge.models import LabelingClaim, LabelingMember
@@ -31,12 +31,12 @@ def _account(name: str, role: str = "annotator") -> str:
 def test_an_annotator_off_the_team_can_neither_take_nor_label_nor_skip_nor_undo(sqlite_db):
     labeling.create_project("p1", _items(3), NO_GOLD)
     outsider = _account("outsider")
-    for call in (lambda: labeling.next_item("p1", outsider), lambda: labeling.undo_last("p1", outsider)):
+    for call in (lambda: labeling_queue.next_item("p1", outsider), lambda: labeling_queue.undo_last("p1", outsider)):
         with pytest.raises(NotAMember) as refused:
             call()
         assert str(refused.value) == REFUSED
-    assert labeling.has_item_for("p1", outsider) is False
-    assert labeling.shown_item("p1", outsider) is None
+    assert labeling_queue.has_item_for("p1", outsider) is False
+    assert labeling_queue.shown_item("p1", outsider) is None
     with read_session() as session:
         assert session.exec(select(LabelingClaim)).all() == []  # nothing was claimed for them
 
@@ -46,19 +46,19 @@ def test_a_member_labels_and_a_member_taken_off_is_refused_and_gives_the_item_ba
     annotator = _account("ann")
     assert members.add_members("p1", ["ann"]) == ["ann"]
     assert members.add_members("p1", ["ann"]) == []  # on it already: nothing added twice
-    first = labeling.next_item("p1", annotator)
-    labeling.submit_label(first.claim_id, annotator, 2)
-    held = labeling.next_item("p1", annotator)
+    first = labeling_queue.next_item("p1", annotator)
+    labeling_queue.submit_label(first.claim_id, annotator, 2)
+    held = labeling_queue.next_item("p1", annotator)
     assert members.remove_member("p1", "ann") is True
     with pytest.raises(NotAMember, match="not on the team of the labeling project 'p1'"):
-        labeling.next_item("p1", annotator)
-    for call in (lambda: labeling.submit_label(held.claim_id, annotator, 4),
-                 lambda: labeling.skip(held.claim_id, annotator, "empty")):
+        labeling_queue.next_item("p1", annotator)
+    for call in (lambda: labeling_queue.submit_label(held.claim_id, annotator, 4),
+                 lambda: labeling_queue.skip(held.claim_id, annotator, "empty")):
         with pytest.raises(LabelingError, match="This item is not yours to label"):
             call()
     # The held item went back to the queue at once; the label given stays.
-    assert labeling.next_item("p1", "someone-else").key == held.key
-    assert [lb.score for item in labeling.labelled_items("p1") for lb in item.labels] == [2]
+    assert labeling_queue.next_item("p1", "someone-else").key == held.key
+    assert [lb.score for item in review.labelled_items("p1") for lb in item.labels] == [2]
     assert members.remove_member("p1", "ann") is False
 
 
@@ -66,16 +66,16 @@ def test_a_claim_taken_while_on_the_team_is_not_labelled_after_leaving_it(sqlite
     labeling.create_project("p1", _items(2), NO_GOLD)
     annotator = _account("ann")
     members.add_members("p1", ["ann"])
-    held = labeling.next_item("p1", annotator)
+    held = labeling_queue.next_item("p1", annotator)
     with write_transaction() as session:  # off the team some other way than remove_member: the claim stays
         for row in session.exec(select(LabelingMember)).all():
             session.delete(row)
-    for call in (lambda: labeling.submit_label(held.claim_id, annotator, 4),
-                 lambda: labeling.skip(held.claim_id, annotator, "empty")):
+    for call in (lambda: labeling_queue.submit_label(held.claim_id, annotator, 4),
+                 lambda: labeling_queue.skip(held.claim_id, annotator, "empty")):
         with pytest.raises(NotAMember) as refused:
             call()
         assert str(refused.value) == REFUSED
-    assert [lb for item in labeling.labelled_items("p1") for lb in item.labels] == []
+    assert [lb for item in review.labelled_items("p1") for lb in item.labels] == []
 
 
 def test_a_member_of_one_project_is_not_a_member_of_another(sqlite_db):
@@ -83,9 +83,9 @@ def test_a_member_of_one_project_is_not_a_member_of_another(sqlite_db):
     labeling.create_project("p2", _items(1), NO_GOLD)
     annotator = _account("ann")
     members.add_members("p2", ["ann"])
-    assert labeling.next_item("p2", annotator) is not None
+    assert labeling_queue.next_item("p2", annotator) is not None
     with pytest.raises(NotAMember):
-        labeling.next_item("p1", annotator)
+        labeling_queue.next_item("p1", annotator)
     assert [p.slug for p in members.projects_to_label(int(annotator.split(":")[1]), "annotator")] == ["p2"]
 
 
@@ -93,8 +93,8 @@ def test_a_member_of_one_project_is_not_a_member_of_another(sqlite_db):
 def test_researchers_and_admins_label_any_project(sqlite_db, role):
     labeling.create_project("p1", _items(1), NO_GOLD)
     person = _account("lead", role)
-    shown = labeling.next_item("p1", person)
-    labeling.submit_label(shown.claim_id, person, 3)
+    shown = labeling_queue.next_item("p1", person)
+    labeling_queue.submit_label(shown.claim_id, person, 3)
     assert [p.slug for p in members.projects_to_label(int(person.split(":")[1]), role)] == ["p1"]
 
 
@@ -104,17 +104,17 @@ def test_a_disabled_or_unknown_account_is_refused(sqlite_db):
     members.add_members("p1", ["ann"])
     auth.update_user("ann", is_active=False)
     with pytest.raises(NotAMember):
-        labeling.next_item("p1", annotator)
+        labeling_queue.next_item("p1", annotator)
     for name in ("user:999", "user:abc", "user:"):
         with pytest.raises(NotAMember):
-            labeling.next_item("p1", name)
+            labeling_queue.next_item("p1", name)
 
 
 def test_study_participants_need_no_account_membership(sqlite_db):
     labeling.create_project("p1", _items(1), NO_GOLD)
     participant = "study:judge-labeling:PROLIFIC123"
-    shown = labeling.next_item("p1", participant)
-    labeling.submit_label(shown.claim_id, participant, 1)
+    shown = labeling_queue.next_item("p1", participant)
+    labeling_queue.submit_label(shown.claim_id, participant, 1)
 
 
 def test_adding_unknown_names_adds_nobody_and_quotes_the_name_short(sqlite_db):

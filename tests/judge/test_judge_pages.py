@@ -9,7 +9,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from engines.judge import labeling, members
+from engines.judge import labeling, labeling_queue, members, review
 from engines.judge.items import Item
 from engines.platform import auth
 from engines.platform.settings import get_settings
@@ -46,7 +46,7 @@ def test_an_annotator_labels_by_button_and_the_next_item_appears(sqlite_db):
     at.button(key="judge-score-4").click().run()
     second = next(t for t in _texts(at) if t.startswith("generation"))
     assert second != first
-    (stored,) = [lb for item in labeling.labelled_items("p1") for lb in item.labels]
+    (stored,) = [lb for item in review.labelled_items("p1") for lb in item.labels]
     assert (stored.annotator_id, stored.score) == (f"user:{identity.user_id}", 4)
     assert stored.ms_spent is not None and stored.ms_spent >= 0
 
@@ -98,12 +98,12 @@ def test_the_adjudicator_decides_a_disagreement(sqlite_db):
     labeling.create_project("p1", _items(1), labeling.ProjectSettings(overlap_k=2, overlap_fraction=1.0, gold_every=0,
                                                                       quiz_size=0))
     for annotator, score in (("a", 1), ("b", 4)):
-        shown = labeling.next_item("p1", annotator)
-        labeling.submit_label(shown.claim_id, annotator, score)
+        shown = labeling_queue.next_item("p1", annotator)
+        labeling_queue.submit_label(shown.claim_id, annotator, score)
     at, identity = _open(str(ROOT / "pages" / "judge_adjudicate.py"), role="researcher")
     assert [m.value for m in at.metric] == ["1", "4"]
     at.button(key="judge-decide-3").click().run()
-    assert labeling.labelled_items("p1")[0].adjudicated == {"score": 3, "by": f"user:{identity.user_id}"}
+    assert review.labelled_items("p1")[0].adjudicated == {"score": 3, "by": f"user:{identity.user_id}"}
     assert [s.value for s in at.success] == ["No disagreement waits for a decision."]
 
 
@@ -116,7 +116,7 @@ def test_a_project_is_created_from_the_demo_set_on_the_page(sqlite_db):
     assert not at.exception
     assert [s.value for s in at.success] == [
         "Created labeling project 'wave-a' with 1,120 items. Add annotators to its team below."]
-    progress = labeling.progress("wave-a")
+    progress = review.progress("wave-a")
     assert (progress.items, progress.gold_items) == (1120, 40)
     assert labeling.get_project("wave-a").quiz_size == 5
 
@@ -136,7 +136,7 @@ def test_make_run_loads_the_demo_labeling_project(sqlite_db):
 
     created = load_demo_data()
     assert "judge-labeling" in created and "labeling project demo-labeling" in created
-    assert labeling.progress("demo-labeling").items == 1120
+    assert review.progress("demo-labeling").items == 1120
     assert load_demo_data() == []  # once only
 
 
@@ -163,7 +163,7 @@ def test_an_uploaded_items_file_is_never_written_under_the_browsers_name(sqlite_
         escaped.unlink(missing_ok=True)
     assert [s.value for s in at.success] == [
         "Created labeling project 'wave-u' with 3 items. Add annotators to its team below."]
-    assert labeling.progress("wave-u").items == 3
+    assert review.progress("wave-u").items == 3
 
 
 def test_a_bad_line_of_an_uploaded_items_file_is_named_by_the_file_and_line(sqlite_db):
@@ -224,11 +224,11 @@ def test_a_rationale_over_the_limit_is_kept_in_the_box_and_the_label_is_not_save
     assert [e.value for e in at.error] == [
         "The rationale has 2,400 characters; at most 2,000 are allowed. Shorten it, then score the item again: "
         "nothing was saved."]
-    assert [lb for item in labeling.labelled_items("p1") for lb in item.labels] == []  # not saved with it emptied
+    assert [lb for item in review.labelled_items("p1") for lb in item.labels] == []  # not saved with it emptied
     assert next(t for t in _texts(at) if t.startswith("generation")) == first  # still the same item
     box = at.text_input(key=next(k for k in at.session_state if str(k).startswith("judge-rationale-")))
     assert box.value == long  # what was typed is still there to shorten
     box.input(long[:2000]).run()
     at.button(key="judge-score-3").click().run()
-    (stored,) = [lb for item in labeling.labelled_items("p1") for lb in item.labels]
+    (stored,) = [lb for item in review.labelled_items("p1") for lb in item.labels]
     assert (stored.score, stored.rationale) == (3, long[:2000])

@@ -11,7 +11,7 @@ import json
 import pytest
 from sqlmodel import select
 
-from engines.judge import labeling
+from engines.judge import labeling, labeling_queue
 from engines.judge.models import LabelingClaim, LabelingItem
 from engines.platform import runtime, study_admin
 from engines.platform.bots import Bot, Submission, iterate_with_view, run_bot, stored_responses
@@ -80,7 +80,7 @@ def test_a_demo_panel_worker_labels_new_items_with_gold_at_the_projects_rate(dem
 
 
 def test_the_plan_says_how_many_items_each_worker_gets_and_how_many_are_gold(demo):
-    planned = labeling.panel_plan(C.PROJECT, C.ITEMS)
+    planned = labeling_queue.panel_plan(C.PROJECT, C.ITEMS)
     assert (planned.quiz, planned.items, planned.new, planned.gold_checks, planned.gold, planned.rounds) == (
         10, 20, 18, 2, 12, 30)
     assert planned.summary() == (
@@ -99,7 +99,7 @@ def test_the_plan_says_how_many_items_each_worker_gets_and_how_many_are_gold(dem
     (20, 9, 30, 2), (19, 9, 30, 1), (9, 9, 30, 0), (20, 9, 1, 1), (20, 0, 30, 0), (21, 20, 30, 1), (40, 1, 30, 20)])
 def test_gold_checks_among_counts_one_check_after_every_gold_every_items(items, gold_every, gold_left, checks):
     # Worked out by hand: gold_every new items, then a check, again and again, while gold lasts.
-    assert labeling.gold_checks_among(items, gold_every, gold_left) == checks
+    assert labeling_queue.gold_checks_among(items, gold_every, gold_left) == checks
 
 
 def test_a_study_whose_quiz_and_items_do_not_fit_the_rounds_is_refused(demo):
@@ -182,7 +182,7 @@ def _panel_cli(argv: list[str], capsys) -> tuple[int, str, str]:
 def test_the_cli_says_how_many_items_each_worker_of_a_study_gets_and_how_many_are_gold(demo, capsys):
     study_admin.create_study("short", "judge_labeling", config={"constants": {"ITEMS": 19}})
     status, out, _ = _panel_cli(["--study", STUDY], capsys)
-    assert status == 0 and out == labeling.panel_plan(C.PROJECT, 20).summary()
+    assert status == 0 and out == labeling_queue.panel_plan(C.PROJECT, 20).summary()
     assert "then up to 20 items from the queue of 'demo-labeling': 18 new and 2 gold checks" in out
     # 19 items: the second check would be the 20th, so one check and 18 new.
     status, out, _ = _panel_cli(["--study", "short", "--json"], capsys)

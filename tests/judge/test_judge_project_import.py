@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import event, func
 from sqlmodel import select
 
-from engines.judge import labeling
+from engines.judge import labeling, labeling_queue, review
 from engines.judge.items import Item
 from engines.judge.labeling import LabelingError, ProjectSettings
 from engines.judge.models import LabelingItem, LabelingProject
@@ -56,7 +56,7 @@ def test_items_are_stored_in_batches_of_separate_transactions(transactions, monk
     batches = [n for n in transactions if n]
     assert batches == [4, 4, 2]  # 10 items, at most 4 per transaction, each committed on its own
     project = labeling.get_project("p1")
-    assert project.is_open and labeling.progress("p1").items == 10
+    assert project.is_open and review.progress("p1").items == 10
     with read_session() as session:  # the queue order runs on across the batches
         positions = session.exec(select(LabelingItem.position).where(LabelingItem.project_id == project.id)
                                  .order_by(LabelingItem.position)).all()
@@ -71,7 +71,7 @@ def test_the_project_is_hidden_and_closed_until_its_last_batch_is_in(sqlite_db, 
     def watching(session, rows):
         with read_session() as reading:
             hidden = reading.exec(select(LabelingProject)).one()
-        for call in (lambda: labeling.get_project(hidden.slug), lambda: labeling.next_item(hidden.slug, "a"),
+        for call in (lambda: labeling.get_project(hidden.slug), lambda: labeling_queue.next_item(hidden.slug, "a"),
                      lambda: labeling.require_open_project(hidden.slug)):
             with pytest.raises(LabelingError, match="no labeling project"):
                 call()
@@ -102,7 +102,7 @@ def test_a_failure_midway_leaves_no_project_and_no_items(sqlite_db, monkeypatch)
     assert _rows() == (0, 0)  # and removed again with the project
     monkeypatch.setattr(labeling, "_store_items", store)
     labeling.create_project("p1", _items(8), NO_GOLD)  # the name is free
-    assert labeling.progress("p1").items == 8
+    assert review.progress("p1").items == 8
 
 
 def test_a_name_taken_while_the_items_went_in_is_refused_and_the_import_removed(sqlite_db, monkeypatch):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engines.judge import labeling
+from engines.judge import labeling, review
 from engines.platform import study_admin
 from engines.platform.runtime import StudyError
 from studies.judge_labeling.bot import bot_items
@@ -36,6 +36,6 @@ def test_panel_workers_label_through_the_study_on_both_databases(any_db):
 
     first, second = run_protocol_bots("judge_labeling", participants=2)
     assert (first.status, first.steps, second.status, second.steps) == ("completed", 5, "completed", 2)
-    labels = [lb for item in labeling.labelled_items("demo-labeling") for lb in item.labels]
+    labels = [lb for item in review.labelled_items("demo-labeling") for lb in item.labels]
     assert sorted(lb.score for lb in labels) == [1, 2, 3]
     assert {lb.annotator_id for lb in labels} == {f"study:{first.study}:{first.external_id}"}

@@ -3,7 +3,7 @@
 For the researcher, before recruiting: ``python -m engines.judge panel --study SLUG`` (a study of
 the ``judge_labeling`` protocol: its ``PROJECT`` and ``ITEMS``) or ``--project SLUG [--items N]``
 (a project, with the protocol's default ``ITEMS`` unless given); the labeling projects page
-shows ``project_summary`` under each project. The numbers come from ``labeling.panel_plan``.
+shows ``project_summary`` under each project. The numbers come from ``labeling_queue.panel_plan``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from engines.judge import labeling
+from engines.judge import labeling_queue
 from engines.platform.registry import get_protocol
 from engines.platform.runtime import UnknownStudy
 from engines.platform.study_admin import get_study
@@ -24,7 +24,7 @@ COMMAND = ("engines.judge.study.plan", "add_arguments", "run",
            "how many items each panel worker of a labeling study rates, and how many are gold")
 
 
-def study_plan(slug: str, *, engine: Engine | None = None) -> labeling.PanelPlan:
+def study_plan(slug: str, *, engine: Engine | None = None) -> labeling_queue.PanelPlan:
     """The plan of the study ``slug`` (its constants, with the study's overrides).
 
     Raises:
@@ -37,14 +37,14 @@ def study_plan(slug: str, *, engine: Engine | None = None) -> labeling.PanelPlan
     if study.protocol != PROTOCOL:
         raise ValueError(f"The study '{slug}' is a {study.protocol} study, not a {PROTOCOL} one.")
     constants = get_protocol(PROTOCOL).constants_for(study.config)
-    return labeling.panel_plan(constants.PROJECT, constants.ITEMS, engine=engine)
+    return labeling_queue.panel_plan(constants.PROJECT, constants.ITEMS, engine=engine)
 
 
 def project_summary(project: str, *, engine: Engine | None = None) -> str:
     """What a panel study over ``project`` with the protocol's default ``ITEMS`` gives each worker:
     the sentence the labeling projects page shows."""
     items = get_protocol(PROTOCOL).C.ITEMS
-    plan = labeling.panel_plan(project, items, engine=engine)
+    plan = labeling_queue.panel_plan(project, items, engine=engine)
     return f"A panel study over this project with ITEMS = {items} (the default): {plan.summary()}"
 
 
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         items = get_protocol(PROTOCOL).C.ITEMS if args.items is None else args.items
         if items < 1:
             raise ValueError(f"--items must be 1 or more, got {items}.")
-        plan = labeling.panel_plan(args.project, items)
+        plan = labeling_queue.panel_plan(args.project, items)
     return {"project": plan.project, "quiz": plan.quiz, "items": plan.items, "new": plan.new,
             "gold_checks": plan.gold_checks, "gold": plan.gold, "rounds": plan.rounds, "gold_every": plan.gold_every,
             "summary": plan.summary()}

@@ -6,7 +6,7 @@ with the step's answer, ``is_displayed`` sees the label just submitted), or the 
 the page (``vars_for_template`` only reads the item claimed).
 
 Each labeling round is one item: the project's quiz first, then ``ITEMS`` items of the queue with
-gold checks at the project's rate (``labeling.panel_plan``). A worker whose quiz fails is
+gold checks at the project's rate (``labeling_queue.panel_plan``). A worker whose quiz fails is
 screened out there: ``after_submit`` records why in the participant variable
 ``SCREENED_OUT_BECAUSE``, which ends the study for them with the screened-out code.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engines.judge import labeling
+from engines.judge import labeling, labeling_queue
 from engines.platform.study import SCREENED_OUT_BECAUSE
 
 PLAN_CACHE = "judge-panel-plan"  # key of the plan in the session's ``info`` (one read per transaction)
@@ -31,7 +31,7 @@ def annotator_of(ctx: Any) -> str:
     return annotator_name(ctx.study_slug, ctx.external_id)
 
 
-def plan(ctx: Any) -> labeling.PanelPlan | None:
+def plan(ctx: Any) -> labeling_queue.PanelPlan | None:
     """What this study gives each worker (quiz, items, gold checks); None when the project is gone.
 
     The runtime asks every labeling round whether it may still be shown, each with a context of
@@ -42,7 +42,7 @@ def plan(ctx: Any) -> labeling.PanelPlan | None:
     if session is not None and key in session.info:
         return session.info[key]
     try:
-        found = labeling.panel_plan(ctx.C.PROJECT, ctx.C.ITEMS, session=session)
+        found = labeling_queue.panel_plan(ctx.C.PROJECT, ctx.C.ITEMS, session=session)
     except labeling.LabelingError:
         found = None
     if session is not None:
@@ -66,22 +66,22 @@ def round_due(ctx: Any) -> bool:
 def claim_item(ctx: Any) -> None:
     """On entering a labeling round (in the step's write transaction): claim the item it shows."""
     try:
-        labeling.next_item(ctx.C.PROJECT, annotator_of(ctx), session=ctx.session)
+        labeling_queue.next_item(ctx.C.PROJECT, annotator_of(ctx), session=ctx.session)
     except labeling.LabelingError:  # paused, closed or missing project: the page shows no item
         pass
 
 
-def current_item(ctx: Any) -> labeling.ItemToLabel | None:
+def current_item(ctx: Any) -> labeling_queue.ItemToLabel | None:
     """The item this participant was given and has not rated yet (a read); None when there is none."""
-    return labeling.shown_item(ctx.C.PROJECT, annotator_of(ctx), session=ctx.session)
+    return labeling_queue.shown_item(ctx.C.PROJECT, annotator_of(ctx), session=ctx.session)
 
 
 def has_item(ctx: Any) -> bool:
     """Whether another labeling round is due for this participant (a read: nothing is claimed)."""
-    return labeling.has_item_for(ctx.C.PROJECT, annotator_of(ctx), session=ctx.session)
+    return labeling_queue.has_item_for(ctx.C.PROJECT, annotator_of(ctx), session=ctx.session)
 
 
-def position(ctx: Any, item: labeling.ItemToLabel) -> dict[str, Any]:
+def position(ctx: Any, item: labeling_queue.ItemToLabel) -> dict[str, Any]:
     """Where the worker is, for the page: "Qualification item 3 of 10", then "Response 4 of at most 20".
 
     Gold checks count as responses (the worker is never told which items are checks)."""
@@ -95,8 +95,8 @@ def position(ctx: Any, item: labeling.ItemToLabel) -> dict[str, Any]:
 def store_label(ctx: Any, claim_id: int, score: int) -> None:
     """Store the label with the step's answer; a worker whose quiz has just failed is screened out."""
     annotator = annotator_of(ctx)
-    labeling.submit_label(claim_id, annotator, score, session=ctx.session)
-    status = labeling.status_of(ctx.C.PROJECT, annotator, session=ctx.session)
+    labeling_queue.submit_label(claim_id, annotator, score, session=ctx.session)
+    status = labeling_queue.status_of(ctx.C.PROJECT, annotator, session=ctx.session)
     if status.quiz_passed is False:
         ctx.vars[SCREENED_OUT_BECAUSE] = (
             f"failed the qualification quiz: {status.quiz_correct} of {status.quiz_done} items rated as expected, "
@@ -108,7 +108,7 @@ def check_project(C: Any, session: Any, max_rounds: int) -> None:
     for a study with nothing to label), and its quiz and ``ITEMS`` fit the study's ``max_rounds``
     labeling rounds. Raises ValueError saying which."""
     labeling.require_open_project(C.PROJECT, session=session)
-    planned = labeling.panel_plan(C.PROJECT, C.ITEMS, session=session)
+    planned = labeling_queue.panel_plan(C.PROJECT, C.ITEMS, session=session)
     if planned.rounds > max_rounds:
         raise ValueError(f"ITEMS: the project '{C.PROJECT}' has a quiz of {planned.quiz} items, and with ITEMS = "
                          f"{C.ITEMS} a worker would rate {planned.rounds}: at most {max_rounds} fit the study. "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from engines.judge import labeling
+from engines.judge import labeling, labeling_queue
 from engines.judge.study.queue import annotator_name
 from engines.platform.csv_safety import csv_bytes
 from engines.platform.db import read_session
@@ -38,7 +38,7 @@ def workers_csv(slug: str, *, engine: Engine | None = None) -> bytes:
 
 def _row(session, participant: Participant, slug: str, constants, protocol) -> dict:
     try:
-        status = labeling.status_of(constants.PROJECT, annotator_name(slug, participant.external_id), session=session)
+        status = labeling_queue.status_of(constants.PROJECT, annotator_name(slug, participant.external_id), session=session)
     except labeling.LabelingError:  # the project was deleted: the study's own columns remain
         status = None
     row = {"participant_id": participant.id, "external_id": participant.external_id, "status": participant.status,
