@@ -34,8 +34,10 @@ class VoteFormatError(FormatError):
     """A vote that cannot be read, in the platform's wording (``engines.platform.formats``): the file
     and line when it came from one (``path``, ``line``), the field and the problem."""
 
-    def __init__(self, field: str | None, problem: str, *, path: str | None = None, line: int | None = None):
-        source = ", ".join(part for part in (path, f"line {line}" if line is not None else None) if part)
+    def __init__(self, field: str | None, problem: str, source: str = "", *, line: int | None = None,
+                 path: str | None = None):
+        if path is not None:
+            source = ", ".join(part for part in (path, f"line {line}" if line is not None else None) if part)
         super().__init__(field or "", problem, source, line=line)
         self.path, self.field = path, field
 
@@ -175,14 +177,7 @@ def read_votes(path: str | Path) -> VoteLog:
     path = Path(path)
     votes: list[Vote] = []
     n_left_out = n_skipped = 0
-    rows = json_lines(path)
-    while True:
-        try:
-            line, row = next(rows)
-        except StopIteration:
-            break
-        except FormatError as e:  # not JSON, or too deep
-            raise VoteFormatError(None, e.problem, path=str(path), line=e.line) from None
+    for line, row in json_lines(path, error=VoteFormatError):  # a line that is not JSON, or too deep, is refused
         try:
             vote = _vote_from_row(row)
         except VoteFormatError as e:
