@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import sys
@@ -26,7 +27,7 @@ def _share_threads_between_xdist_workers() -> None:
 _share_threads_between_xdist_workers()
 
 from engines.platform import db, migrate, settings  # noqa: E402 - after the thread share
-from engines.platform.scratch import scratch_database  # noqa: E402
+from engines.platform.scratch import RecycledSchemas  # noqa: E402
 
 PG_URL = os.environ.get("HAI_TEST_DATABASE_URL", "")
 os.environ.setdefault("HAI_RUN_JOBS_IN_APP", "false")
@@ -186,8 +187,14 @@ def any_db(request, use_database, migrated_sqlite_template, tmp_path) -> str:
         return
     if not PG_URL:
         pytest.skip("HAI_TEST_DATABASE_URL is not set")
-    with scratch_database(PG_URL) as url:
+    with pg_schemas().borrow() as url:
         yield use_database(url)
+
+
+@functools.cache
+def pg_schemas() -> RecycledSchemas:
+    """This process's migrated PostgreSQL schemas, emptied and lent again test after test."""
+    return RecycledSchemas(PG_URL)
 
 
 @pytest.fixture

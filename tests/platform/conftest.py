@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engines.platform import db
-from engines.platform.scratch import scratch_database
-from tests.conftest import PG_URL
+from tests.conftest import PG_URL, pg_schemas
 
 
 @pytest.fixture
@@ -14,7 +13,7 @@ def pg_engine(use_database):
     """An engine of its own on a scratch PostgreSQL schema (skipped without a server), disposed after."""
     if not PG_URL:
         pytest.skip("HAI_TEST_DATABASE_URL is not set")
-    with scratch_database(PG_URL) as url:
+    with pg_schemas().borrow() as url:
         engine = db.create_db_engine(use_database(url))
         yield engine
         engine.dispose()
