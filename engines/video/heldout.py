@@ -492,6 +492,7 @@ def _anchor_questions(truth: Truth, rng: random.Random, add) -> None:
 # ------------------------------------------------------------------ pixels
 
 
+@lru_cache(maxsize=16)
 def _font(size: int):
     return ImageFont.load_default(size=max(8, size))
 
@@ -517,6 +518,7 @@ def _sprite(form: str, side: int, pointing: str) -> np.ndarray:
     return np.asarray(big.resize((width, side), Image.Resampling.BOX), np.float32) / 255.0
 
 
+@lru_cache(maxsize=512)  # the clock and the banner word stay the same over many frames
 def _text_patch(text: str, size: int, light: bool) -> np.ndarray:
     """RGB patch of ``text`` on a box: white on dark grey (overlays), or dark on cream (banners)."""
     font = _font(size)
