@@ -20,7 +20,7 @@ from engines.attribution.configs import ExperimentConfig, TrainConfig
 from engines.attribution.paths import POLICY_SUFFIXES, result_file, shown
 from engines.attribution.policy_set import SHIPPED_DIR, SHIPPED_EXPERIMENT
 from engines.platform.config_schema import JobParams, job_model
-from engines.platform.files import FileRefused, loads_json
+from engines.platform.files import FileRefused
 from engines.platform.jobqueue import JobContext, get_job, list_jobs, register_job
 from engines.platform.models import Job
 from engines.platform.progress import job_progress
@@ -106,14 +106,17 @@ def read_experiment(job_id: int | None) -> dict:
     """The experiment.json of a finished ``attribution.experiment`` job; None: the shipped run's.
 
     Raises:
-        ValueError: the job is not a finished experiment, or its result file is gone.
+        ValueError: the job is not a finished experiment, or its result file is gone (or does not
+            follow its format: ``run_files.RunFileError``, naming the file and the field).
     """
+    from engines.attribution.run_files import read_experiment_file
+
     if job_id is None:
-        return loads_json(SHIPPED_EXPERIMENT.read_text(encoding="utf-8"), where=shown(SHIPPED_EXPERIMENT))
+        return read_experiment_file(SHIPPED_EXPERIMENT, name=shown(SHIPPED_EXPERIMENT))
     job = get_job(job_id)
     if job.kind != EXPERIMENT or job.status != "succeeded" or not job.result:
         raise ValueError(f"job #{job_id} is not a finished attribution experiment")
     path = _job_file(job, what="the experiment's result", suffixes=(".json",))
     if path is None:
         raise ValueError(f"job #{job_id}: its result file is gone")
-    return loads_json(path.read_text(encoding="utf-8"), where=shown(path))
+    return read_experiment_file(path, name=shown(path))

@@ -77,9 +77,11 @@ def load_policy(path: str | Path, *, label: str | None = None,
     Raises:
         FileRefused: a path outside the owned folders, or not a weights file there.
         PolicyFileError: not a weights file, or tensors of other names or shapes than the architecture's.
+        RunFileError: a sidecar that is not a policy's sidecar (naming the field).
     """
     from engines.attribution.paths import policy_path
-    from engines.platform.files import loads_json, owned_path
+    from engines.attribution.run_files import read_sidecar
+    from engines.platform.files import owned_path
 
     path = policy_path(path)
     name = label or path.name
@@ -87,17 +89,12 @@ def load_policy(path: str | Path, *, label: str | None = None,
     meta = {}
     if sidecar_path.exists():
         sidecar_path = owned_path(sidecar_path, what="the policy's sidecar", suffixes=(".json",))
-        meta = loads_json(sidecar_path.read_text(encoding="utf-8"), where=f"{name}'s sidecar {sidecar_path.name}")
-        if not isinstance(meta, dict):
-            raise PolicyFileError(f"{name}: its sidecar {sidecar_path.name} is not a JSON object")
+        meta = read_sidecar(sidecar_path, name=f"{name}'s sidecar {sidecar_path.name}")
     return _load(path, name, meta, resolve_device(device)), meta
 
 
 def _load(source, name: str, meta: dict, device) -> ReachPolicy:
-    try:
-        model = ReachPolicy(int(meta.get("horizon", 4)), int(meta.get("action_dim", 2)), int(meta.get("width", 24)))
-    except (TypeError, ValueError):
-        raise PolicyFileError(f"{name}: its sidecar's horizon, action_dim and width must be whole numbers") from None
+    model = ReachPolicy(meta.get("horizon", 4), meta.get("action_dim", 2), meta.get("width", 24))
     try:
         state = torch.load(source, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - pickle errors, truncated files, code: all are "not weights"

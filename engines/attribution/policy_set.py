@@ -43,18 +43,16 @@ def shipped_policies(directory: str | Path = SHIPPED_DIR) -> list[dict]:
 
     Raises:
         FileRefused: the folder, or a file a row names, is not one the app opens.
+        RunFileError: the report does not follow its format (``run_files.PolicySetReport``).
     """
     from engines.attribution.paths import policy_folder, policy_path
-    from engines.platform.files import FileRefused, loads_json
+    from engines.attribution.run_files import read_set_report
 
     directory = policy_folder(directory)
     report = directory / "report.json"
     if not report.exists():
         return []
-    data = loads_json(report.read_text(encoding="utf-8"), where=str(report.name))
-    rows = data.get("policies") if isinstance(data, dict) else None
-    if not isinstance(rows, list) or not all(isinstance(row, dict) and isinstance(row.get("file"), str) for row in rows):
-        raise FileRefused(f"{report.name}: expected {{\"policies\": [{{\"file\": ..., ...}}, ...]}}")
+    rows = read_set_report(report)["policies"]
     return [{**row, "path": str(policy_path(row["file"], base=directory))} for row in rows]
 
 

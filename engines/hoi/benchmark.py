@@ -48,6 +48,7 @@ legacy ``tag`` field, an empty ``tags_v6``, more questions than tags...) is said
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -55,9 +56,12 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, model_validator
 
 from engines.platform.files import echo
+from engines.platform.formats import FieldProblem, FormatError, validated
 
 SPLITS = ("L1L2", "L3")
 LEVELS = ("L1", "L2", "L3")
@@ -82,17 +86,16 @@ TAGS = (
 _TAG_SEPARATOR = re.compile(r"[,\uff0c]")
 
 
-class BenchmarkFormatError(ValueError):
+class BenchmarkFormatError(FormatError):
     """An annotation file (or benchmark directory) that cannot be read; the message names the file,
-    the item's key and the upstream field, when known."""
+    the item's key and the upstream field, when known (``path``, ``key``, ``field``)."""
 
-    def __init__(self, problem: str, *, path: str | Path | None = None, key: str | None = None,
-                 field: str | None = None) -> None:
-        self.problem, self.path, self.key, self.field = problem, path, key, field
-        where = [str(path)] if path is not None else []
-        where += [f"key {echo(key)}"] if key is not None else []
-        where += [f"field {echo(field)}"] if field else []
-        super().__init__(f"{', '.join(where)}: {problem}" if where else problem)
+    def __init__(self, field: str, problem: str, source: str = "", *, line: int | None = None,
+                 path: str | Path | None = None, key: str | None = None) -> None:
+        self.path, self.key = path, key
+        if not source and path is not None:
+            source = str(path) + (f", key {echo(key)}" if key is not None else "")
+        super().__init__(field, problem, source, line=line)
 
 
 Box = tuple[float, float, float, float]  # (x1, y1, x2, y2) in the original image's pixels
@@ -152,133 +155,124 @@ def other_tags(tags: list[str] | tuple[str, ...]) -> list[str]:
     return [tag for tag in tags if not judged_by_interaction(tag)]
 
 
-# ---------------------------------------------------------------- reading one item
+# ---------------------------------------------------------------- one item, as upstream writes it
 
 
-@dataclass(frozen=True)
-class _Where:
-    path: Path
-    key: str
-
-    def error(self, field: str | None, problem: str) -> BenchmarkFormatError:
-        return BenchmarkFormatError(problem, path=self.path, key=self.key, field=field)
-
-
-def _required(record: dict, where: _Where, name: str) -> Any:
-    if record.get(name) is None:
-        raise where.error(name, "missing")
-    return record[name]
-
-
-def _text(record: dict, where: _Where, name: str, *, required: bool = True) -> str | None:
-    if name not in record or record[name] is None:
-        if required:
-            raise where.error(name, "missing")
-        return None
-    value = record[name]
-    if not isinstance(value, str):
-        raise where.error(name, f"expected text, got {echo(value)}")
-    return value
-
-
-def _box(value: Any, where: _Where, name: str) -> Box:
-    """Four finite numbers x1, y1, x2, y2 with x1 <= x2 and y1 <= y2."""
+def _box_value(value: Any) -> Box:
+    """Four finite numbers x1, y1, x2, y2 with x1 <= x2 and y1 <= y2 (no text, no true/false)."""
     if not isinstance(value, list | tuple) or len(value) != 4 or not all(
         isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in value
     ):
-        raise where.error(name, f"expected a box [x1, y1, x2, y2] of four numbers, got {echo(value)}")
+        raise ValueError(f"must be a box [x1, y1, x2, y2] of four numbers (got {echo(value)})")
     x1, y1, x2, y2 = value
     if x2 < x1 or y2 < y1:
-        raise where.error(name, f"box {echo(list(value))} ends before it starts (needs x1 <= x2 and y1 <= y2)")
+        raise ValueError(f"box {echo(list(value))} ends before it starts (needs x1 <= x2 and y1 <= y2)")
     return (x1, y1, x2, y2)
 
 
-def _tool(record: dict, where: _Where, notes: list[str]) -> tuple[str | None, Box | None]:
-    name = _text(record, where, "tools", required=False)
-    name = (name.strip() or None) if name is not None else None
-    raw = record.get("tool_bboxes")
-    if raw is None or raw == [] or raw == "":
-        return name, None
-    if isinstance(raw, str):
-        # Upstream's QA script also parses a box written as text ("[2, 1146, 203, 1482]").
+def _tool_box_value(value: Any) -> Box | None:
+    """``tool_bboxes``: absent as null, ``""`` or ``[]``; a box, one box in a list, or a box written as
+    text (upstream's QA script parses ``"[2, 1146, 203, 1482]"`` too)."""
+    if value is None or value == [] or value == "":
+        return None
+    if isinstance(value, str):
         try:
-            raw = json.loads(raw)
+            value = json.loads(value)
         except json.JSONDecodeError:
-            raise where.error("tool_bboxes", f"expected a box [x1, y1, x2, y2], got the text {echo(raw)}") from None
-        notes.append("tool_bboxes written as text")
-    if isinstance(raw, list) and len(raw) == 1 and isinstance(raw[0], list):
-        raw = raw[0]  # one box in a list of boxes
-    box = _box(raw, where, "tool_bboxes")
-    if name is None:
-        notes.append("a tool box without a tool name")
-    return name, box
+            raise ValueError(f"must be a box [x1, y1, x2, y2] (got the text {echo(value)})") from None
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], list):
+        value = value[0]
+    return _box_value(value)
 
 
-def _tags(record: dict, where: _Where, notes: list[str]) -> tuple[list[str], str]:
-    """The tags as the file lists them (a repeat noted; the caller keeps each once) and the field they came from."""
-    if "tags_v6" in record and record["tags_v6"] is not None:
-        name, raw = "tags_v6", record["tags_v6"]
-    elif record.get("tag") is not None:
-        name, raw = "tag", record["tag"]
-        notes.append("no tags_v6; tags from the legacy 'tag' field (upstream's scorer counts this item in no tag)")
+def _tag_list(value: Any) -> list[str]:
+    """Tags as the file lists them: a comma-separated text (upstream) or a list of texts; each must
+    start with L1-, L2- or L3-."""
+    if isinstance(value, str):
+        tags = parse_tags(value)
+    elif isinstance(value, list) and all(isinstance(tag, str) for tag in value):
+        tags = [tag.strip() for tag in value if tag.strip()]
     else:
-        raise where.error("tags_v6", "missing (and no legacy 'tag' either)")
-    if isinstance(raw, str):
-        tags = parse_tags(raw)
-    elif isinstance(raw, list) and all(isinstance(tag, str) for tag in raw):
-        tags = [tag.strip() for tag in raw if tag.strip()]
-    else:
-        raise where.error(name, f"expected comma-separated tags, got {echo(raw)}")
+        raise ValueError(f"must be comma-separated tags (got {echo(value)})")
     for tag in tags:
-        try:
-            level_of(tag)
-        except ValueError as exc:
-            raise where.error(name, str(exc)) from None
-    unique = list(dict.fromkeys(tags))
-    if len(unique) < len(tags):
-        repeated = sorted(tag for tag, n in Counter(tags).items() if n > 1)
-        notes.append(f"{name} repeats {', '.join(repeated)}; each kept once")
-    if not unique:
-        notes.append(f"{name} is empty: the item counts in no tag and no level")
-    return tags, name
+        level_of(tag)  # its ValueError names the tag
+    return tags
 
 
-def _questions(record: dict, where: _Where) -> tuple[str, ...]:
-    """``question_v6``: a list of texts, ``""`` (none) or one text; stripped, blanks left out
-    (upstream ``normalize_questions``, which the tag alignment depends on)."""
-    raw = record.get("question_v6")
-    if raw is None:
-        return ()
-    if isinstance(raw, str):
-        return (raw.strip(),) if raw.strip() else ()
-    if isinstance(raw, list):
-        for i, question in enumerate(raw):
-            if not isinstance(question, str):
-                raise where.error(f"question_v6[{i}]", f"expected text, got {echo(question)}")
-        return tuple(question.strip() for question in raw if question.strip())
-    raise where.error("question_v6", f"expected a list of questions, a question or \"\", got {echo(raw)}")
+def _question_list(value: Any) -> Any:
+    """``question_v6``: a list of texts, ``""`` (none) or one text (upstream ``normalize_questions``)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return value  # each checked as text, by its position
+    raise ValueError(f"must be a list of questions, a question or \"\" (got {_kind(value)})")
 
 
-def _item(record: Any, where: _Where, split: str, image_path: Path | None, *, looked_for_image: bool) -> BenchmarkItem:
-    if not isinstance(record, dict):
-        raise where.error(None, f"expected a JSON object, got {type(record).__name__}")
+def _kind(value: Any) -> str:
+    return "an object" if isinstance(value, dict) else echo(value)
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+BoxField = Annotated[Box, PlainValidator(_box_value)]
+Tags = Annotated[list[str] | None, BeforeValidator(lambda v: None if v is None else _tag_list(v))]
+
+
+class UpstreamItem(BaseModel):
+    """One item of an upstream annotation file, its fields as upstream names them; other (legacy)
+    fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+    instruction: Annotated[str, AfterValidator(_not_blank)]
+    object_name: Annotated[str, AfterValidator(_not_blank)] = Field(alias="object")
+    subject_bounding_box: BoxField
+    object_bounding_box: BoxField
+    generated_question: str | None = None
+    tools: str | None = None
+    tool_bboxes: Annotated[Box | None, PlainValidator(_tool_box_value)] = None
+    tags_v6: Tags = None
+    tag: Tags = None  # legacy (v4-era) tags: read only when there is no tags_v6
+    question_v6: Annotated[list[str], BeforeValidator(_question_list)] = []
+
+    @model_validator(mode="after")
+    def _has_tags(self) -> UpstreamItem:
+        if self.tags_v6 is None and self.tag is None:
+            raise FieldProblem("tags_v6", "is missing (and no legacy 'tag' either)")
+        return self
+
+
+def _item(record: Any, path: Path, key: str, split: str, image_path: Path | None, *,
+          looked_for_image: bool) -> BenchmarkItem:
+    raw = validated(UpstreamItem, record, format_name="a HOI-Edit item",
+                    error=functools.partial(BenchmarkFormatError, path=path, key=key))
     notes: list[str] = []
-    instruction = _text(record, where, "instruction")
-    if not instruction.strip():
-        raise where.error("instruction", "empty")
-    object_name = _text(record, where, "object")
-    if not object_name.strip():
-        raise where.error("object", "empty")
-    subject_box = _box(_required(record, where, "subject_bounding_box"), where, "subject_bounding_box")
-    object_box = _box(_required(record, where, "object_bounding_box"), where, "object_bounding_box")
-    question = _text(record, where, "generated_question", required=False)
-    if question is None or not question.strip():
-        question = None
+    question = raw.generated_question if raw.generated_question and raw.generated_question.strip() else None
+    if question is None:
         notes.append("no generated_question (upstream then writes one from the instruction)")
-    tool_name, tool_box = _tool(record, where, notes)
-    listed, tags_field = _tags(record, where, notes)
+    tool_name = (raw.tools.strip() or None) if raw.tools is not None else None
+    if isinstance(record.get("tool_bboxes"), str) and raw.tool_bboxes is not None:
+        notes.append("tool_bboxes written as text")
+    if raw.tool_bboxes is not None and tool_name is None:
+        notes.append("a tool box without a tool name")
+    if raw.tags_v6 is not None:
+        listed, tags_field = raw.tags_v6, "tags_v6"
+    else:
+        listed, tags_field = raw.tag, "tag"
+        notes.append("no tags_v6; tags from the legacy 'tag' field (upstream's scorer counts this item in no tag)")
     tags = tuple(dict.fromkeys(listed))
-    questions = _questions(record, where)
+    if len(tags) < len(listed):
+        repeated = sorted(tag for tag, n in Counter(listed).items() if n > 1)
+        notes.append(f"{tags_field} repeats {', '.join(repeated)}; each kept once")
+    if not tags:
+        notes.append(f"{tags_field} is empty: the item counts in no tag and no level")
+    questions = tuple(text.strip() for text in raw.question_v6 if text.strip())
     # Question i belongs to the i-th tag that takes one, counted over the tags as the file lists
     # them (upstream indexes other_tags of the raw list); a repeated tag keeps its first question.
     takers = other_tags(listed)
@@ -293,10 +287,11 @@ def _item(record: Any, where: _Where, split: str, image_path: Path | None, *, lo
     if image_path is None and looked_for_image:
         notes.append(f"image not found under images/{split}/")
     return BenchmarkItem(
-        key=where.key, split=split, image_path=image_path, instruction=instruction, object_name=object_name,
-        subject_box=subject_box, object_box=object_box, tool_name=tool_name, tool_box=tool_box, tags=tags,
-        levels=tuple(sorted({level_of(tag) for tag in tags})), interaction_question=question,
-        aux_questions=aux, questions=questions, tags_field=tags_field, note="; ".join(notes) or None,
+        key=key, split=split, image_path=image_path, instruction=raw.instruction, object_name=raw.object_name,
+        subject_box=raw.subject_bounding_box, object_box=raw.object_bounding_box, tool_name=tool_name,
+        tool_box=raw.tool_bboxes, tags=tags, levels=tuple(sorted({level_of(tag) for tag in tags})),
+        interaction_question=question, aux_questions=aux, questions=questions, tags_field=tags_field,
+        note="; ".join(notes) or None,
     )
 
 
@@ -320,34 +315,37 @@ def read_annotations(path: str | Path, split: str, *, image_root: str | Path | N
     path = Path(path)
     data = _read_json(path)
     if not isinstance(data, dict):
-        raise BenchmarkFormatError(f"expected a JSON object keyed by image file name, got {type(data).__name__}",
+        raise BenchmarkFormatError("", f"must be a JSON object keyed by image file name (got {_json_kind(data)})",
                                    path=path)
     images = Path(image_root) / split if image_root is not None else None
     items = []
     for key, record in data.items():
-        where = _Where(path, key)
         if not key.strip() or "/" in key or "\\" in key or key in (".", ".."):
-            raise where.error(None, "a key must be an image file name")
+            raise BenchmarkFormatError("", "a key must be an image file name", path=path, key=key)
         image = images / key if images is not None and (images / key).is_file() else None
-        items.append(_item(record, where, split, image, looked_for_image=images is not None))
+        items.append(_item(record, path, key, split, image, looked_for_image=images is not None))
     return items
+
+
+def _json_kind(value: Any) -> str:
+    return {list: "a list", str: "text", dict: "an object"}.get(type(value), type(value).__name__)
 
 
 def _read_json(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise BenchmarkFormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path) from None
+        raise BenchmarkFormatError("", f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path) from None
     except OSError as exc:
-        raise BenchmarkFormatError(f"cannot read ({exc.strerror or exc})", path=path) from None
+        raise BenchmarkFormatError("", f"cannot read ({exc.strerror or exc})", path=path) from None
     try:
         return json.loads(text, object_pairs_hook=_no_repeated_names)
     except _RepeatedName as exc:
         # json.loads would keep the last of two items of one key silently.
-        raise BenchmarkFormatError(f"the name {echo(exc.name)} appears twice in one JSON object (an item key "
+        raise BenchmarkFormatError("", f"the name {echo(exc.name)} appears twice in one JSON object (an item key "
                                    "or a field given twice)", path=path) from None
     except json.JSONDecodeError as exc:
-        raise BenchmarkFormatError(f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+        raise BenchmarkFormatError("", f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
                                    path=path) from None
 
 
@@ -459,11 +457,11 @@ def load_benchmark(root: str | Path) -> Benchmark:
     """
     root = Path(root)
     if not root.is_dir():
-        raise BenchmarkFormatError("not a directory", path=root)
+        raise BenchmarkFormatError("", "not a directory", path=root)
     files = {split: path for split in SPLITS if (path := find_annotation_file(root, split)) is not None}
     if not files:
         looked = " or ".join(ANNOTATION_FILES.values())
-        raise BenchmarkFormatError(f"no HOI-Edit annotation file ({looked}, at the top or under data/)", path=root)
+        raise BenchmarkFormatError("", f"no HOI-Edit annotation file ({looked}, at the top or under data/)", path=root)
     by_split = {
         split: {item.key: item for item in read_annotations(path, split, image_root=root / "images")}
         for split, path in files.items()

@@ -47,15 +47,19 @@ only from the legacy ``tag`` field are left unscored, as upstream's scorer count
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, PlainValidator, model_validator
 
 from engines.hoi.benchmark import LEVELS, SPLITS, TAGS, Benchmark, BenchmarkItem, judged_by_interaction
 from engines.platform.files import echo
+from engines.platform.formats import FieldProblem, FormatError, validated
 
 # The scores of a record (upstream names), each a number in [0, 1] or null.
 SCORE_FIELDS = (
@@ -75,18 +79,16 @@ PAPER_COLUMNS = {"L1": ("I", "H", "O"), "L2": ("I", "I+Q&A", "H", "O"), "L3": ("
 PAPER_SPLIT = {"L1": "L1L2", "L2": "L1L2", "L3": "L3"}
 
 
-class RecordFormatError(ValueError):
-    """An evaluation-records file that cannot be read; the message names the file, the split,
-    the item's key and the field, when known."""
+class RecordFormatError(FormatError):
+    """An evaluation-records file that cannot be read; the message names the file, the split, the
+    item's key and the field, when known (``path``, ``split``, ``key``, ``field``)."""
 
-    def __init__(self, problem: str, *, path: str | Path | None = None, split: str | None = None,
-                 key: str | None = None, field: str | None = None) -> None:
-        self.problem, self.path, self.split, self.key, self.field = problem, path, split, key, field
-        where = [str(path)] if path is not None else []
-        where += [split] if split else []
-        where += [f"key {echo(key)}"] if key is not None else []
-        where += [f"field {echo(field)}"] if field else []
-        super().__init__(f"{', '.join(where)}: {problem}" if where else problem)
+    def __init__(self, field: str, problem: str, source: str = "", *, line: int | None = None,
+                 path: str | Path | None = None, split: str | None = None, key: str | None = None) -> None:
+        self.path, self.split, self.key = path, split, key
+        if not source and path is not None:
+            source = ", ".join([str(path), *([split] if split else []), *([f"key {echo(key)}"] if key is not None else [])])
+        super().__init__(field, problem, source, line=line)
 
 
 def normalize_question(text: str) -> str:
@@ -331,32 +333,86 @@ def compute_scores(benchmark: Benchmark, records: MethodRecords) -> Scores:
 # ---------------------------------------------------------------- reading records
 
 
-@dataclass(frozen=True)
-class _Where:
-    path: Path | None
-    split: str | None = None
-    key: str | None = None
-
-    def error(self, field: str | None, problem: str) -> RecordFormatError:
-        return RecordFormatError(problem, path=self.path, split=self.split, key=self.key, field=field)
-
-
-def _score(record: dict, where: _Where, name: str) -> float | None:
-    value = record.get(name)
+def _score_value(value: Any) -> float | None:
+    """A score: a finite number in [0, 1] (not true/false, not text), or null for not measured."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
             or not 0.0 <= value <= 1.0:
-        raise where.error(name, f"expected a number in [0, 1] or null, got {echo(value)} (a judge reply that did "
-                                f"not parse is recorded as an *_error, never in place of a score)")
+        raise ValueError(f"must be a number in [0, 1] or null (got {echo(value)}; a judge reply that did not "
+                         f"parse is recorded as an *_error, never in place of a score)")
     return float(value)
 
 
-def _optional_text(record: dict, where: _Where, name: str) -> str | None:
-    value = record.get(name)
-    if value is not None and not isinstance(value, str):
-        raise where.error(name, f"expected text or null, got {echo(value)}")
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must be the question's text (got an empty one)")
     return value
+
+
+Score = Annotated[float | None, PlainValidator(_score_value)]
+
+
+class UpstreamAnswer(BaseModel):
+    """One judge answer of a record's ``qa`` list."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    question: Annotated[str, AfterValidator(_not_blank)]
+    answer: str | None = None
+    confidence: Score = None
+    error: Any = None  # the evaluator's note: any truthy value
+
+
+class UpstreamRecord(BaseModel):
+    """The evaluator's record of one item, upstream field names; ``*_error`` fields and others are
+    kept as given (read by :func:`_errors`)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    max_yes_confidence: Score = None
+    subject_identity_score: Score = None
+    subject_quality_score: Score = None
+    subject_similarity: Score = None
+    object_identity_score: Score = None
+    object_quality_score: Score = None
+    object_similarity: Score = None
+    processing_mode: str | None = None
+    mode: str | None = None  # another name for processing_mode
+    qa: list[UpstreamAnswer] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> UpstreamRecord:
+        if self.mode is not None and self.processing_mode is not None and self.mode != self.processing_mode:
+            raise FieldProblem("mode", f"{echo(self.mode)} differs from processing_mode {echo(self.processing_mode)}")
+        seen: dict[str, UpstreamAnswer] = {}
+        for i, qa in enumerate(self.qa or []):
+            earlier = seen.setdefault(normalize_question(qa.question), qa)
+            if (earlier.answer, earlier.confidence, _note(earlier.error)) != (qa.answer, qa.confidence, _note(qa.error)):
+                raise FieldProblem(f"qa[{i}].question", f"{echo(qa.question)} is answered twice, differently")
+        return self
+
+
+def _method_name(name: str) -> str:
+    if not name.strip():
+        raise ValueError("must be the method's name (got an empty one)")
+    return name.strip()
+
+
+def _note(error: Any) -> str | None:
+    """An evaluator's error note as text; None when it is empty or false (no error)."""
+    return (error if isinstance(error, str) else str(error)) if error else None
+
+
+class RecordsFile(BaseModel):
+    """A records file's top level: the method's name and each split's records by image key (each
+    record checked on its own, so that its error names the split and the key)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: Annotated[str, AfterValidator(_method_name)]
+    L1L2: dict[str, Any] | None = None
+    L3: dict[str, Any] | None = None
 
 
 def _errors(record: dict) -> dict[str, str]:
@@ -365,49 +421,17 @@ def _errors(record: dict) -> dict[str, str]:
             if (name.endswith("_error") or name == "has_error") and value}
 
 
-def _qa(value: Any, where: _Where) -> tuple[QAAnswer, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise where.error("qa", f"expected a list of {{question, answer, confidence}}, got {echo(value)}")
-    answers: list[QAAnswer] = []
-    for i, entry in enumerate(value):
-        name = f"qa[{i}]"
-        if not isinstance(entry, dict):
-            raise where.error(name, f"expected {{question, answer, confidence}}, got {echo(entry)}")
-        question = entry.get("question")
-        if not isinstance(question, str) or not question.strip():
-            raise where.error(f"{name}.question", f"expected the question's text, got {echo(question)}")
-        answer = entry.get("answer")
-        if answer is not None and not isinstance(answer, str):
-            raise where.error(f"{name}.answer", f"expected text or null, got {echo(answer)}")
-        confidence = entry.get("confidence")
-        if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, int | float)
-                                       or not math.isfinite(confidence) or not 0.0 <= confidence <= 1.0):
-            raise where.error(f"{name}.confidence", f"expected a number in [0, 1] or null, got {echo(confidence)}")
-        error = entry.get("error")
-        qa = QAAnswer(question=question, answer=answer,
-                      confidence=None if confidence is None else float(confidence),
-                      error=(error if isinstance(error, str) else str(error)) if error else None)
-        earlier = next((a for a in answers if normalize_question(a.question) == normalize_question(question)), None)
-        if earlier is not None and (earlier.answer, earlier.confidence, earlier.error) != (
-                qa.answer, qa.confidence, qa.error):
-            raise where.error(f"{name}.question", f"{echo(question)} is answered twice, differently")
-        if earlier is None:
-            answers.append(qa)
-    return tuple(answers)
-
-
-def _record(value: Any, where: _Where) -> EvalRecord:
-    if not isinstance(value, dict):
-        raise where.error(None, f"expected a JSON object (the item's record), got {type(value).__name__}")
-    mode = _optional_text(value, where, "processing_mode")
-    alias = _optional_text(value, where, "mode")
-    if mode is not None and alias is not None and mode != alias:
-        raise where.error("mode", f"{echo(alias)} differs from processing_mode {echo(mode)}")
-    scores = {name: _score(value, where, name) for name in SCORE_FIELDS}
-    return EvalRecord(split=where.split, key=where.key, mode=mode if mode is not None else alias,
-                      errors=_errors(value), qa=_qa(value.get("qa"), where), **scores)
+def _record(value: Any, path: Path | None, split: str, key: str) -> EvalRecord:
+    raw = validated(UpstreamRecord, value, format_name="an evaluation record",
+                    error=functools.partial(RecordFormatError, path=path, split=split, key=key))
+    answers: dict[str, QAAnswer] = {}
+    for qa in raw.qa or []:  # a question answered twice the same way counts once
+        answers.setdefault(normalize_question(qa.question), QAAnswer(
+            question=qa.question, answer=qa.answer, confidence=qa.confidence,
+            error=_note(qa.error)))
+    return EvalRecord(split=split, key=key, mode=raw.processing_mode if raw.processing_mode is not None else raw.mode,
+                      errors=_errors(value), qa=tuple(answers.values()),
+                      **{name: getattr(raw, name) for name in SCORE_FIELDS})
 
 
 def parse_records(data: Any, *, path: str | Path | None = None) -> MethodRecords:
@@ -417,24 +441,11 @@ def parse_records(data: Any, *, path: str | Path | None = None) -> MethodRecords
         RecordFormatError: naming the file, split, key and field.
     """
     path = Path(path) if path is not None else None
-    top = _Where(path)
-    if not isinstance(data, dict):
-        raise top.error(None, f"expected a JSON object {{method, L1L2, L3}}, got {type(data).__name__}")
-    unknown = sorted(set(data) - {"method", *SPLITS})
-    if unknown:
-        raise top.error(unknown[0], f"unknown top-level field (expected method, {', '.join(SPLITS)})")
-    method = data.get("method")
-    if not isinstance(method, str) or not method.strip():
-        raise top.error("method", f"expected the method's name, got {echo(method)}")
-    by_split: dict[str, dict[str, EvalRecord]] = {}
-    for split in SPLITS:
-        section = data.get(split)
-        if section is None:
-            continue
-        if not isinstance(section, dict):
-            raise top.error(split, f"expected a JSON object keyed by image file name, got {type(section).__name__}")
-        by_split[split] = {key: _record(value, _Where(path, split, key)) for key, value in section.items()}
-    return MethodRecords(method=method.strip(), by_split=by_split, path=path)
+    top = validated(RecordsFile, data, format_name="an evaluation-records file (method, L1L2, L3)",
+                    error=functools.partial(RecordFormatError, path=path))
+    by_split = {split: {key: _record(value, path, split, key) for key, value in section.items()}
+                for split in SPLITS if (section := getattr(top, split)) is not None}
+    return MethodRecords(method=top.method, by_split=by_split, path=path)
 
 
 def read_records(path: str | Path) -> MethodRecords:
@@ -447,11 +458,11 @@ def read_records(path: str | Path) -> MethodRecords:
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
     except UnicodeDecodeError as exc:
-        raise RecordFormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path) from None
+        raise RecordFormatError("", f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path) from None
     except OSError as exc:
-        raise RecordFormatError(f"cannot read ({exc.strerror or exc})", path=path) from None
+        raise RecordFormatError("", f"cannot read ({exc.strerror or exc})", path=path) from None
     except json.JSONDecodeError as exc:
-        raise RecordFormatError(f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+        raise RecordFormatError("", f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
                                 path=path) from None
     return parse_records(data, path=path)
 
@@ -466,7 +477,7 @@ def score_files(benchmark: Benchmark, paths: Iterable[str | Path]) -> dict[str, 
     for path in paths:
         records = read_records(path)
         if records.method in out:
-            raise RecordFormatError(f"method {echo(records.method)} already read from another file",
-                                    path=path, field="method")
+            raise RecordFormatError("method", f"{echo(records.method)} already read from another file",
+                                    path=path)
         out[records.method] = compute_scores(benchmark, records)
     return out

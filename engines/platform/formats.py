@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -123,17 +123,19 @@ def _problem(error: Mapping[str, Any], format_name: str) -> tuple[str, str]:
 
 
 def format_error(exc: ValidationError, *, format_name: str, source: str = "", at: Sequence[str | int] = (),
-                 error: type[FormatError] = FormatError) -> FormatError:
+                 error: Callable[..., FormatError] = FormatError) -> FormatError:
     """The first of ``exc``'s errors as a :class:`FormatError` (``at``: where the validated object sits;
-    ``error``: the format's own subclass, which takes FormatError's arguments)."""
+    ``error``: the format's own subclass, or a callable making one, taking FormatError's arguments)."""
     first = exc.errors(include_url=False)[0]
     below, problem = _problem(first, format_name)
     loc = [part for part in first["loc"] if not (isinstance(part, str) and part.startswith("function-"))]
+    if loc and loc[-1] == "[key]":  # pydantic's mark for a mapping's key, not its value, being wrong
+        loc, problem = loc[:-1], f"the name {problem}"
     return error(_join(field_path([*at, *loc]), below), problem, source)
 
 
 def validated(kind: Any, value: Any, *, format_name: str, source: str = "",
-              error: type[FormatError] = FormatError) -> Any:
+              error: Callable[..., FormatError] = FormatError) -> Any:
     """``value`` (plain JSON data) as ``kind`` (a pydantic model or dataclass, or any type pydantic
     validates), or an ``error`` (a :class:`FormatError`) naming the field."""
     try:
@@ -152,7 +154,7 @@ def _adapter(kind: Any) -> TypeAdapter:
 
 
 def read_jsonl(path: str | os.PathLike, kind: Any, *, format_name: str, name: str | None = None,
-               error: type[FormatError] = FormatError) -> list:
+               error: Callable[..., FormatError] = FormatError) -> list:
     """The records of a JSONL file, one ``kind`` per line (blank lines skipped).
 
     ``name`` is how messages call the file (default: its path). A line nesting deeper than
@@ -168,7 +170,7 @@ def read_jsonl(path: str | os.PathLike, kind: Any, *, format_name: str, name: st
 
 
 def json_lines(path: str | os.PathLike, *, name: str | None = None,
-               error: type[FormatError] = FormatError) -> Iterator[tuple[int, Any]]:
+               error: Callable[..., FormatError] = FormatError) -> Iterator[tuple[int, Any]]:
     """(line number, value) of each non-blank line of a JSONL file: for a format read line by line in
     a shape of its own (several upstream shapes of one record).
 

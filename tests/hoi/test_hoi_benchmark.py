@@ -338,18 +338,18 @@ BAD_ITEMS = [
     ("no_subject_box", _without("subject_bounding_box"), "subject_bounding_box", "missing"),
     ("bad_tool_box", {**_good(), "tools": "tong", "tool_bboxes": [1, 2]}, "tool_bboxes", "four numbers"),
     ("tool_box_text", {**_good(), "tool_bboxes": "left of the pot"}, "tool_bboxes", "the text"),
-    ("tools_not_text", {**_good(), "tools": 3}, "tools", "expected text"),
+    ("tools_not_text", {**_good(), "tools": 3}, "tools", "must be text (got 3)"),
     ("unknown_prefix", {**_good(), "tags_v6": "L1-interaction-relation_occur, L4-new"}, "tags_v6", "L4-new"),
     ("tags_not_text", {**_good(), "tags_v6": 7}, "tags_v6", "comma-separated"),
     ("legacy_bad_prefix", {**_without("tags_v6"), "tag": ["morphology"]}, "tag", "'morphology'"),
     ("no_tags_at_all", {k: v for k, v in _good().items() if k not in ("tags_v6", "tag")}, "tags_v6", "missing"),
     ("no_instruction", _without("instruction"), "instruction", "missing"),
-    ("empty_instruction", {**_good(), "instruction": "  "}, "instruction", "empty"),
-    ("instruction_list", {**_good(), "instruction": ["Make"]}, "instruction", "expected text"),
+    ("empty_instruction", {**_good(), "instruction": "  "}, "instruction", "must not be empty"),
+    ("instruction_list", {**_good(), "instruction": ["Make"]}, "instruction", "must be text (got a list)"),
     ("no_object", _without("object"), "object", "missing"),
     ("question_v6_object", {**_good(), "question_v6": {"q": 1}}, "question_v6", "list of questions"),
-    ("question_v6_number", {**_good(), "question_v6": ["Q?", 3]}, "question_v6[1]", "expected text"),
-    ("question_not_text", {**_good(), "generated_question": 5}, "generated_question", "expected text"),
+    ("question_v6_number", {**_good(), "question_v6": ["Q?", 3]}, "question_v6[1]", "must be text (got 3)"),
+    ("question_not_text", {**_good(), "generated_question": 5}, "generated_question", "must be text (got 5)"),
 ]
 
 
@@ -363,7 +363,7 @@ def test_item_errors_name_file_key_and_field(tmp_path, record, field, words):
     error = info.value
     assert (error.path, error.key, error.field) == (path, "bad key.png", field)
     assert words in error.problem
-    assert str(error).startswith(f"{path}, key 'bad key.png', field {field!r}: ")
+    assert str(error) == f"{path}, key 'bad key.png': {field}: {error.problem}"
 
 
 def test_an_error_in_the_l3_file_names_it(tmp_path):
@@ -378,14 +378,14 @@ def test_an_error_in_the_l3_file_names_it(tmp_path):
 
 def test_record_not_an_object(tmp_path):
     path = _write(tmp_path, L3_NAME, {"x.jpg": ["not", "a", "record"]})
-    with pytest.raises(BenchmarkFormatError, match="expected a JSON object, got list") as info:
+    with pytest.raises(BenchmarkFormatError, match="must be an object") as info:
         load_benchmark(tmp_path)
-    assert (info.value.path, info.value.key, info.value.field) == (path, "x.jpg", None)
+    assert (info.value.path, info.value.key, info.value.field) == (path, "x.jpg", "")
 
 
 @pytest.mark.parametrize(("text", "words"), [
     ('{"a.png": {', "not valid JSON"),
-    ('[{"instruction": "x"}]', "expected a JSON object keyed by image file name, got list"),
+    ('[{"instruction": "x"}]', "must be a JSON object keyed by image file name \\(got a list\\)"),
     ('{"a.png": {"instruction": "x"}, "a.png": {"instruction": "y"}}', "'a.png' appears twice"),
     ('{"../a.png": {}}', "must be an image file name"),
 ])

@@ -374,22 +374,22 @@ BAD_RECORDS = [
      "got 1.5"),
     ("negative_score", _bad("L3", "b.png", {"object_quality_score": -0.1}), "L3", "b.png", "object_quality_score",
      "got -0.1"),
-    ("record_list", _bad("L1L2", "c.png", [0.5]), "L1L2", "c.png", None, "got list"),
-    ("qa_not_list", _bad("L1L2", "c.png", {"qa": {"q": "yes"}}), "L1L2", "c.png", "qa", "expected a list"),
-    ("qa_entry_text", _bad("L1L2", "c.png", {"qa": ["yes"]}), "L1L2", "c.png", "qa[0]", "expected"),
+    ("record_list", _bad("L1L2", "c.png", [0.5]), "L1L2", "c.png", "", "got a list"),
+    ("qa_not_list", _bad("L1L2", "c.png", {"qa": {"q": "yes"}}), "L1L2", "c.png", "qa", "must be a list"),
+    ("qa_entry_text", _bad("L1L2", "c.png", {"qa": ["yes"]}), "L1L2", "c.png", "qa[0]", "must be an object"),
     ("qa_no_question", _bad("L1L2", "c.png", {"qa": [{"answer": "yes", "confidence": 0.5}]}), "L1L2", "c.png",
-     "qa[0].question", "question's text"),
+     "qa[0].question", "is missing"),
     ("qa_text_confidence", _bad("L3", "d.png", {"qa": [_qa("Q?", "yes", 0.5), _qa("R?", "yes", "high")]}), "L3",
      "d.png", "qa[1].confidence", "'high'"),
     ("qa_answer_bool", _bad("L3", "d.png", {"qa": [_qa("Q?", True, 0.5)]}), "L3", "d.png", "qa[0].answer",
-     "expected text"),
+     "must be text"),
     ("qa_twice_differently", _bad("L3", "d.png", {"qa": [_qa("Q?", "yes", 0.5), _qa(" q? ", "no", 0.5)]}), "L3",
      "d.png", "qa[1].question", "answered twice"),
     ("mode_mismatch", _bad("L3", "d.png", {"mode": "a", "processing_mode": "b"}), "L3", "d.png", "mode", "differs"),
-    ("mode_number", _bad("L3", "d.png", {"processing_mode": 1}), "L3", "d.png", "processing_mode", "expected text"),
-    ("no_method", {"L3": {}}, None, None, "method", "method's name"),
-    ("unknown_section", {"method": "m", "L1_L2": {}}, None, None, "L1_L2", "unknown top-level field"),
-    ("section_list", {"method": "m", "L3": []}, None, None, "L3", "keyed by image file name"),
+    ("mode_number", _bad("L3", "d.png", {"processing_mode": 1}), "L3", "d.png", "processing_mode", "must be text"),
+    ("no_method", {"L3": {}}, None, None, "method", "is missing"),
+    ("unknown_section", {"method": "m", "L1_L2": {}}, None, None, "L1_L2", "is not a field of"),
+    ("section_list", {"method": "m", "L3": []}, None, None, "L3", "must be an object"),
 ]
 
 
@@ -403,7 +403,8 @@ def test_record_errors_name_file_split_key_and_field(tmp_path, data, split, key,
     error = info.value
     assert (error.path, error.split, error.key, error.field) == (path, split, key, field)
     assert words in error.problem
-    assert str(error).startswith(str(path))
+    where = ", ".join([str(path), *([split] if split else []), *([f"key {key!r}"] if key else [])])
+    assert str(error) == ": ".join([where, *([field] if field else []), error.problem])
 
 
 def test_records_file_errors(tmp_path):
@@ -413,7 +414,7 @@ def test_records_file_errors(tmp_path):
         read_records(path)
     assert info.value.path == path
     path.write_text("[]", encoding="utf-8")
-    with pytest.raises(RecordFormatError, match="got list"):
+    with pytest.raises(RecordFormatError, match="got a list"):
         read_records(path)
     with pytest.raises(RecordFormatError, match="cannot read"):
         read_records(tmp_path / "absent.json")

@@ -27,6 +27,7 @@ class Series:
     name: Annotated[str, Strict()]
     readings: tuple[Reading, ...]
     count: Annotated[int, Strict(), Field(ge=1)] = 1
+    limits: dict[Literal["low", "high"], float] = Field(default_factory=dict)
 
     @field_validator("readings")
     @classmethod
@@ -58,6 +59,8 @@ def _broken(edit) -> dict:
     (lambda r: r.__setitem__("readings", "many"), "readings: must be a list (got 'many')"),
     (lambda r: r["readings"][1].__setitem__("at", -1), "readings[1].at: must be at least 0 (got -1)"),
     (lambda r: r["readings"].append({"at": 1.0, "level": 0.1}), "readings[2].at: comes before the reading above it (2.5)"),
+    (lambda r: r.__setitem__("limits", {"low": 0.1, "middle": 0.5}),
+     "limits.middle: the name must be one of 'low' or 'high' (got 'middle')"),
     (lambda r: r.__setitem__("name", "x" * 500), None),  # a long name is fine
 ])
 def test_what_is_wrong_is_named_by_its_field_path(edit, message):

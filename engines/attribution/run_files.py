@@ -1,0 +1,123 @@
+"""The attribution area's files, as formats: a policy's sidecar, a trained set's report and an
+experiment's result.
+
+Each is JSON written by this area (``policies.save_policy``, ``policy_set.train_set``,
+``experiment.run``) and read back from
+folders a person can write to (a job's result folder, an uploaded policy's sidecar, the shipped
+set), so each is declared here as a typed dictionary that pydantic checks on reading; a file that
+does not follow it raises :class:`RunFileError` naming the file and the field
+(``experiment.json: policies[3].ood_success: must be at most 1 (got 1.4)``). What is read stays a
+plain ``dict``, as the pages and plots use it. No torch here: the pages read these files without it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+from typing_extensions import NotRequired, TypedDict
+
+from engines.platform.files import loads_json
+from engines.platform.formats import FormatError, validated
+
+Rate = Annotated[float, Field(ge=0, le=1)]
+Size = Annotated[int, Field(ge=1, le=4096)]
+
+
+class RunFileError(FormatError):
+    """An attribution file (sidecar or experiment result) that does not follow its format."""
+
+
+class PolicySidecar(TypedDict):
+    """``<policy>.json`` beside ``<policy>.pt``: the architecture's sizes (defaults 4, 2 and 24 when
+    absent), and what training recorded (kept as given)."""
+
+    __pydantic_config__ = {"extra": "allow"}  # type: ignore[misc] - pydantic reads it
+
+    architecture: NotRequired[str]
+    horizon: NotRequired[Size]
+    action_dim: NotRequired[Size]
+    width: NotRequired[Size]
+
+
+class ReportRow(TypedDict):
+    """One policy of a trained set's ``report.json``: its weights file (relative to the set's folder)
+    and what training and evaluation recorded (kept as given)."""
+
+    __pydantic_config__ = {"extra": "allow"}  # type: ignore[misc] - pydantic reads it
+
+    file: Annotated[str, Field(min_length=1)]
+    rho: NotRequired[Rate]
+    seed: NotRequired[int]
+
+
+class PolicySetReport(TypedDict):
+    """A trained set's ``report.json`` (``policy_set.train_set``)."""
+
+    __pydantic_config__ = {"extra": "allow"}  # type: ignore[misc] - pydantic reads it
+
+    policies: list[ReportRow]
+
+
+class Correlation(TypedDict):
+    """Spearman's rho of NMR with one outcome across policies; all None with fewer than 3 policies."""
+
+    rho: Annotated[float, Field(ge=-1, le=1)] | None
+    p_permutation: Annotated[float, Field(gt=0, le=1)] | None
+    ci_low: Annotated[float, Field(ge=-1, le=1)] | None
+    ci_high: Annotated[float, Field(ge=-1, le=1)] | None
+    n: Annotated[int, Field(ge=0)]
+
+
+class PolicyResult(TypedDict):
+    """One policy of an experiment: its NMR per method (None where no frame gave one) and its
+    success and action error with the cue as trained (``id_``), randomised (``ood_``) and absent."""
+
+    rho: Rate
+    seed: int
+    policy: str  # "loaded" or "trained"
+    nmr: dict[str, Annotated[float, Field(ge=0)] | None]
+    id_success: Rate
+    id_mse: Annotated[float, Field(ge=0)]
+    ood_success: Rate
+    ood_mse: Annotated[float, Field(ge=0)]
+    no_cue_success: Rate
+    no_cue_mse: Annotated[float, Field(ge=0)]
+
+
+class ExperimentResult(TypedDict):
+    """``experiment.json``: the run's settings, its policies and the correlations per method."""
+
+    config: dict[str, Any]
+    policies: list[PolicyResult]
+    correlations: dict[str, dict[Literal["ood_mse", "ood_success"], Correlation]]
+    seconds: Annotated[float, Field(ge=0)]
+    summary: str
+
+
+def read_json_file(path: Path, kind: Any, *, format_name: str, name: str | None = None) -> Any:
+    """``path``'s JSON checked as ``kind`` (a plain ``dict`` for the typed dictionaries above).
+
+    Raises:
+        FileRefused: not JSON, or nesting too deep.
+        RunFileError: the JSON does not follow ``kind``; names the file and the field.
+    """
+    where = name or path.name
+    return validated(kind, loads_json(path.read_text(encoding="utf-8"), where=where), format_name=format_name,
+                     source=where, error=RunFileError)
+
+
+def read_experiment_file(path: Path, *, name: str | None = None) -> ExperimentResult:
+    """An experiment's ``experiment.json`` (see :func:`read_json_file`)."""
+    return read_json_file(path, ExperimentResult, format_name="an attribution experiment's result", name=name)
+
+
+def read_set_report(path: Path, *, name: str | None = None) -> PolicySetReport:
+    """A trained set's ``report.json`` (see :func:`read_json_file`)."""
+    return read_json_file(path, PolicySetReport, format_name="a policy set's report", name=name)
+
+
+def read_sidecar(path: Path, *, name: str | None = None) -> PolicySidecar:
+    """A policy's sidecar (see :func:`read_json_file`)."""
+    return read_json_file(path, PolicySidecar, format_name="a policy's sidecar", name=name)
