@@ -13,10 +13,10 @@ plain ``dict``, as the pages and plots use it. No torch here: the pages read the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import Field
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict  # pydantic needs this one's TypedDict before Python 3.12
 
 from engines.platform.files import loads_json
 from engines.platform.formats import FormatError, validated
