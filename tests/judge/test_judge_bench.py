@@ -11,23 +11,32 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "bench" / "judge.py"
 AUDIT_KEYS = {"items", "labels", "verdicts", "judges", "behaviours", "cells", "bootstrap", "metric_groups",
               "median_s", "median_cpu_s", "runs_s", "phases_last_run", "goal_s", "ratio_to_goal", "pass", "sanity"}
 
 
-def test_quick_run_writes_the_audit_section(tmp_path):
-    out = tmp_path / "judge.json"
-    env = {**os.environ}
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory) -> tuple[dict, str]:
+    """One quick run for every test here (the same environment as the suite's: PostgreSQL when
+    ``HAI_TEST_DATABASE_URL`` names a server); its result, and the URL it had (or "")."""
+    out = tmp_path_factory.mktemp("judge-bench") / "judge.json"
+    pg = os.environ.get("HAI_BENCH_PG_URL") or os.environ.get("HAI_TEST_DATABASE_URL") or ""
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)], cwd=REPO_ROOT,
+                          env={**os.environ}, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 1, proc.stdout[-2000:]
     result = json.loads(lines[0])
     assert json.loads(out.read_text()) == result
+    return result, pg
 
+
+def test_quick_run_writes_the_audit_section(quick_run):
+    result, _ = quick_run
     assert {"benchmark", "requirement", "headline", "goal", "sections", "results", "config", "machine",
             "code_version", "timestamp", "duration_s"} <= set(result)
     assert result["benchmark"] == "judge"
@@ -48,20 +57,19 @@ def test_quick_run_writes_the_audit_section(tmp_path):
     assert set(audit["sanity"]["pooled_accuracy"]) == {f"judge{j}" for j in range(audit["judges"])}
 
 
-def test_quick_run_measures_label_latency_and_judge_throughput(tmp_path):
-    out = tmp_path / "judge.json"
-    env = {**os.environ, "HAI_BENCH_PG_URL": "", "HAI_TEST_DATABASE_URL": ""}
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--out", str(out)], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(out.read_text())
-    sqlite = result["results"]["label_latency"]["sqlite"]
-    # 40 items, 20% of them (8) wanting a second label: every annotator's labels together.
-    assert (sqlite["annotators"], sqlite["items"], sqlite["labels"]) == (10, 40, 48)
-    assert sqlite["p50_ms"] <= sqlite["p95_ms"]
-    assert sqlite["ratio_to_goal"] == round(sqlite["p95_ms"] / sqlite["goal_p95_ms"], 3)
-    assert result["results"]["label_latency"]["postgresql"]["status"] == "skipped"
-    assert result["goal"]["label_met"]["postgresql"] is None
+def test_quick_run_measures_label_latency_and_judge_throughput(quick_run):
+    result, pg = quick_run
+    latency = result["results"]["label_latency"]
+    # 40 items, 20% of them (8) wanting a second label: every annotator's labels together, on each database.
+    databases = ("sqlite", "postgresql") if pg else ("sqlite",)
+    for name in databases:
+        measured = latency[name]
+        assert (measured["annotators"], measured["items"], measured["labels"]) == (10, 40, 48), name
+        assert measured["p50_ms"] <= measured["p95_ms"]
+        assert measured["ratio_to_goal"] == round(measured["p95_ms"] / measured["goal_p95_ms"], 3)
+    if not pg:
+        assert latency["postgresql"] == {"status": "skipped", "reason": "no PostgreSQL URL (HAI_BENCH_PG_URL)"}
+        assert result["goal"]["label_met"]["postgresql"] is None
     throughput = result["results"]["judge_throughput"]
     assert set(throughput) == {"gcg-strings", "minilm-logreg"}
     assert throughput["gcg-strings"]["items"] == 200 and throughput["minilm-logreg"]["items"] == 16
