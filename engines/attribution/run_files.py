@@ -18,8 +18,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one's TypedDict before Python 3.12
 
-from engines.platform.files import loads_json
-from engines.platform.formats import FormatError, validated
+from engines.platform.formats import FormatError, parse_json, validated
 
 Rate = Annotated[float, Field(ge=0, le=1)]
 Size = Annotated[int, Field(ge=1, le=4096)]
@@ -100,12 +99,11 @@ def read_json_file(path: Path, kind: Any, *, format_name: str, name: str | None 
     """``path``'s JSON checked as ``kind`` (a plain ``dict`` for the typed dictionaries above).
 
     Raises:
-        FileRefused: not JSON, or nesting too deep.
-        RunFileError: the JSON does not follow ``kind``; names the file and the field.
+        RunFileError: not JSON, or JSON that does not follow ``kind``; names the file and the field.
     """
     where = name or path.name
-    return validated(kind, loads_json(path.read_text(encoding="utf-8"), where=where), format_name=format_name,
-                     source=where, error=RunFileError)
+    data = parse_json(path.read_text(encoding="utf-8"), source=where, error=RunFileError)
+    return validated(kind, data, format_name=format_name, source=where, error=RunFileError)
 
 
 def read_experiment_file(path: Path, *, name: str | None = None) -> ExperimentResult:

@@ -16,8 +16,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Annotated, Literal, NotRequired
+
+from pydantic import AfterValidator, Strict
+from typing_extensions import TypedDict  # pydantic needs this one's TypedDict before Python 3.12
 
 from engines.platform.files import echo
+from engines.platform.formats import FormatError, parse_json, validated
 
 # A method's name is a folder name: <method>_frames, records/<method>.json.
 METHOD_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$"
@@ -26,31 +31,47 @@ METHODS_FILE = "methods.json"
 FRAMES_SUFFIX = "_frames"  # upstream data/<model>_frames/<split>/<key>
 
 
-class MethodsFileError(ValueError):
+class MethodsFileError(FormatError):
     """A ``methods.json`` that does not read; the message names the file, the method and the field."""
+
+
+def _label(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text.strip()
+
+
+class MethodEntry(TypedDict):
+    """One method of ``methods.json``; its ``label`` is the method's name when the file gives none.
+    Other fields are kept as given."""
+
+    __pydantic_config__ = {"extra": "allow"}  # type: ignore[misc] - pydantic reads it
+
+    kind: NotRequired[Literal["image_edit", "i2v"]]
+    label: NotRequired[Annotated[str, AfterValidator(_label)]]
+    offline: NotRequired[Annotated[bool, Strict()]]
+    description: NotRequired[str]
 
 
 def read_methods(root: str | Path) -> dict[str, dict]:
     """method -> its entry from ``<root>/methods.json``, each with a non-empty ``label`` (the method's
-    name when the file gives none); {} without the file."""
+    name when the file gives none); {} without the file.
+
+    Raises:
+        MethodsFileError: not JSON, or an entry that does not follow :class:`MethodEntry` (naming the
+            file, the method and the field).
+    """
     path = Path(root) / METHODS_FILE
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MethodsFileError(f"{path}: cannot be read as JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise MethodsFileError(f"{path}: expected an object {{method: {{\"label\": ...}}}}, got {type(data).__name__}")
-    methods = {}
-    for method, entry in data.items():
-        if not isinstance(entry, dict):
-            raise MethodsFileError(f"{path}: method {echo(method)}: expected an object, got {echo(entry)}")
-        label = entry.get("label", method)
-        if not isinstance(label, str) or not label.strip():
-            raise MethodsFileError(f"{path}: method {echo(method)}: field 'label' must be non-empty text, got {echo(label)}")
-        methods[method] = {**entry, "label": label.strip()}
-    return methods
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MethodsFileError("", f"cannot be read ({exc})", str(path)) from None
+    data = parse_json(text, source=str(path), error=MethodsFileError)
+    entries = validated(dict[str, MethodEntry], data, format_name="a method's entry", source=str(path),
+                        error=MethodsFileError)
+    return {method: {**entry, "label": entry.get("label", method)} for method, entry in entries.items()}
 
 
 def write_method(root: str | Path, name: str, entry: dict) -> None:

@@ -31,10 +31,13 @@ import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from engines.hoi.roles import PlaybookOperation
 from engines.platform.files import echo
+from engines.platform.formats import FormatError, parse_json, validated
 
 SECTIONS = ("strategies", "templates", "pitfalls")
 OPERATION_TYPES = ("ADD",)  # the only operation upstream's merger applies
@@ -55,7 +58,7 @@ _OPENS_AS_WARNING = re.compile(r"^\s*(avoid|prevent)\b", re.IGNORECASE)
 _PUNCTUATION = str.maketrans({character: " " for character in string.punctuation + "，。：；！？、（）“”‘’"})
 
 
-class PlaybookFormatError(ValueError):
+class PlaybookFormatError(FormatError):
     """A playbook file or a curator operation that cannot be used; the message says where."""
 
 
@@ -118,6 +121,39 @@ def _operation_dict(op: PlaybookOperation) -> dict[str, str]:
     return {"type": op.type, "section": op.section, "content": op.content}
 
 
+def _operation_type(kind: str) -> str:
+    if kind.strip().upper() not in OPERATION_TYPES:
+        raise ValueError(f"unknown operation type {echo(kind)} (upstream's merger applies only "
+                         f"{', '.join(OPERATION_TYPES)})")
+    return kind.strip().upper()
+
+
+def _entry_text(content: str) -> str:
+    if not strip_id(content):
+        raise ValueError("must not be empty")
+    return strip_id(content)
+
+
+class UpstreamOperation(BaseModel):
+    """A curator's operation as upstream writes it: ``{type, section, content}`` (type ADD when absent)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: Annotated[str, AfterValidator(_operation_type)] = "ADD"
+    section: Literal["strategies", "templates", "pitfalls"]
+    content: Annotated[str, AfterValidator(_entry_text)]
+
+
+class PlaybookFile(BaseModel):
+    """A playbook file: three lists of texts, each section optional (empty); entries with or without ids."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    strategies: list[str] = []
+    templates: list[str] = []
+    pitfalls: list[str] = []
+
+
 def as_operation(value: PlaybookOperation | Mapping[str, Any], where: str = "operation") -> PlaybookOperation:
     """A checked :class:`PlaybookOperation` from one, or from upstream's ``{type, section, content}``.
 
@@ -125,20 +161,10 @@ def as_operation(value: PlaybookOperation | Mapping[str, Any], where: str = "ope
         PlaybookFormatError: an unknown type or section, or no content; the message names ``where``.
     """
     if isinstance(value, PlaybookOperation):
-        kind, section, content = value.type, value.section, value.content
-    elif isinstance(value, Mapping):
-        kind, section, content = value.get("type", "ADD"), value.get("section"), value.get("content")
-    else:
-        raise PlaybookFormatError(f"{where}: expected {{type, section, content}}, got {echo(value)}")
-    if not isinstance(kind, str) or kind.strip().upper() not in OPERATION_TYPES:
-        raise PlaybookFormatError(f"{where}: unknown operation type {echo(kind)} (upstream's merger applies "
-                                  f"only {', '.join(OPERATION_TYPES)})")
-    if section not in SECTIONS:
-        raise PlaybookFormatError(f"{where}: unknown section {echo(section)} (one of {', '.join(SECTIONS)})")
-    if not isinstance(content, str) or not strip_id(content):
-        raise PlaybookFormatError(f"{where}: the content of an {kind.upper()} to {section} is empty or not text "
-                                  f"({echo(content)})")
-    return PlaybookOperation(section=section, content=strip_id(content), type=kind.strip().upper())
+        value = {"type": value.type, "section": value.section, "content": value.content}
+    checked = validated(UpstreamOperation, value, format_name="a playbook operation", source=where,
+                        error=PlaybookFormatError)
+    return PlaybookOperation(section=checked.section, content=checked.content, type=checked.type)
 
 
 @dataclass
@@ -152,7 +178,7 @@ class Playbook:
     def section(self, name: str) -> list[str]:
         """The entries of section ``name`` (the list itself: appending to it changes the playbook)."""
         if name not in SECTIONS:
-            raise PlaybookFormatError(f"unknown section {echo(name)} (one of {', '.join(SECTIONS)})")
+            raise PlaybookFormatError("section", f"unknown section {echo(name)} (one of {', '.join(SECTIONS)})")
         return getattr(self, name)
 
     def __len__(self) -> int:
@@ -234,26 +260,10 @@ class Playbook:
             PlaybookFormatError: not an object, an unknown section, or an entry that is not text,
                 naming ``source``, the section and the entry's position.
         """
-        if not isinstance(data, Mapping):
-            raise PlaybookFormatError(f"{source}: expected a JSON object with {', '.join(SECTIONS)}, "
-                                      f"got {type(data).__name__}")
-        unknown = sorted(set(data) - set(SECTIONS))
-        if unknown:
-            raise PlaybookFormatError(f"{source}: unknown section(s) {', '.join(map(repr, unknown))} "
-                                      f"(a playbook has {', '.join(SECTIONS)})")
-        sections: dict[str, list[str]] = {}
-        for name in SECTIONS:
-            raw = data.get(name, [])
-            if not isinstance(raw, list):
-                raise PlaybookFormatError(f"{source}: section {echo(name)} must be a list of texts, got {type(raw).__name__}")
-            entries = []
-            for i, entry in enumerate(raw):
-                if not isinstance(entry, str):
-                    raise PlaybookFormatError(f"{source}: {name}[{i}] must be text, got {echo(entry)}")
-                if strip_id(entry):
-                    entries.append(strip_id(entry))
-            sections[name] = entries
-        return cls(**sections)
+        checked = validated(PlaybookFile, data, format_name=f"a playbook ({', '.join(SECTIONS)})", source=source,
+                            error=PlaybookFormatError)
+        return cls(**{name: [strip_id(entry) for entry in getattr(checked, name) if strip_id(entry)]
+                      for name in SECTIONS})
 
 
 def load_playbook(path: str | Path | None = None) -> Playbook:
@@ -277,9 +287,5 @@ def load_playbook(path: str | Path | None = None) -> Playbook:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
-        raise PlaybookFormatError(f"{path}: cannot read the playbook ({exc.strerror or exc})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PlaybookFormatError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
-    return Playbook.from_dict(data, source=str(path))
+        raise PlaybookFormatError("", f"cannot read the playbook ({exc.strerror or exc})", str(path)) from None
+    return Playbook.from_dict(parse_json(text, source=str(path), error=PlaybookFormatError), source=str(path))

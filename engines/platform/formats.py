@@ -169,6 +169,18 @@ def read_jsonl(path: str | os.PathLike, kind: Any, *, format_name: str, name: st
             for number, value in json_lines(path, name=name, error=error)]
 
 
+def parse_json(text: str, *, source: str, error: Callable[..., FormatError] = FormatError) -> Any:
+    """The JSON value of ``text`` (a whole file's), or an ``error`` naming ``source`` when it is not
+    JSON or nests deeper than ``HAI_MAX_JSON_DEPTH`` (checked before parsing)."""
+    problem = json_depth_problem(text)
+    if problem is not None:
+        raise error("", f"the JSON {problem}", source)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise error("", f"not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})", source) from None
+
+
 def json_lines(path: str | os.PathLike, *, name: str | None = None,
                error: Callable[..., FormatError] = FormatError) -> Iterator[tuple[int, Any]]:
     """(line number, value) of each non-blank line of a JSONL file: for a format read line by line in

@@ -64,16 +64,19 @@ def test_an_entry_given_twice_in_one_merge_is_added_once():
 
 
 @pytest.mark.parametrize(("operation", "words"), [
-    ({"type": "ADD", "section": "tricks", "content": "x"}, "unknown section 'tricks'"),
+    ({"type": "ADD", "section": "tricks", "content": "x"},
+     "section: must be one of 'strategies', 'templates' or 'pitfalls' (got 'tricks')"),
     ({"type": "DELETE", "section": "pitfalls", "content": "x"}, "unknown operation type 'DELETE'"),
-    ({"type": "ADD", "section": "pitfalls", "content": "  "}, "empty"),
+    ({"type": "ADD", "section": "pitfalls", "content": "  "}, "content: must not be empty"),
+    ({"section": "pitfalls"}, "content: is missing"),
+    ("add a pitfall", "must be an object"),
 ])
 def test_a_bad_operation_is_an_error_naming_it_and_nothing_is_merged(operation, words):
     playbook = Playbook.from_dict(UPSTREAM_SHAPED)
     good = PlaybookOperation("strategies", "A new strategy.")
-    with pytest.raises(PlaybookFormatError, match=words) as raised:
+    with pytest.raises(PlaybookFormatError) as raised:
         playbook.merge([good, operation])
-    assert "operation 1" in str(raised.value)
+    assert str(raised.value).startswith("operation 1: ") and words in str(raised.value)
     assert playbook.counts() == {"strategies": 2, "templates": 1, "pitfalls": 1}
 
 
@@ -114,18 +117,18 @@ def test_the_shipped_seed_is_small_and_already_normal():
 
 
 @pytest.mark.parametrize(("text", "words"), [
-    ('{"strategies": [], "pitfall": []}', "unknown section(s) 'pitfall'"),
-    ('{"strategies": "one"}', "section 'strategies' must be a list"),
-    ('{"pitfalls": ["ok", 3]}', "pitfalls[1] must be text"),
-    ('["a"]', "expected a JSON object"),
-    ('{"strategies": [', "not valid JSON"),
+    ('{"strategies": [], "pitfall": []}', "pitfall: is not a field of a playbook (strategies, templates, pitfalls)"),
+    ('{"strategies": "one"}', "strategies: must be a list (got 'one')"),
+    ('{"pitfalls": ["ok", 3]}', "pitfalls[1]: must be text (got 3)"),
+    ('["a"]', "must be an object (got a list)"),
+    ('{"strategies": [', "not valid JSON (Expecting value at line 1, column 17)"),
 ])
 def test_a_bad_playbook_file_is_an_error_naming_the_file_and_the_place(tmp_path, text, words):
     path = tmp_path / "bad.json"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(PlaybookFormatError) as raised:
         load_playbook(path)
-    assert words in str(raised.value) and "bad.json" in str(raised.value)
+    assert str(raised.value) == f"{path}: {words}"
 
 
 def test_a_missing_playbook_file_is_named(tmp_path):
