@@ -114,6 +114,19 @@ def test_appearances_a_few_seconds_apart_stay_separate(separate):
     assert verdict.answer == "ABCD"[len(SEPARATE_SPANS) - 1], verdict.evidence
 
 
+def test_an_appearance_under_way_at_the_first_frame_is_bounded_by_a_look_toward_the_window_start(separate):
+    # Inspected over 19-70 s with 20 frames (and 10 probes), the first frame (20.3 s) already shows the
+    # square, which came on at 20 s: only a look between 17 s and that frame shows that the appearance
+    # began inside the window, so that every appearance was seen whole and the count is certain. The
+    # probes settle the lapses first (they change the count), and then look toward the window's ends.
+    question = _question("How many separate times does the red square appear in the video?",
+                         ("1", "2", "3", "4"), "C")
+    with open_video(separate) as reader:
+        inspection = PixelsInspector().inspect(reader, [Span(19.0, 70.0)], question, fps=2.0, max_frames=30)
+    assert 19.0 <= min(f.t for f in inspection.frames) < SEPARATE_SPANS[0][0]  # a look before it came on
+    assert (inspection.verdict.status, inspection.verdict.answer, inspection.verdict.confidence) == ("ANSWER", "C", 1.0)
+
+
 def test_appearances_from_a_timeline_of_frames():
     # Seen every 3 s over 0-60 s; the object is there over 9-30 and 42-57, missed at 18 s; a stray
     # sighting at 36 s with no frame showing it a second either side (probes say so).

@@ -85,6 +85,10 @@ class Probe:
         x, y = max(pieces, key=lambda piece: piece[1] - piece[0])
         return _midpoint(x, y)
 
+    def window(self) -> tuple[float, float]:
+        """The stretch the spans cover, first start to last end."""
+        return min(s.start for s in self.spans), max(s.end for s in self.spans)
+
     def look(self, times: Sequence[float]) -> list[tuple[float, FrameView]]:
         """What the frames at ``times`` show (as many as the budget allows)."""
         wanted = [t for t in dict.fromkeys(times) if t not in self.times][:max(0, self.budget - len(self.times))]

@@ -270,15 +270,25 @@ def appearances(timeline: dict[float, bool], probe: _TargetProbe | None = None) 
     side and the first on the other, until it is settled or the probes run out; unsettled, a lapse
     of two frames or more without the object over at least ``GAP_S`` splits, and a sighting in a
     single frame counts."""
+    timeline = _probed(timeline, probe)
+    return _decide(timeline, _runs_of(timeline))
+
+
+def _probed(timeline: dict[float, bool], probe) -> dict[float, bool]:
+    """``timeline`` with the frames ``probe`` looked at where it left appearances open (see
+    :func:`appearances`); a probe that knows its ``window`` (the inspected stretch) also looks between
+    a sighting at either end of the frames and that end of the window, so that an appearance the
+    sparse frames caught only after it began (or before it ended) is bounded when the window bounds it."""
     timeline = dict(timeline)
+    window = probe.window() if probe is not None and hasattr(probe, "window") else None
     while probe is not None:
-        wanted = _unsettled(timeline, _runs_of(timeline), probe.between)
+        wanted = _unsettled(timeline, _runs_of(timeline), probe.between, window)
         seen = probe.look(wanted) if wanted else []
         if not seen:
             break
         for t, present in seen:
             timeline[t] = present
-    return _decide(timeline, _runs_of(timeline))
+    return timeline
 
 
 def _runs_of(timeline: dict[float, bool]) -> list[list[float]]:
@@ -299,13 +309,20 @@ def _bounds(runs: list[list[float]], k: int) -> tuple[float | None, float | None
     return (runs[k - 1][-1] if k > 0 else None), (runs[k + 1][0] if k + 1 < len(runs) else None)
 
 
-def _unsettled(timeline: dict[float, bool], runs: list[list[float]], between) -> list[float]:
-    """Probe times for the lapses and sightings the frames do not settle (see :func:`appearances`)."""
-    wanted = []
+def _unsettled(timeline: dict[float, bool], runs: list[list[float]], between,
+               window: tuple[float, float] | None = None) -> list[float]:
+    """Probe times for the lapses and sightings the frames do not settle (see :func:`appearances`);
+    only when they are all settled, toward the window's ends (which change no count, only whether the
+    first and last appearances were seen whole)."""
+    wanted, edges = [], []
     for k, run in enumerate(runs):
         before, after = _bounds(runs, k)
         if before is None or after is None:
-            continue  # open at an end of the frames seen: nothing to narrow down
+            # Open at an end of the frames seen: a sighting there may have begun (ended) in the window,
+            # before its first (after its last) frame; anything else has nothing to narrow down.
+            if window is not None and timeline[run[0]]:
+                edges += ([(window[0], run[0])] if before is None else []) + ([(run[-1], window[1])] if after is None else [])
+            continue
         if timeline[run[0]]:  # a sighting: long enough, or too short to count?
             if run[-1] - run[0] >= FLASH_S or after - before < FLASH_S:
                 continue
@@ -315,7 +332,7 @@ def _unsettled(timeline: dict[float, bool], runs: list[list[float]], between) ->
             t = between(a, b) if b - a > STEP_S else None
             if t is not None:
                 wanted.append(t)
-    return wanted
+    return wanted or [t for a, b in edges if b - a > STEP_S and (t := between(a, b)) is not None]
 
 
 def _decide(timeline: dict[float, bool], runs: list[list[float]]) -> list[tuple[float, float]]:
@@ -344,7 +361,8 @@ def answer_repeat(ask: Ask, seen: Seen, frames: Sequence[int], probe: Probe | No
     timeline = {seen.times[i]: bool(_targets(ask, seen.views[i])) for i in frames}
     if not any(timeline.values()):
         return Finding(missing=f"no {ask.target} seen in these frames")
-    spans = appearances(timeline, None if probe is None else _TargetProbe(probe, ask))
+    timeline = _probed(timeline, None if probe is None else _TargetProbe(probe, ask))
+    spans = _decide(timeline, _runs_of(timeline))
     runs = len(spans)
     letters = [chr(ord("A") + k) for k in range(len(ask.options))]
     support = {letter: 1.0 if count_option(option) == runs else 0.0
@@ -379,6 +397,9 @@ class _TargetProbe:
 
     def between(self, a: float, b: float) -> float | None:
         return self.probe.between(a, b)
+
+    def window(self) -> tuple[float, float]:
+        return self.probe.window()
 
     def look(self, times: Sequence[float]) -> list[tuple[float, bool]]:
         return [(t, self.shows(view)) for t, view in self.probe.look(times)]
