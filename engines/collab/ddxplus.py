@@ -25,12 +25,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TextIO
+from typing import Annotated, Any, Literal, NotRequired, TextIO
 
 import numpy as np
+from pydantic import AfterValidator, ConfigDict
+from typing_extensions import TypedDict  # pydantic needs this one's TypedDict before Python 3.12
 
 from engines.collab.medical import MedicalCase
-from engines.platform.files import echo, json_depth_problem
+from engines.platform.files import echo
+from engines.platform.formats import FormatError, parse_json, validated
 
 # ---------------------------------------------------------------- the real DDXPlus release
 VALUE_SEP = "_@_"  # "E_54_@_V_161": value V_161 of evidence E_54
@@ -139,12 +142,11 @@ class DDXPlusRelease:
         return self.finding(name, [value] if sep else []) or self.question(name)
 
 
-class DDXPlusFormatError(ValueError):
-    """Malformed DDXPlus input; the message names the file, the line and the field."""
+class DDXPlusFormatError(FormatError):
+    """Malformed DDXPlus input; the message names the file, the line (or entry) and the field."""
 
 
 PATIENT_COLUMNS = ("AGE", "SEX", "PATHOLOGY", "EVIDENCES", "INITIAL_EVIDENCE", "DIFFERENTIAL_DIAGNOSIS")
-DATA_TYPES = ("B", "C", "M")
 
 
 def _data_type(entry: dict) -> str:
@@ -152,20 +154,39 @@ def _data_type(entry: dict) -> str:
     return entry.get("data_type", entry.get("type-donnes", "B"))
 
 
-def _read_json(path: Path, what: str) -> dict:
+DataType = Literal["B", "C", "M"]
+# One entry of release_evidences.json: what this reader uses of it (other fields are kept as given).
+# A functional TypedDict, since the earlier name of data_type has a hyphen.
+EvidenceEntry = TypedDict("EvidenceEntry", {"question_en": str, "data_type": NotRequired[DataType],
+                                            "type-donnes": NotRequired[DataType], "name": NotRequired[str]})
+EvidenceEntry.__pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[attr-defined]
+
+
+def _named(name: str) -> str:
+    if not name.strip():
+        raise ValueError("must not be empty")
+    return name
+
+
+class ConditionEntry(TypedDict):
+    """One entry of release_conditions.json: its ``condition_name`` (the key when absent); the rest
+    (``cond-name-eng``, ``symptoms``, ...) kept as given."""
+
+    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc] - pydantic reads it
+
+    condition_name: NotRequired[Annotated[str, AfterValidator(_named)]]
+
+
+def _read_json(path: Path, entry: Any, what: str) -> dict:
+    """A code book: a JSON object of entries, each checked as ``entry`` (naming its key when it is not)."""
     try:
         text = path.read_text(encoding="utf-8-sig")
-        problem = json_depth_problem(text)  # before json.loads, which recurses once per level
-        if problem is not None:
-            raise DDXPlusFormatError(f"{path.name}: the JSON {problem}")
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DDXPlusFormatError(f"{path.name} line {exc.lineno}: not valid JSON ({exc.msg})") from exc
     except UnicodeDecodeError as exc:
-        raise DDXPlusFormatError(f"{path.name}: not UTF-8 text ({exc.reason})") from exc
-    if not isinstance(data, dict):
-        raise DDXPlusFormatError(f"{path.name}: expected a JSON object mapping {what}")
-    return data
+        raise DDXPlusFormatError("", f"not UTF-8 text ({exc.reason})", path.name) from exc
+    data = validated(dict[str, Any], parse_json(text, source=path.name, error=DDXPlusFormatError),
+                     format_name=what, source=path.name, error=DDXPlusFormatError)
+    return {key: validated(entry, value, format_name=what, source=f"{path.name}, entry {echo(key)}",
+                           error=DDXPlusFormatError) for key, value in data.items()}
 
 
 def read_evidences(path: str | Path) -> dict[str, dict]:
@@ -176,15 +197,10 @@ def read_evidences(path: str | Path) -> dict[str, dict]:
     """
     path = Path(path)
     evidences = {}
-    for key, entry in _read_json(path, "evidence names to their description").items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("question_en"), str):
-            raise DDXPlusFormatError(f"{path.name}, entry {echo(key)}: missing 'question_en'")
-        if _data_type(entry) not in DATA_TYPES:
-            raise DDXPlusFormatError(f"{path.name}, entry {echo(key)}: data_type must be B, C or M, "
-                                     f"got {echo(_data_type(entry))}")
+    for key, entry in _read_json(path, EvidenceEntry, "a DDXPlus evidence").items():
         name = entry.get("name", key)
-        if not isinstance(name, str) or name in evidences:
-            raise DDXPlusFormatError(f"{path.name}, entry {echo(key)}: name {echo(name)} is not a distinct string")
+        if name in evidences:
+            raise DDXPlusFormatError("name", f"{echo(name)} names another entry too", f"{path.name}, entry {echo(key)}")
         evidences[name] = entry
     return evidences
 
@@ -204,15 +220,11 @@ def pathology_names(conditions: Mapping[str, dict], filename: str = "release_con
     """
     canonical: dict[str, str] = {}
     for key, entry in conditions.items():
-        if not isinstance(entry, dict):
-            raise DDXPlusFormatError(f"{filename}, entry {echo(key)}: expected an object")
         name = entry.get("condition_name", key)
-        if not isinstance(name, str) or not name.strip():
-            raise DDXPlusFormatError(f"{filename}, entry {echo(key)}: condition_name must be a non-empty string")
         twin = next((k for k, n in canonical.items() if n == name), None)
         if twin is not None:
-            raise DDXPlusFormatError(f"{filename}, entries {echo(twin)} and {echo(key)}: "
-                                     f"same condition_name {echo(name)}")
+            raise DDXPlusFormatError("condition_name", f"{echo(name)}, the same as entry {echo(twin)}'s",
+                                     f"{filename}, entry {echo(key)}")
         canonical[key] = name
     lookup: dict[str, str] = {}
     for field_name in ("condition_name", "cond-name-eng", "cond-name-fr", None):
@@ -225,7 +237,7 @@ def pathology_names(conditions: Mapping[str, dict], filename: str = "release_con
 
 def _read_code_books(evidences_json: Path, conditions_json: Path) -> DDXPlusRelease:
     evidences = read_evidences(evidences_json)
-    conditions = _read_json(conditions_json, "pathologies to their description")
+    conditions = _read_json(conditions_json, ConditionEntry, "a DDXPlus condition")
     labels, names = pathology_names(conditions, conditions_json.name)
     return DDXPlusRelease(cases=[], evidences=evidences, conditions=conditions, pathologies=labels, names=names)
 
@@ -257,8 +269,9 @@ def open_patients(path: str | Path) -> Iterator[tuple[TextIO, str]]:
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.is_file() and _visible(p.name))
         if len(files) != 1:
-            raise DDXPlusFormatError(f"folder {path.name}/ must hold the one patients CSV, found {len(files)} files"
-                                     + (f" ({', '.join(echo(p.name) for p in files)})" if files else ""))
+            raise DDXPlusFormatError("", f"must hold the one patients CSV, found {len(files)} files"
+                                     + (f" ({', '.join(echo(p.name) for p in files)})" if files else ""),
+                                     f"folder {path.name}/")
         path = files[0]
     if path.suffix.lower() != ".zip":
         with path.open(encoding="utf-8-sig", newline="") as fh:
@@ -267,12 +280,13 @@ def open_patients(path: str | Path) -> Iterator[tuple[TextIO, str]]:
     try:
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile as exc:
-        raise DDXPlusFormatError(f"{path.name}: not a readable zip file ({exc})") from exc
+        raise DDXPlusFormatError("", f"not a readable zip file ({exc})", path.name) from exc
     with archive:
         members = [m for m in archive.infolist() if _visible(m.filename)]
         if len(members) != 1:
             listed = f" ({', '.join(echo(m.filename) for m in members)})" if members else ""
-            raise DDXPlusFormatError(f"{path.name}: expected one patients CSV inside, found {len(members)} files{listed}")
+            raise DDXPlusFormatError("", f"expected one patients CSV inside, found {len(members)} files{listed}",
+                                     path.name)
         with archive.open(members[0]) as raw:
             yield io.TextIOWrapper(raw, encoding="utf-8-sig", newline=""), f"{path.name}:{members[0].filename}"
 
@@ -283,7 +297,7 @@ def count_patients(path: str | Path) -> int:
         try:
             return max(sum(1 for _ in csv.reader(fh)) - 1, 0)
         except (csv.Error, UnicodeDecodeError) as exc:
-            raise DDXPlusFormatError(f"{label}: not a readable CSV ({exc})") from exc
+            raise DDXPlusFormatError("", f"not a readable CSV ({exc})", label) from exc
 
 
 def load_ddxplus(patients_csv: str | Path, evidences_json: str | Path, conditions_json: str | Path,
@@ -316,7 +330,8 @@ def load_ddxplus(patients_csv: str | Path, evidences_json: str | Path, condition
 
     Raises:
         DDXPlusFormatError: naming the file, line and field, e.g.
-            "release_test_patients.zip:release_test_patients line 7, field EVIDENCES: not a list literal".
+            "release_test_patients.zip:release_test_patients, line 7: EVIDENCES: not a list literal" (the
+            platform's wording, ``engines.platform.formats``).
     """
     patients_csv, evidences_json, conditions_json = Path(patients_csv), Path(evidences_json), Path(conditions_json)
     release = _read_code_books(evidences_json, conditions_json)
@@ -332,7 +347,7 @@ def load_ddxplus(patients_csv: str | Path, evidences_json: str | Path, condition
             header = reader.fieldnames or []
             missing = [c for c in PATIENT_COLUMNS if c not in header]
             if missing:
-                raise DDXPlusFormatError(f"{label} line 1: missing column(s) {', '.join(missing)}")
+                raise DDXPlusFormatError("", f"missing column(s) {', '.join(missing)}", f"{label}, line 1", line=1)
             index = -1
             for index, row in enumerate(reader):
                 if wanted is None:
@@ -347,12 +362,13 @@ def load_ddxplus(patients_csv: str | Path, evidences_json: str | Path, condition
             else:
                 release.n_patients = index + 1
         except (csv.Error, UnicodeDecodeError) as exc:
-            raise DDXPlusFormatError(f"{label} line {reader.line_num}: not a readable CSV ({exc})") from exc
+            raise DDXPlusFormatError("", f"not a readable CSV ({exc})", f"{label}, line {reader.line_num}",
+                                     line=reader.line_num) from exc
     if wanted is None:
         release.cases = [found[i] for i in sorted(found)]
     else:
         if len(found) < len(wanted):
-            raise DDXPlusFormatError(f"{label} has {release.n_patients} patients; row {max(wanted)} was asked for")
+            raise DDXPlusFormatError("", f"has {release.n_patients} patients; row {max(wanted)} was asked for", label)
         release.cases = [found[r] for r in wanted]
     return release
 
@@ -362,7 +378,7 @@ def _patient(row: dict, line: int, label: str, release: DDXPlusRelease, conditio
     """One CSV row as a case, checked against the code books."""
 
     def fail(col: str, why: str):
-        raise DDXPlusFormatError(f"{label} line {line}, field {col}: {why}")
+        raise DDXPlusFormatError(col, why, f"{label}, line {line}", line=line)
 
     if None in row:
         fail(PATIENT_COLUMNS[-1], f"more fields than the header has ({len(row[None])} extra)")
@@ -442,7 +458,7 @@ def ddxplus_paths(directory: str | Path) -> tuple[Path, Path, Path]:
 def ddxplus_pathologies(directory: str | Path) -> tuple[str, ...]:
     """The label space of a DDXPlus release folder (sorted ``condition_name``s, ``pathology_names``), without the patients."""
     _, _, conditions = ddxplus_paths(directory)
-    return pathology_names(_read_json(conditions, "pathologies to their description"), conditions.name)[0]
+    return pathology_names(_read_json(conditions, ConditionEntry, "a DDXPlus condition"), conditions.name)[0]
 
 
 def load_ddxplus_dir(directory: str | Path, limit: int | None = None, *,

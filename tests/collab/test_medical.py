@@ -174,7 +174,7 @@ def test_zip_and_folder_must_hold_one_file(tmp_path):
     extracted = ddxplus_folder(tmp_path, "folder") / "release_test_patients"
     (extracted / "notes.txt").write_text("mine")
     (extracted / ".DS_Store").write_text("")
-    with pytest.raises(DDXPlusFormatError, match=r"folder release_test_patients/ must hold the one patients CSV, "
+    with pytest.raises(DDXPlusFormatError, match=r"folder release_test_patients/: must hold the one patients CSV, "
                                                  r"found 2 files \('notes.txt', 'release_test_patients'\)"):
         ddxplus.load_ddxplus_dir(extracted.parent)
 
@@ -275,15 +275,15 @@ def test_value_meanings_in_either_form(tmp_path):
 
 
 @pytest.mark.parametrize(("column", "value", "message"), [
-    ("EVIDENCES", "E_91, E_53", "line 3, field EVIDENCES: not a list literal"),
-    ("EVIDENCES", "[" * 50_000 + "]" * 50_000, "line 3, field EVIDENCES: not a list literal"),  # never a RecursionError
-    ("EVIDENCES", "['E_999']", "line 3, field EVIDENCES: unknown evidence code 'E_999'"),
-    ("EVIDENCES", "['E_54_@_V_999']", "line 3, field EVIDENCES: 'E_54_@_V_999': 'V_999' is not one of the "
+    ("EVIDENCES", "E_91, E_53", "line 3: EVIDENCES: not a list literal"),
+    ("EVIDENCES", "[" * 50_000 + "]" * 50_000, "line 3: EVIDENCES: not a list literal"),  # never a RecursionError
+    ("EVIDENCES", "['E_999']", "line 3: EVIDENCES: unknown evidence code 'E_999'"),
+    ("EVIDENCES", "['E_54_@_V_999']", "line 3: EVIDENCES: 'E_54_@_V_999': 'V_999' is not one of the "
                                       "possible-values of E_54"),
-    ("DIFFERENTIAL_DIAGNOSIS", "[['URTI']]", "line 3, field DIFFERENTIAL_DIAGNOSIS: items must be"),
-    ("DIFFERENTIAL_DIAGNOSIS", "[['Flu', 0.5]]", "line 3, field DIFFERENTIAL_DIAGNOSIS: unknown pathology 'Flu'"),
-    ("AGE", "old", "line 3, field AGE: not an integer"),
-    ("PATHOLOGY", "Flu", "line 3, field PATHOLOGY: unknown pathology 'Flu' (no condition_name, cond-name-eng, "
+    ("DIFFERENTIAL_DIAGNOSIS", "[['URTI']]", "line 3: DIFFERENTIAL_DIAGNOSIS: items must be"),
+    ("DIFFERENTIAL_DIAGNOSIS", "[['Flu', 0.5]]", "line 3: DIFFERENTIAL_DIAGNOSIS: unknown pathology 'Flu'"),
+    ("AGE", "old", "line 3: AGE: not an integer"),
+    ("PATHOLOGY", "Flu", "line 3: PATHOLOGY: unknown pathology 'Flu' (no condition_name, cond-name-eng, "
                          "cond-name-fr or key of release_conditions.json)"),
 ])
 @pytest.mark.parametrize("form", ["zip", "csv"])
@@ -294,7 +294,8 @@ def test_malformed_row(tmp_path, column, value, message, form):
     with pytest.raises(DDXPlusFormatError) as info:
         ddxplus.load_ddxplus_dir(folder)
     name = PATIENTS_ZIP if form == "zip" else "release_test_patients.csv"
-    assert str(info.value).startswith(f"{name} {message}")
+    assert str(info.value).startswith(f"{name}, {message}")
+    assert info.value.line == 3
     # Rows not drawn are not parsed.
     assert [c.case_id for c in ddxplus.load_ddxplus_dir(folder, rows=[3, 0]).cases] == [5, 2]
 
@@ -303,19 +304,37 @@ def test_malformed_files(tmp_path):
     folder = ddxplus_folder(tmp_path)
     patients, evidences, conditions = ddxplus.ddxplus_paths(folder)
     evidences.write_text('{"E_91": {"question_en": "x"},\n "E_53": }')
-    with pytest.raises(DDXPlusFormatError, match=r"release_evidences.json line 2: not valid JSON"):
+    with pytest.raises(DDXPlusFormatError, match=r"^release_evidences.json: not valid JSON \(Expecting value at line 2"):
         load_ddxplus(patients, evidences, conditions)
     ddxplus_folder(tmp_path)
     twins = dict(fx.CONDITIONS, Pneumopathie=fx.CONDITIONS["Pneumonie"])
     conditions.write_text(json.dumps(twins))
-    with pytest.raises(DDXPlusFormatError, match="release_conditions.json, entries 'Pneumonie' and 'Pneumopathie': "
-                                                 "same condition_name 'Pneumonia'"):
+    with pytest.raises(DDXPlusFormatError, match="^release_conditions.json, entry 'Pneumopathie': condition_name: "
+                                                 "'Pneumonia', the same as entry 'Pneumonie''s"):
         load_ddxplus(patients, evidences, conditions)
     ddxplus_folder(tmp_path)
     with zipfile.ZipFile(patients, "w") as zf:
         zf.writestr("release_test_patients", "AGE,SEX\n30,F\n")
-    with pytest.raises(DDXPlusFormatError, match=rf"^{PATIENTS_ZIP} line 1: missing column\(s\) PATHOLOGY"):
+    with pytest.raises(DDXPlusFormatError, match=rf"^{PATIENTS_ZIP}, line 1: missing column\(s\) PATHOLOGY"):
         load_ddxplus(patients, evidences, conditions)
+
+
+@pytest.mark.parametrize(("book", "edit", "message"), [
+    ("evidences", lambda b: b["E_91"].update(data_type="X"),
+     "release_evidences.json, entry 'E_91': data_type: must be one of 'B', 'C' or 'M' (got 'X')"),
+    ("evidences", lambda b: b["E_91"].pop("question_en"), "release_evidences.json, entry 'E_91': question_en: is missing"),
+    ("evidences", lambda b: b.update(E_92="yes"), "release_evidences.json, entry 'E_92': must be an object (got 'yes')"),
+    ("conditions", lambda b: b["Pneumonie"].update(condition_name=" "),
+     "release_conditions.json, entry 'Pneumonie': condition_name: must not be empty"),
+])
+def test_a_code_book_entry_that_is_not_one_names_the_file_entry_and_field(tmp_path, book, edit, message):
+    books = {"evidences": json.loads(json.dumps(fx.EVIDENCES)), "conditions": json.loads(json.dumps(fx.CONDITIONS))}
+    edit(books[book])
+    folder = ddxplus_folder(tmp_path, evidences=books["evidences"])
+    (folder / "release_conditions.json").write_text(json.dumps(books["conditions"]))
+    with pytest.raises(DDXPlusFormatError) as refused:
+        ddxplus.load_ddxplus_dir(folder)
+    assert str(refused.value) == message
 
 
 def test_ddxplus_folder(tmp_path):
