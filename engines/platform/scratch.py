@@ -51,21 +51,21 @@ def _create_schema(base_url: str) -> tuple[str, str]:
     """A new, empty schema in ``base_url``'s database: its name, and the URL that selects it
     (through ``search_path``)."""
     schema = f"hai_scratch_{secrets.token_hex(6)}"
-    admin = create_engine(base_url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    finally:
-        admin.dispose()
+    _administer(base_url, f'CREATE SCHEMA "{schema}"')
     separator = "&" if "?" in base_url else "?"
     return schema, f"{base_url}{separator}options={quote(f'-csearch_path={schema}')}"
 
 
 def _drop_schema(base_url: str, schema: str) -> None:
+    _administer(base_url, f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _administer(base_url: str, statement: str) -> None:
+    """Run one statement outside a transaction (schemas are made and dropped at once)."""
     admin = create_engine(base_url, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
-            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+            conn.execute(text(statement))
     finally:
         admin.dispose()
 
