@@ -115,7 +115,7 @@ def test_a_folder_the_arena_cannot_use_says_why(bench, datasets):
     with pytest.raises(ArenaError, match="no item has edits of two of bagel, kontext"):
         read_candidates(lonely)
     (bench / "methods.json").write_text(json.dumps({"bagel": {"label": ""}}))
-    with pytest.raises(ArenaError, match="methods.json: method 'bagel': field 'label' must be non-empty text"):
+    with pytest.raises(ArenaError, match="methods.json: bagel.label: must not be empty"):
         read_candidates(bench)
 
 

@@ -49,7 +49,8 @@ def test_reflect_and_curate_turn_a_critique_into_operations():
     ("generate", '{"reasoning": "x"}', "no enhanced_prompt"),
     ("reflect", '{"root_cause": "x"}', "no key_insight"),
     ("curate", '{"ops": []}', "no operations list"),
-    ("curate", '{"operations": [{"type": "ADD", "section": "tips", "content": "x"}]}', "unknown section 'tips'"),
+    ("curate", '{"operations": [{"type": "ADD", "section": "tips", "content": "x"}]}',
+     "curator operation 1: section: must be one of 'strategies', 'templates' or 'pitfalls' \\(got 'tips'\\)"),
 ])
 def test_a_reply_missing_what_is_asked_is_an_error_naming_it(call, reply, words):
     refiner = ChatRefiner(ScriptedChat(reply), "test")
