@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 
+from engines.hoi.offline.demo import DEMO_DIR
 from engines.hoi.votes import Vote
 from tests.apptest_driver import page_as
 from tests.hoi.test_hoi_browse import folder  # noqa: F401 - the fixture
@@ -79,6 +80,16 @@ def test_a_folder_the_app_does_not_own_is_refused_and_an_owned_one_must_read(sql
     empty.mkdir(parents=True)
     at.text_input(key="hoi-root").set_value("datasets/hoi/empty").run()
     assert "no HOI-Edit annotation file" in at.error[0].value
+    # A benchmark whose item has a box with a number written as text: the researcher reads the file, the
+    # item's key and the field.
+    name = "collected_annotations_bboxes_v7_L3_questions_scoring_final.json"
+    items = json.loads((DEMO_DIR / name).read_text(encoding="utf-8"))
+    key = next(iter(items))
+    items[key]["object_bounding_box"] = [1, 2, "3", 4]
+    (empty / name).write_text(json.dumps(items), encoding="utf-8")
+    at.text_input(key="hoi-root").set_value("datasets/hoi/empty").run()
+    assert at.error[0].value == (f"The benchmark does not read: {empty / name}, key {key!r}: object_bounding_box: "
+                                 "must be a box [x1, y1, x2, y2] of four numbers (got [1, 2, '3', 4])")
 
 
 def test_the_page_opens_on_the_shipped_demo(sqlite_db):
