@@ -17,6 +17,7 @@ from engines.attribution.configs import METHODS
 from engines.attribution.policies import PolicyFileError, load_policy
 from engines.attribution.policy_set import shipped_policies
 from engines.attribution.replacements import REPLACEMENTS
+from engines.attribution.run_files import RunFileError
 from engines.platform import jobqueue
 from engines.platform.config_schema import field_info
 from engines.platform.files import FileRefused
@@ -63,7 +64,7 @@ st.caption("Which image regions drive a visuomotor policy's actions? ISS blurs r
 st.header("1 · Policy")
 try:
     shipped = shipped_policies()
-except FileRefused as exc:
+except (FileRefused, RunFileError) as exc:
     st.error(f"The shipped policy set does not read: {exc}")
     shipped = []
 choices = {row["path"]: (f"reaching policy trained at rho = {row['rho']:g}, seed {row['seed']} "
@@ -87,7 +88,7 @@ if source == "shipped":
                             key="attribution-policy")
         try:
             model, meta = cached_policy(path, str(resolve_device()))
-        except (FileRefused, PolicyFileError) as exc:
+        except (FileRefused, PolicyFileError, RunFileError) as exc:
             st.error(str(exc))
         else:
             policy_key = path
@@ -97,7 +98,7 @@ else:
     if upload is not None:
         try:  # the upload is kept under a server-chosen name; loading it is still weights_only
             model, meta = load_policy(upload.path, label=upload.label, device=resolve_device())
-        except (FileRefused, PolicyFileError) as exc:
+        except (FileRefused, PolicyFileError, RunFileError) as exc:
             refuse_upload(upload, str(exc))
         else:
             policy_key = f"upload:{upload.sha256}"

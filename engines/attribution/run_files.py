@@ -40,6 +40,15 @@ class PolicySidecar(TypedDict):
     width: NotRequired[Size]
 
 
+class CueResult(TypedDict):
+    """A policy's closed-loop success and action error with the cue as trained, randomised or absent."""
+
+    __pydantic_config__ = {"extra": "allow"}  # type: ignore[misc] - pydantic reads it
+
+    success: Rate
+    action_mse: Annotated[float, Field(ge=0)]
+
+
 class ReportRow(TypedDict):
     """One policy of a trained set's ``report.json``: its weights file (relative to the set's folder)
     and what training and evaluation recorded (kept as given)."""
@@ -47,8 +56,9 @@ class ReportRow(TypedDict):
     __pydantic_config__ = {"extra": "allow"}  # type: ignore[misc] - pydantic reads it
 
     file: Annotated[str, Field(min_length=1)]
-    rho: NotRequired[Rate]
-    seed: NotRequired[int]
+    rho: Rate
+    seed: int
+    evaluation: NotRequired[dict[Literal["normal", "random", "none"], CueResult]]
 
 
 class PolicySetReport(TypedDict):

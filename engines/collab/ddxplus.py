@@ -25,15 +25,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal, NotRequired, TextIO
+from typing import Any, Literal, NotRequired, TextIO
 
 import numpy as np
-from pydantic import AfterValidator, ConfigDict
+from pydantic import ConfigDict
 from typing_extensions import TypedDict  # pydantic needs this one's TypedDict before Python 3.12
 
 from engines.collab.medical import MedicalCase
 from engines.platform.files import echo
-from engines.platform.formats import FormatError, parse_json, validated
+from engines.platform.formats import FilledText, FormatError, parse_json, validated
 
 # ---------------------------------------------------------------- the real DDXPlus release
 VALUE_SEP = "_@_"  # "E_54_@_V_161": value V_161 of evidence E_54
@@ -162,19 +162,13 @@ EvidenceEntry = TypedDict("EvidenceEntry", {"question_en": str, "data_type": Not
 EvidenceEntry.__pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[attr-defined]
 
 
-def _named(name: str) -> str:
-    if not name.strip():
-        raise ValueError("must not be empty")
-    return name
-
-
 class ConditionEntry(TypedDict):
     """One entry of release_conditions.json: its ``condition_name`` (the key when absent); the rest
     (``cond-name-eng``, ``symptoms``, ...) kept as given."""
 
     __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc] - pydantic reads it
 
-    condition_name: NotRequired[Annotated[str, AfterValidator(_named)]]
+    condition_name: NotRequired[FilledText]
 
 
 def _read_json(path: Path, entry: Any, what: str) -> dict:

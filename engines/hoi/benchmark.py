@@ -58,10 +58,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, model_validator
 
 from engines.platform.files import echo
-from engines.platform.formats import FieldProblem, FormatError, validated
+from engines.platform.formats import FieldProblem, FilledText, FormatError, validated
 
 SPLITS = ("L1L2", "L3")
 LEVELS = ("L1", "L2", "L3")
@@ -214,12 +214,6 @@ def _kind(value: Any) -> str:
     return "an object" if isinstance(value, dict) else echo(value)
 
 
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be empty")
-    return value
-
-
 BoxField = Annotated[Box, PlainValidator(_box_value)]
 Tags = Annotated[list[str] | None, BeforeValidator(lambda v: None if v is None else _tag_list(v))]
 
@@ -230,8 +224,8 @@ class UpstreamItem(BaseModel):
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
 
-    instruction: Annotated[str, AfterValidator(_not_blank)]
-    object_name: Annotated[str, AfterValidator(_not_blank)] = Field(alias="object")
+    instruction: FilledText
+    object_name: FilledText = Field(alias="object")
     subject_bounding_box: BoxField
     object_bounding_box: BoxField
     generated_question: str | None = None

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Literal, NotRequired
 
-from pydantic import AfterValidator, Strict
+from pydantic import Strict
 from typing_extensions import TypedDict  # pydantic needs this one's TypedDict before Python 3.12
 
 from engines.platform.files import echo
-from engines.platform.formats import FormatError, parse_json, validated
+from engines.platform.formats import FormatError, StrippedText, parse_json, validated
 
 # A method's name is a folder name: <method>_frames, records/<method>.json.
 METHOD_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$"
@@ -35,12 +35,6 @@ class MethodsFileError(FormatError):
     """A ``methods.json`` that does not read; the message names the file, the method and the field."""
 
 
-def _label(text: str) -> str:
-    if not text.strip():
-        raise ValueError("must not be empty")
-    return text.strip()
-
-
 class MethodEntry(TypedDict):
     """One method of ``methods.json``; its ``label`` is the method's name when the file gives none.
     Other fields are kept as given."""
@@ -48,7 +42,7 @@ class MethodEntry(TypedDict):
     __pydantic_config__ = {"extra": "allow"}  # type: ignore[misc] - pydantic reads it
 
     kind: NotRequired[Literal["image_edit", "i2v"]]
-    label: NotRequired[Annotated[str, AfterValidator(_label)]]
+    label: NotRequired[StrippedText]
     offline: NotRequired[Annotated[bool, Strict()]]
     description: NotRequired[str]
 

@@ -55,11 +55,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, PlainValidator, model_validator
+from pydantic import BaseModel, ConfigDict, PlainValidator, model_validator
 
 from engines.hoi.benchmark import LEVELS, SPLITS, TAGS, Benchmark, BenchmarkItem, judged_by_interaction
 from engines.platform.files import echo
-from engines.platform.formats import FieldProblem, FormatError, validated
+from engines.platform.formats import FieldProblem, FilledText, FormatError, StrippedText, validated
 
 # The scores of a record (upstream names), each a number in [0, 1] or null.
 SCORE_FIELDS = (
@@ -344,12 +344,6 @@ def _score_value(value: Any) -> float | None:
     return float(value)
 
 
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must be the question's text (got an empty one)")
-    return value
-
-
 Score = Annotated[float | None, PlainValidator(_score_value)]
 
 
@@ -358,7 +352,7 @@ class UpstreamAnswer(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    question: Annotated[str, AfterValidator(_not_blank)]
+    question: FilledText
     answer: str | None = None
     confidence: Score = None
     error: Any = None  # the evaluator's note: any truthy value
@@ -393,12 +387,6 @@ class UpstreamRecord(BaseModel):
         return self
 
 
-def _method_name(name: str) -> str:
-    if not name.strip():
-        raise ValueError("must be the method's name (got an empty one)")
-    return name.strip()
-
-
 def _note(error: Any) -> str | None:
     """An evaluator's error note as text; None when it is empty or false (no error)."""
     return (error if isinstance(error, str) else str(error)) if error else None
@@ -410,7 +398,7 @@ class RecordsFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    method: Annotated[str, AfterValidator(_method_name)]
+    method: StrippedText
     L1L2: dict[str, Any] | None = None
     L3: dict[str, Any] | None = None
 

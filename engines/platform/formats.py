@@ -18,9 +18,9 @@ import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import AfterValidator, TypeAdapter, ValidationError
 
 from engines.platform.files import echo, json_depth_problem
 
@@ -41,6 +41,17 @@ class FieldProblem(ValueError):
     def __init__(self, field: str, problem: str) -> None:
         self.field, self.problem = field, problem
         super().__init__(f"{field}: {problem}" if field else problem)
+
+
+def _not_empty(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text
+
+
+# Text with something in it besides white space: kept as given, or with its ends stripped.
+FilledText = Annotated[str, AfterValidator(_not_empty)]
+StrippedText = Annotated[str, AfterValidator(lambda text: _not_empty(text).strip())]
 
 
 def field_path(parts: Iterable[str | int]) -> str:
