@@ -99,9 +99,10 @@ class TrainSetConfig:
         "help": "cue agreements of the policies", "min_length": 1, "cli": {"type": float, "nargs": "+"}})
     seeds: tuple[int, ...] = field(default=SEEDS, metadata={
         "help": "training seeds", "min_length": 1, "cli": {"type": int, "nargs": "+"}})
-    frames: int = field(default=TrainConfig.frames, metadata={"help": "expert frames per policy", "min": 1,
-                                                              "max": 100_000})
-    epochs: int = field(default=TrainConfig.epochs, metadata={"help": "passes over the frames", "min": 1, "max": 100})
+    # One policy's training sizes, with its bounds (TrainConfig's), checked before any process starts.
+    frames: int = field(default=TrainConfig.frames, metadata={**TrainConfig.__dataclass_fields__["frames"].metadata,
+                                                              "help": "expert frames per policy"})
+    epochs: int = field(default=TrainConfig.epochs, metadata=TrainConfig.__dataclass_fields__["epochs"].metadata)
     episodes: int = field(default=100, metadata={"help": "closed-loop episodes per evaluation", "min": 1, "max": 1000})
     workers: int = field(default=2, metadata={"help": "training processes at once (one core each)", "min": 1,
                                               "max": 64})

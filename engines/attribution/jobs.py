@@ -43,7 +43,7 @@ def train_job(ctx: JobContext, **params) -> dict:
     from engines.attribution.train import evaluate, train_policy
 
     p = TrainParams(**params)
-    config = TrainConfig(rho=p.rho, seed=p.seed, frames=p.frames, epochs=p.epochs)  # the fields a job may set
+    config = p.config()
 
     ctx.progress(0.0, "generating expert frames")
     result = train_policy(config, progress=job_progress(ctx, 0.0, 0.8))  # stops at an epoch's end when cancelled

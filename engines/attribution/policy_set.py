@@ -168,7 +168,6 @@ def run(args: argparse.Namespace) -> dict:
     from engines.attribution.paths import output_path
 
     config = TrainSetConfig(**{**option_values(TrainSetConfig, args), **(QUICK_SET if args.quick else {})})
-    TrainConfig(frames=config.frames, epochs=config.epochs)  # one policy's checks, before any process starts
 
     def progress(done: int, total: int, message: str = "") -> None:
         print(f"[{done}/{total}] {message}", file=sys.stderr, flush=True)

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one's TypedDict before Python 3.12
 
-from engines.platform.formats import FormatError, parse_json, validated
+from engines.platform.formats import FormatError, read_json
 
 Rate = Annotated[float, Field(ge=0, le=1)]
 Size = Annotated[int, Field(ge=1, le=4096)]
@@ -105,27 +105,18 @@ class ExperimentResult(TypedDict):
     summary: str
 
 
-def read_json_file(path: Path, kind: Any, *, format_name: str, name: str | None = None) -> Any:
-    """``path``'s JSON checked as ``kind`` (a plain ``dict`` for the typed dictionaries above).
-
-    Raises:
-        RunFileError: not JSON, or JSON that does not follow ``kind``; names the file and the field.
-    """
-    where = name or path.name
-    data = parse_json(path.read_text(encoding="utf-8"), source=where, error=RunFileError)
-    return validated(kind, data, format_name=format_name, source=where, error=RunFileError)
-
-
 def read_experiment_file(path: Path, *, name: str | None = None) -> ExperimentResult:
-    """An experiment's ``experiment.json`` (see :func:`read_json_file`)."""
-    return read_json_file(path, ExperimentResult, format_name="an attribution experiment's result", name=name)
+    """An experiment's ``experiment.json``, a plain ``dict`` (``RunFileError`` naming the file and the field)."""
+    return read_json(path, ExperimentResult, format_name="an attribution experiment's result", name=name or path.name,
+                     error=RunFileError)
 
 
 def read_set_report(path: Path, *, name: str | None = None) -> PolicySetReport:
-    """A trained set's ``report.json`` (see :func:`read_json_file`)."""
-    return read_json_file(path, PolicySetReport, format_name="a policy set's report", name=name)
+    """A trained set's ``report.json`` (as :func:`read_experiment_file`)."""
+    return read_json(path, PolicySetReport, format_name="a policy set's report", name=name or path.name,
+                     error=RunFileError)
 
 
 def read_sidecar(path: Path, *, name: str | None = None) -> PolicySidecar:
-    """A policy's sidecar (see :func:`read_json_file`)."""
-    return read_json_file(path, PolicySidecar, format_name="a policy's sidecar", name=name)
+    """A policy's sidecar (as :func:`read_experiment_file`)."""
+    return read_json(path, PolicySidecar, format_name="a policy's sidecar", name=name or path.name, error=RunFileError)

@@ -33,7 +33,7 @@ from typing_extensions import TypedDict  # pydantic needs this one's TypedDict b
 
 from engines.collab.medical import MedicalCase
 from engines.platform.files import echo
-from engines.platform.formats import FilledText, FormatError, parse_json, validated
+from engines.platform.formats import FilledText, FormatError, read_json, validated
 
 # ---------------------------------------------------------------- the real DDXPlus release
 VALUE_SEP = "_@_"  # "E_54_@_V_161": value V_161 of evidence E_54
@@ -173,12 +173,8 @@ class ConditionEntry(TypedDict):
 
 def _read_json(path: Path, entry: Any, what: str) -> dict:
     """A code book: a JSON object of entries, each checked as ``entry`` (naming its key when it is not)."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DDXPlusFormatError("", f"not UTF-8 text ({exc.reason})", path.name) from exc
-    data = validated(dict[str, Any], parse_json(text, source=path.name, error=DDXPlusFormatError),
-                     format_name=what, source=path.name, error=DDXPlusFormatError)
+    data = read_json(path, dict[str, Any], format_name=what, name=path.name, error=DDXPlusFormatError,
+                     encoding="utf-8-sig")
     return {key: validated(entry, value, format_name=what, source=f"{path.name}, entry {echo(key)}",
                            error=DDXPlusFormatError) for key, value in data.items()}
 

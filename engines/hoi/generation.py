@@ -62,7 +62,6 @@ import contextlib
 import functools
 import importlib
 import inspect
-import json
 import re
 import threading
 from collections.abc import Iterator, Mapping
@@ -78,7 +77,7 @@ from pydantic.dataclasses import dataclass as format_dataclass
 from engines.hoi.roles import make, register
 from engines.platform.endpoints import EndpointRefused, check_endpoint_url
 from engines.platform.files import echo
-from engines.platform.formats import FieldProblem, FormatError, format_error
+from engines.platform.formats import FieldProblem, FormatError, format_error, read_json
 
 TASKS = ("i2v", "edit")
 ROLES = ("diffusers", "gradio", "offline")
@@ -122,11 +121,10 @@ class GenerationConfigError(FormatError):
 
     def __init__(self, field_name: str | None, problem: str, source: str | None = None) -> None:
         super().__init__(field_name or "", problem, source or "")
-        self.field_name = field_name
 
     def located(self, source: str) -> GenerationConfigError:
         """The same error, said of ``source`` (a file path or a role's name)."""
-        return type(self)(self.field_name, self.problem, source)
+        return type(self)(self.field, self.problem, source)
 
 
 class PipelineLoadError(GenerationConfigError):
@@ -349,16 +347,9 @@ def load_generation_config(source: str | Path | Mapping[str, Any], *, task: str 
     if isinstance(source, Mapping):
         data, label = dict(source), "generation config"
     else:
-        path = Path(source)
-        label = str(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8-sig"))
-        except OSError as exc:
-            raise GenerationConfigError(None, f"cannot read the generation config ({exc.strerror or exc})",
-                                        label) from None
-        except json.JSONDecodeError as exc:
-            raise GenerationConfigError(None, f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
-                                        label) from None
+        label = str(source)
+        data = read_json(source, Any, format_name="a generation config", error=GenerationConfigError,
+                         encoding="utf-8-sig")
     if not isinstance(data, dict):
         raise GenerationConfigError(None, f'expected a JSON object such as {{"role": "diffusers", ...}}, '
                                           f"got {type(data).__name__}", label)

@@ -22,7 +22,7 @@ from pydantic import Strict
 from typing_extensions import TypedDict  # pydantic needs this one's TypedDict before Python 3.12
 
 from engines.platform.files import echo
-from engines.platform.formats import FormatError, StrippedText, parse_json, validated
+from engines.platform.formats import FormatError, StrippedText, read_json
 
 # A method's name is a folder name: <method>_frames, records/<method>.json.
 METHOD_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$"
@@ -58,13 +58,7 @@ def read_methods(root: str | Path) -> dict[str, dict]:
     path = Path(root) / METHODS_FILE
     if not path.is_file():
         return {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MethodsFileError("", f"cannot be read ({exc})", str(path)) from None
-    data = parse_json(text, source=str(path), error=MethodsFileError)
-    entries = validated(dict[str, MethodEntry], data, format_name="a method's entry", source=str(path),
-                        error=MethodsFileError)
+    entries = read_json(path, dict[str, MethodEntry], format_name="a method's entry", error=MethodsFileError)
     return {method: {**entry, "label": entry.get("label", method)} for method, entry in entries.items()}
 
 

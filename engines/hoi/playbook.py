@@ -37,7 +37,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from engines.hoi.roles import PlaybookOperation
 from engines.platform.files import echo
-from engines.platform.formats import FormatError, parse_json, validated
+from engines.platform.formats import FormatError, read_json, validated
 
 SECTIONS = ("strategies", "templates", "pitfalls")
 OPERATION_TYPES = ("ADD",)  # the only operation upstream's merger applies
@@ -142,6 +142,9 @@ class UpstreamOperation(BaseModel):
     type: Annotated[str, AfterValidator(_operation_type)] = "ADD"
     section: Literal["strategies", "templates", "pitfalls"]
     content: Annotated[str, AfterValidator(_entry_text)]
+
+
+PLAYBOOK_FORMAT = f"a playbook ({', '.join(SECTIONS)})"
 
 
 class PlaybookFile(BaseModel):
@@ -260,8 +263,11 @@ class Playbook:
             PlaybookFormatError: not an object, an unknown section, or an entry that is not text,
                 naming ``source``, the section and the entry's position.
         """
-        checked = validated(PlaybookFile, data, format_name=f"a playbook ({', '.join(SECTIONS)})", source=source,
-                            error=PlaybookFormatError)
+        return cls._of(validated(PlaybookFile, data, format_name=PLAYBOOK_FORMAT, source=source,
+                                 error=PlaybookFormatError))
+
+    @classmethod
+    def _of(cls, checked: PlaybookFile) -> Playbook:
         return cls(**{name: [strip_id(entry) for entry in getattr(checked, name) if strip_id(entry)]
                       for name in SECTIONS})
 
@@ -284,8 +290,5 @@ def load_playbook(path: str | Path | None = None) -> Playbook:
         {'strategies': 6, 'templates': 1, 'pitfalls': 10}
     """
     path = Path(path) if path is not None else SEED_PATH
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise PlaybookFormatError("", f"cannot read the playbook ({exc.strerror or exc})", str(path)) from None
-    return Playbook.from_dict(parse_json(text, source=str(path), error=PlaybookFormatError), source=str(path))
+    return Playbook._of(read_json(path, PlaybookFile, format_name=PLAYBOOK_FORMAT, error=PlaybookFormatError,
+                                  encoding="utf-8-sig"))

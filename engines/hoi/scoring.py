@@ -48,7 +48,6 @@ only from the legacy ``tag`` field are left unscored, as upstream's scorer count
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -59,7 +58,7 @@ from pydantic import BaseModel, ConfigDict, PlainValidator, model_validator
 
 from engines.hoi.benchmark import LEVELS, SPLITS, TAGS, Benchmark, BenchmarkItem, judged_by_interaction
 from engines.platform.files import echo
-from engines.platform.formats import FieldProblem, FilledText, FormatError, StrippedText, validated
+from engines.platform.formats import FieldProblem, FilledText, FormatError, StrippedText, read_json, validated
 
 # The scores of a record (upstream names), each a number in [0, 1] or null.
 SCORE_FIELDS = (
@@ -443,15 +442,8 @@ def read_records(path: str | Path) -> MethodRecords:
         RecordFormatError: naming the file, split, key and field.
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise RecordFormatError("", f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path) from None
-    except OSError as exc:
-        raise RecordFormatError("", f"cannot read ({exc.strerror or exc})", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise RecordFormatError("", f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
-                                path=path) from None
+    data = read_json(path, Any, format_name="an evaluation-records file",
+                     error=functools.partial(RecordFormatError, path=path), encoding="utf-8-sig")
     return parse_records(data, path=path)
 
 

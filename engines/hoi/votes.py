@@ -144,8 +144,7 @@ def _vote(**fields) -> Vote:
     try:
         return Vote(**fields)
     except ValidationError as exc:
-        error = format_error(exc, format_name="a vote")
-        raise VoteFormatError(error.field, error.problem) from None
+        raise format_error(exc, format_name="a vote", error=VoteFormatError) from None
 
 
 def read_votes(path: str | Path) -> VoteLog:

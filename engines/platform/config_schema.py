@@ -43,7 +43,7 @@ import numbers
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
@@ -207,7 +207,9 @@ def argparse_options(cls: type, parser: argparse.ArgumentParser | argparse._Argu
             kwargs["required"] = True
         else:
             kwargs["default"] = cli.get("default", _default(f))
-            if kwargs["help"] and kwargs["default"] not in (None, False, "", ()) and "default" not in kwargs["help"]:
+            default = kwargs["default"]  # 0 is shown: it only equals False
+            shown_default = default is not None and default is not False and default not in ("", ())
+            if kwargs["help"] and shown_default and "default" not in kwargs["help"]:
                 shown = _shown(kwargs["default"]).replace("%", "%%")  # argparse formats help with %
                 kwargs["help"] += f" (default {shown})"  # what a run without the option uses
         hint = _plain(hints[f.name])
@@ -270,9 +272,14 @@ def job_model(cls: type, *, name: str, base: type[JobParams] = JobParams, only: 
             fields[f.name] = (hint, Field(default=value, title=title, **bounds))
     if defaults:
         raise ValueError(f"defaults for field(s) that {name} does not have: {sorted(defaults)}")
-    names = tuple(fields)
+    # A model derived from another of the same config (a job's shared options, then its own) builds
+    # the config from both layers' fields, not from the last layer's alone.
+    inherited = getattr(base, "_config_fields", None)
+    names = (*(inherited[1] if inherited and inherited[0] is cls else ()), *fields)
 
     class Derived(base):
+        _config_fields: ClassVar[tuple[type, tuple[str, ...]]] = (cls, names)
+
         def config(self) -> Any:
             """The config these parameters stand for (``job_model``)."""
             values = {field_name: getattr(self, field_name) for field_name in names}

@@ -14,9 +14,10 @@ least one span")``); its path joins the model's own.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -133,16 +134,16 @@ def _problem(error: Mapping[str, Any], format_name: str) -> tuple[str, str]:
     return "", words.format(format=format_name, got=_shown(error.get("input")), **values)
 
 
-def format_error(exc: ValidationError, *, format_name: str, source: str = "", at: Sequence[str | int] = (),
+def format_error(exc: ValidationError, *, format_name: str, source: str = "",
                  error: Callable[..., FormatError] = FormatError) -> FormatError:
-    """The first of ``exc``'s errors as a :class:`FormatError` (``at``: where the validated object sits;
-    ``error``: the format's own subclass, or a callable making one, taking FormatError's arguments)."""
+    """The first of ``exc``'s errors as a :class:`FormatError` (``error``: the format's own subclass, or
+    a callable making one, taking FormatError's arguments)."""
     first = exc.errors(include_url=False)[0]
     below, problem = _problem(first, format_name)
     loc = [part for part in first["loc"] if not (isinstance(part, str) and part.startswith("function-"))]
     if loc and loc[-1] == "[key]":  # pydantic's mark for a mapping's key, not its value, being wrong
         loc, problem = loc[:-1], f"the name {problem}"
-    return error(_join(field_path([*at, *loc]), below), problem, source)
+    return error(_join(field_path(loc), below), problem, source)
 
 
 def validated(kind: Any, value: Any, *, format_name: str, source: str = "",
@@ -155,13 +156,7 @@ def validated(kind: Any, value: Any, *, format_name: str, source: str = "",
         raise format_error(exc, format_name=format_name, source=source, error=error) from None
 
 
-_ADAPTERS: dict[Any, TypeAdapter] = {}
-
-
-def _adapter(kind: Any) -> TypeAdapter:
-    if kind not in _ADAPTERS:
-        _ADAPTERS[kind] = TypeAdapter(kind)
-    return _ADAPTERS[kind]
+_adapter = functools.cache(TypeAdapter)  # one adapter per format, built on first use
 
 
 def read_jsonl(path: str | os.PathLike, kind: Any, *, format_name: str, name: str | None = None,
@@ -178,6 +173,25 @@ def read_jsonl(path: str | os.PathLike, kind: Any, *, format_name: str, name: st
     where = name or str(path)
     return [validated(kind, value, format_name=format_name, source=f"{where}, line {number}", error=error)
             for number, value in json_lines(path, name=name, error=error)]
+
+
+def read_json(path: str | os.PathLike, kind: Any, *, format_name: str, name: str | None = None,
+              error: Callable[..., FormatError] = FormatError, encoding: str = "utf-8") -> Any:
+    """A whole file of JSON as ``kind`` (``name``: how messages call the file, default its path).
+
+    Raises:
+        FormatError: the file cannot be read, is not JSON, nests deeper than ``HAI_MAX_JSON_DEPTH``, or
+            is not a ``kind``; the message names the file and the field.
+    """
+    where = name or str(path)
+    try:
+        text = Path(path).read_text(encoding=encoding)
+    except UnicodeDecodeError as exc:
+        raise error("", f"not UTF-8 text ({exc.reason} at byte {exc.start})", where) from None
+    except OSError as exc:
+        raise error("", f"cannot read ({exc.strerror or exc})", where) from None
+    return validated(kind, parse_json(text, source=where, error=error), format_name=format_name, source=where,
+                     error=error)
 
 
 def parse_json(text: str, *, source: str, error: Callable[..., FormatError] = FormatError) -> Any:

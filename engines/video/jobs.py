@@ -76,8 +76,7 @@ def ask_job(ctx: JobContext, **params) -> dict:
     roles = _roles(p.agent)
     roles.retriever_for(p.video)
     ctx.progress(0.5, f"the {p.agent} agent is searching and inspecting")
-    trajectory = with_metrics(answer(question, p.video, roles, AgentConfig(agent=p.agent, max_steps=p.max_steps,
-                                                                           max_frames=p.max_frames)))
+    trajectory = with_metrics(answer(question, p.video, roles, p.config()))
     out = ctx.result_dir / "trajectory.jsonl"
     write_jsonl([trajectory], out)
     letter = trajectory.final.answer
@@ -105,7 +104,7 @@ def sweep_job(ctx: JobContext, **params) -> dict:
     p = SweepParams(**params)
     questions = read_questions(DEMO / "questions.jsonl")[:p.limit]
     summary = run_sweep(questions, lambda q: str(DEMO / f"{q.video_id}.mp4"), _roles,
-                        SweepConfig(budgets=p.budgets), ctx.result_dir / "sweep",
+                        p.config(), ctx.result_dir / "sweep",
                         job_progress(ctx, 0.0, 0.98))
     return {"result_path": str(ctx.result_dir / "sweep"), "claims": summary["claims"],
             "summary": f"{len(questions)} questions at budgets {', '.join(map(str, p.budgets))}"}

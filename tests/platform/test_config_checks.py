@@ -143,3 +143,12 @@ def test_an_options_help_says_the_default_a_run_without_it_uses():
     shown = " ".join(parser.format_help().split())
     assert "--steps STEPS steps (default 8)" in shown and "--rate RATE rate (default 2)" in shown
     assert "--limit LIMIT limit" in shown and "limit (default" not in shown  # None: no default to say
+    assert "--seed SEED seed (default 0)" in shown  # zero is a default worth saying, though it equals False
+
+
+def test_a_job_model_on_another_of_the_same_config_builds_it_from_both_layers():
+    # The shared options (steps, mode) in one layer, the job's own (seed) in the next: config() holds
+    # the values of both, not the first layer's at the dataclass defaults.
+    shared = job_model(Budget, name="SharedFields", only=("steps", "mode"))
+    job = job_model(Budget, name="JobFields", base=shared, only=("seed",))
+    assert job(steps=3, mode="exact", seed=7).config() == Budget(steps=3, mode="exact", seed=7)
