@@ -2,7 +2,7 @@
 
 Keys 1-5 label, S skips (with a reason), U undoes the last label or skip, H shows the
 guidelines. The annotator sees the behaviour, its context and the generation, never the judges'
-verdicts, the attack or other people's labels (``engines.judge.labeling``). An annotator account
+verdicts, the attack or other people's labels (``engines.judge.labeling_queue``). An annotator account
 sees only the projects whose team it is on (``engines.judge.members``); every labeling call checks
 it again.
 """
@@ -57,9 +57,9 @@ except labeling.LabelingError as exc:
     st.warning(str(exc))
     st.stop()
 
-status = labeling_queue.status_of(slug, annotator)
 if shown is None:
-    st.success(f"Nothing left to label here: you labelled {status.labelled} items. Thank you!")
+    labelled = labeling_queue.status_of(slug, annotator).labelled
+    st.success(f"Nothing left to label here: you labelled {labelled} items. Thank you!")
     if st.button("Undo my last label (U)", shortcut="U", key="judge-label-undo-end"):
         labeling_queue.undo_last(slug, annotator)
         st.rerun()
@@ -68,7 +68,7 @@ if shown is None:
 shown_at = st.session_state.setdefault(SHOWN_AT, {}).setdefault(shown.claim_id, time.time())
 if shown.purpose == "quiz":
     st.info(f"Qualification: {shown.quiz_left} item(s) left before the queue opens.")
-st.caption(f"You have labelled {status.labelled} item(s) in this project.")
+st.caption(f"You have labelled {shown.labelled} item(s) in this project.")  # counted with the claim
 
 st.markdown("**Request (behaviour)**")
 st.text(shown.behavior)

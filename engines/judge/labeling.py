@@ -87,8 +87,6 @@ class ProjectSettings:
             raise LabelingError(f"The title has {len(self.title)} characters; at most 200 are allowed.")
 
 
-
-
 # ------------------------------------------------------------------ creating a project
 
 
@@ -230,14 +228,20 @@ def _remove_abandoned_imports(engine: Engine | None) -> None:
 
 def set_open(slug: str, is_open: bool, *, engine: Engine | None = None) -> None:
     with write_transaction(engine) as session:
-        project = locked_project_row(session, slug)
+        project = project_row(session, slug, lock=True)
         project.is_open = is_open
         session.add(project)
 
 
-def project_row(session: Session, slug: str) -> LabelingProject:
-    """The project ``slug``, or LabelingError saying there is none (one being imported is not there yet)."""
-    project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug)).first()
+def project_row(session: Session, slug: str, *, lock: bool = False) -> LabelingProject:
+    """The project ``slug`` (``lock``: its row locked for the rest of the write transaction)."""
+    query = select(LabelingProject).where(LabelingProject.slug == slug)
+    return visible(session.exec(query.with_for_update() if lock else query).first(), slug)
+
+
+def visible(project, slug: str):
+    """``project`` (a row of the project ``slug``, or None), or LabelingError saying there is none: one
+    being imported is not there yet."""
     if project is None or project.slug.startswith(IMPORTING):
         raise LabelingError(f"There is no labeling project called {echo(slug)}.")
     return project
@@ -265,13 +269,5 @@ def list_projects(*, engine: Engine | None = None) -> list[LabelingProject]:
     with read_session(engine) as session:
         return list(session.exec(select(LabelingProject).where(~LabelingProject.slug.startswith(IMPORTING))
                                  .order_by(LabelingProject.created_at)).all())
-
-
-def locked_project_row(session: Session, slug: str) -> LabelingProject:
-    """``project_row``, its row locked for the rest of the write transaction."""
-    project = session.exec(select(LabelingProject).where(LabelingProject.slug == slug).with_for_update()).first()
-    if project is None or project.slug.startswith(IMPORTING):
-        raise LabelingError(f"There is no labeling project called {echo(slug)}.")
-    return project
 
 

@@ -38,13 +38,13 @@ from engines.judge import labeling_sql as sql
 from engines.judge.items import FLAGS
 from engines.judge.labeling import (
     ACCOUNT,
-    IMPORTING,
     MAY_LABEL_ANY,
     RATIONALE_CHARS,
     AnnotatorPaused,
     LabelingError,
     NotAMember,
     project_row,
+    visible,
 )
 from engines.judge.models import Adjudication, HumanLabel, LabelingClaim, LabelingItem, LabelingProject
 from engines.platform.db import read_session, write_transaction
@@ -121,9 +121,7 @@ def _annotator_project(session: Session, slug: str, annotator: str):
     click) while other annotators go on: a transaction-level advisory lock keyed by project and
     annotator on PostgreSQL. SQLite runs one writer at a time, which serialises them already."""
     connection = session.connection()
-    project = connection.execute(sql.PROJECT, {"slug": slug}).first()
-    if project is None or project.slug.startswith(IMPORTING):
-        raise LabelingError(f"There is no labeling project called {echo(slug)}.")
+    project = visible(connection.execute(sql.PROJECT, {"slug": slug}).first(), slug)
     _require_member(session, project, annotator)
     if connection.dialect.name == "postgresql":
         # A collision of the 32-bit hash only makes two annotators wait on each other.

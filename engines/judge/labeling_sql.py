@@ -3,7 +3,7 @@
 Fetching the next item and storing a label happen between two key presses, and ten annotators
 share the app's CPU with everyone else: built once, these statements skip the expression building,
 compilation (SQLAlchemy caches it per statement) and ORM bookkeeping that made up most of the
-time of a label step. ``engines.judge.labeling`` runs them; the rules live there.
+time of a label step. ``engines.judge.labeling_queue`` runs them; the rules live there.
 """
 
 from __future__ import annotations

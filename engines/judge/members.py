@@ -46,7 +46,7 @@ def add_members(slug: str, usernames: list[str], *, added_by: int | None = None,
     if len(names) > MAX_NAMES:
         raise labeling.LabelingError(f"{len(names)} names given; add at most {MAX_NAMES} at a time.")
     with write_transaction(engine) as session:
-        project = labeling.locked_project_row(session, slug)
+        project = labeling.project_row(session, slug, lock=True)
         users = {user.username: user for user in session.exec(select(User).where(User.username.in_(names))).all()}
         unknown = [name for name in names if name not in users]
         if unknown:
@@ -65,7 +65,7 @@ def remove_member(slug: str, username: str, *, engine: Engine | None = None) -> 
     """Take an account off the project's team; whether it was on it. The items it holds open go
     back to the queue at once (its labels stay)."""
     with write_transaction(engine) as session:
-        project = labeling.locked_project_row(session, slug)
+        project = labeling.project_row(session, slug, lock=True)
         row = session.exec(select(LabelingMember).join(User, User.id == LabelingMember.user_id).where(
             LabelingMember.project_id == project.id, User.username == username)).first()
         if row is None:

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from engines.judge.items import HARMFUL_FROM, Item, Label
-from engines.judge.labeling import RATIONALE_CHARS, LabelingError, locked_project_row, project_row
+from engines.judge.labeling import RATIONALE_CHARS, LabelingError, project_row
 from engines.judge.labeling_queue import AnnotatorStatus, annotator_status, check_score
 from engines.judge.models import Adjudication, HumanLabel, LabelingClaim, LabelingItem
 from engines.platform.db import read_session, write_transaction
@@ -94,7 +94,7 @@ def adjudicate(slug: str, key: str, score: int, by: str, *, note: str = "", engi
     if len(note or "") > RATIONALE_CHARS:  # the column's size: refused whole, never cut
         raise LabelingError(f"The note has {len(note):,} characters; at most {RATIONALE_CHARS:,} are allowed.")
     with write_transaction(engine) as session:
-        project = locked_project_row(session, slug)
+        project = project_row(session, slug, lock=True)
         row = session.exec(select(LabelingItem).where(LabelingItem.project_id == project.id,
                                                       LabelingItem.key == key)).first()
         if row is None:

@@ -38,8 +38,9 @@ from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, PlainValidator, Strict, field_validator, model_validator
+from pydantic import ConfigDict, Field, PlainValidator, Strict, field_validator, model_validator, with_config
 from pydantic.dataclasses import dataclass
+from typing_extensions import TypedDict  # pydantic needs this one's TypedDict before Python 3.12
 
 from engines.platform import formats
 from engines.platform.files import echo
@@ -146,7 +147,7 @@ class Verdict:
     ``evidence``.
     """
 
-    status: Literal["ANSWER", "SEARCH_MORE"]
+    status: Literal[STATUSES]
     answer: Text | None
     confidence: Annotated[float, Strict(), Field(ge=0, le=1, allow_inf_nan=False)]
     evidence: Text
@@ -179,7 +180,7 @@ class Step:
     """
 
     i: Annotated[int, Strict(), Field(ge=0)]
-    action: Literal["retrieve", "inspect", "finalize"]
+    action: Literal[ACTIONS]
     args: dict
     planner_thought: Text
     latency_s: Seconds
@@ -254,20 +255,19 @@ def option_letters(options: Iterable[str]) -> tuple[str, ...]:
     return tuple(chr(ord("A") + k) for k, _ in enumerate(options))
 
 
-def _budget(value: Any) -> dict:
-    budget = formats.validated(_BudgetFields, value, format_name=SCHEMA)
-    return {**value, "max_steps": budget.max_steps, "max_frames": budget.max_frames, "fps": budget.fps}
+@with_config(ConfigDict(extra="allow"))  # a run may record more; read back as written
+class Budget(TypedDict):
+    """A trajectory's ``budget``: a plain dict holding at least these."""
 
-
-@dataclass(frozen=True, config=ConfigDict(extra="ignore"))
-class _BudgetFields:
     max_steps: Annotated[int, Strict(), Field(ge=1)]
     max_frames: Annotated[int, Strict(), Field(ge=1)]
     fps: Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
 
 
-@dataclass(frozen=True, config=ConfigDict(extra="ignore"))
-class _Models:
+@with_config(ConfigDict(extra="allow"))
+class Models(TypedDict):
+    """A trajectory's ``models``: the planner's and the inspector's names (a plain dict)."""
+
     planner: Text
     inspector: Text
 
@@ -293,12 +293,12 @@ class Trajectory:
     options: Annotated[tuple[Text, ...], Field(min_length=2, max_length=26)]
     gt_answer: Text | None
     gt_spans: Annotated[tuple[Span, ...], PlainValidator(_spans)]
-    budget: dict
+    budget: Budget
     steps: tuple[Step, ...]
     final: Final
-    models: dict
+    models: Models
     metrics: dict | None = None
-    agent: Literal["gated", "coupled"] = "gated"
+    agent: Literal[AGENTS] = "gated"
     config: dict = field(default_factory=dict)
     schema: Literal["lvqa-traj/1"] = SCHEMA
 
@@ -309,23 +309,6 @@ class Trajectory:
         if isinstance(data, Mapping) and "schema" in data and data["schema"] != SCHEMA:
             raise FieldProblem("schema", f"must be {SCHEMA!r} (got {echo(data['schema'])})")
         return data
-
-    @field_validator("budget")
-    @classmethod
-    def _budget_fields(cls, value: dict) -> dict:
-        try:
-            return _budget(value)
-        except FormatError as err:
-            raise FieldProblem(err.field, err.problem) from None
-
-    @field_validator("models")
-    @classmethod
-    def _model_names(cls, value: dict) -> dict:
-        try:
-            formats.validated(_Models, value, format_name=SCHEMA)
-        except FormatError as err:
-            raise FieldProblem(err.field, err.problem) from None
-        return dict(value)
 
     def __post_init__(self) -> None:
         if self.gt_answer is not None and self.gt_answer not in self.option_letters:

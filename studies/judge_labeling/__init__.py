@@ -2,7 +2,7 @@
 
 The paper's labels came partly from paid workers (4,272 items on Labelbox, after a 10-item
 quiz; Schwinn et al. 2026, section 3). Here a participant arriving from a panel link draws items
-from the same queue as the annotators with accounts (``engines.judge.labeling``): the labeling
+from the same queue as the annotators with accounts (``engines.judge.labeling_queue``): the labeling
 project named by the ``PROJECT`` constant, with its quiz, gold checks and overlap. A participant
 first rates the project's qualification quiz (gold items), then up to ``ITEMS`` items of the
 queue, with gold checks mixed in at the project's rate (``labeling_queue.panel_plan`` says how many;

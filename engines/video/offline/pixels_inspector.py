@@ -274,13 +274,12 @@ def appearances(timeline: dict[float, bool], probe: _TargetProbe | None = None) 
     return _decide(timeline, _runs_of(timeline))
 
 
-def _probed(timeline: dict[float, bool], probe) -> dict[float, bool]:
+def _probed(timeline: dict[float, bool], probe, window: tuple[float, float] | None = None) -> dict[float, bool]:
     """``timeline`` with the frames ``probe`` looked at where it left appearances open (see
-    :func:`appearances`); a probe that knows its ``window`` (the inspected stretch) also looks between
-    a sighting at either end of the frames and that end of the window, so that an appearance the
+    :func:`appearances`); given the ``window`` (the inspected stretch), it also looks between a
+    sighting at either end of the frames and that end of the window, so that an appearance the
     sparse frames caught only after it began (or before it ended) is bounded when the window bounds it."""
     timeline = dict(timeline)
-    window = probe.window() if probe is not None and hasattr(probe, "window") else None
     while probe is not None:
         wanted = _unsettled(timeline, _runs_of(timeline), probe.between, window)
         seen = probe.look(wanted) if wanted else []
@@ -361,7 +360,8 @@ def answer_repeat(ask: Ask, seen: Seen, frames: Sequence[int], probe: Probe | No
     timeline = {seen.times[i]: bool(_targets(ask, seen.views[i])) for i in frames}
     if not any(timeline.values()):
         return Finding(missing=f"no {ask.target} seen in these frames")
-    timeline = _probed(timeline, None if probe is None else _TargetProbe(probe, ask))
+    if probe is not None:
+        timeline = _probed(timeline, _TargetProbe(probe, ask), probe.window())
     spans = _decide(timeline, _runs_of(timeline))
     runs = len(spans)
     letters = [chr(ord("A") + k) for k in range(len(ask.options))]
@@ -397,9 +397,6 @@ class _TargetProbe:
 
     def between(self, a: float, b: float) -> float | None:
         return self.probe.between(a, b)
-
-    def window(self) -> tuple[float, float]:
-        return self.probe.window()
 
     def look(self, times: Sequence[float]) -> list[tuple[float, bool]]:
         return [(t, self.shows(view)) for t, view in self.probe.look(times)]
