@@ -474,10 +474,11 @@ class EvaluateConfig:
         if not re.fullmatch(METHOD_NAME, str(self.method)):
             raise ValueError(f"method must be 1 to 64 letters, digits or _.+- starting with a letter or digit, "
                              f"got {echo(self.method)}")
+        _register_roles()
+        from engines.hoi.roles import factory
+
         for kind in ("grounder", "judge"):
-            value, known = getattr(self, kind), _role_names(kind)
-            if value not in known:
-                raise ValueError(f"unknown {kind} {echo(value)}; choose one of {', '.join(known)}")
+            factory(kind, getattr(self, kind))  # ValueError naming the registered ones
 
 
 def add_evaluate_arguments(parser: argparse.ArgumentParser) -> None:

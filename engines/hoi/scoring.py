@@ -404,7 +404,7 @@ class RecordsFile(BaseModel):
 
 def _errors(record: dict) -> dict[str, str]:
     """The set ``*_error`` fields (and upstream's ``has_error`` flag); empty or false ones are not errors."""
-    return {name: value if isinstance(value, str) else str(value) for name, value in record.items()
+    return {name: _note(value) for name, value in record.items()
             if (name.endswith("_error") or name == "has_error") and value}
 
 
